@@ -1,0 +1,53 @@
+# fastcnp: every day-to-day command is a target here. `make help` lists them.
+SHELL := /bin/bash
+GO ?= go
+# Packages under test; the race detector is on by default because the runtimes are concurrent.
+PKGS ?= ./...
+TEST_FLAGS ?= -race -count=1 -timeout 20m
+BENCH ?= .
+BENCH_PKGS ?= ./...
+
+.PHONY: help setup build test test-short lint proto proto-check bench fuzz p4 demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: ## install Debian packages and pinned Go tools (fresh Debian 12, as root)
+	bash scripts/setup.sh
+
+build: ## build every command into bin/
+	mkdir -p bin
+	$(GO) build -o bin/ ./cmd/...
+
+test: lint ## lint, then run all tests (root runs the network-namespace tests too)
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+test-short: ## quick tests only (no network namespaces, no long runs)
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: proto-check ## gofmt, go vet, and generated code up to date
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$') $$(git ls-files --others --exclude-standard '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+proto: ## regenerate Go from proto/ (pinned protoc + plugins, see scripts/setup.sh)
+	bash proto/gen.sh
+
+proto-check: ## fail if the committed generated Go differs from what `make proto` makes
+	@bash proto/gen.sh >/dev/null && \
+	  if ! git diff --quiet -- proto; then echo "generated code is stale: run make proto and commit"; git diff --stat -- proto; exit 1; fi
+
+bench: ## run the Go benchmarks (BENCH=regexp, BENCH_PKGS=packages)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)
+
+fuzz: ## fuzz the packet parser for FUZZTIME (default 60s)
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s} ./wire/
+
+p4: ## compile p4src with p4c (needs p4c on PATH; says how to get it otherwise)
+	bash p4src/build.sh
+
+demo: ## the main job: S1 victim flow, ecn vs fastcnp, side by side
+	@if [ -x scripts/demo.sh ]; then bash scripts/demo.sh; else echo "make demo: not yet available (the testbed issue adds it)"; fi
+
+clean: ## remove build outputs
+	rm -rf bin p4src/build

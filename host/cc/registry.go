@@ -1,0 +1,46 @@
+package cc
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// factories maps each algorithm name to its constructor. Adding an algorithm
+// ("timely", "hpcc", "dctcp", "lstm-pid") is one entry here plus its
+// parameters in Config.
+var factories = map[string]func(Config) (Algorithm, error){
+	"dcqcn":         func(c Config) (Algorithm, error) { return NewDCQCN(c) },
+	"dcqcn-fastcnp": func(c Config) (Algorithm, error) { return NewDCQCNFastCNP(c) },
+}
+
+// Names returns the algorithm names New accepts, sorted.
+func Names() []string {
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New returns a new per-flow instance of the algorithm called name,
+// configured by cfg. An unknown name gives an error wrapping
+// ErrUnknownAlgorithm that lists the known names; a bad cfg gives one
+// wrapping ErrBadParams.
+func New(name string, cfg Config) (Algorithm, error) {
+	f, ok := factories[name]
+	if !ok {
+		return nil, fmt.Errorf("congestion control %q (known: %s): %w", name, strings.Join(Names(), ", "), ErrUnknownAlgorithm)
+	}
+	a, err := f(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// wrapf prefixes err with context, keeping it matchable with errors.Is.
+func wrapf(err error, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
