@@ -1,0 +1,258 @@
+package p4rt_test
+
+import (
+	"bytes"
+	"errors"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+)
+
+func TestEncode(t *testing.T) {
+	two128 := new(big.Int).Lsh(big.NewInt(1), 128)
+	max128 := new(big.Int).Sub(two128, big.NewInt(1))
+	for _, tc := range []struct {
+		name  string
+		v     any
+		width int
+		want  []byte
+		err   error
+	}{
+		{"zero is one zero byte", uint64(0), 32, []byte{0}, nil},
+		{"zero in 1 bit", 0, 1, []byte{0}, nil},
+		{"one bit set", true, 1, []byte{1}, nil},
+		{"1-bit overflow", 2, 1, nil, p4rt.ErrValueTooWide},
+		{"9-bit port max", uint32(511), 9, []byte{0x01, 0xff}, nil},
+		{"9-bit port small", uint16(3), 9, []byte{3}, nil},
+		{"9-bit port overflow", 512, 9, nil, p4rt.ErrValueTooWide},
+		{"8-bit max", uint8(255), 8, []byte{0xff}, nil},
+		{"16-bit 256", 256, 16, []byte{1, 0}, nil},
+		{"32-bit max", uint64(0xffffffff), 32, []byte{0xff, 0xff, 0xff, 0xff}, nil},
+		{"32-bit overflow", uint64(1) << 32, 32, nil, p4rt.ErrValueTooWide},
+		{"64-bit max", ^uint64(0), 64, bytes.Repeat([]byte{0xff}, 8), nil},
+		{"IPv4", net.ParseIP("10.0.0.1"), 32, []byte{10, 0, 0, 1}, nil},
+		{"IPv4 leading zero", net.ParseIP("0.0.1.2"), 32, []byte{1, 2}, nil},
+		{"IPv4 all zero", net.IPv4zero, 32, []byte{0}, nil},
+		{"IPv6 in 128", net.ParseIP("2001:db8::1"), 128,
+			[]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, nil},
+		{"IPv6 into 32 bits", net.ParseIP("2001:db8::1"), 32, nil, p4rt.ErrValueTooWide},
+		{"MAC 48", net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}, 48, []byte{2, 0, 0, 0, 0, 1}, nil},
+		{"MAC leading zeros", net.HardwareAddr{0, 0, 0, 0, 0x12, 0x34}, 48, []byte{0x12, 0x34}, nil},
+		{"MAC zero", net.HardwareAddr{0, 0, 0, 0, 0, 0}, 48, []byte{0}, nil},
+		{"MAC into 47 bits", net.HardwareAddr{0x80, 0, 0, 0, 0, 0}, 47, nil, p4rt.ErrValueTooWide},
+		{"bytes with leading zeros", []byte{0, 0, 5}, 16, []byte{5}, nil},
+		{"bytes padded but fitting", []byte{0, 0, 0, 0x01, 0xff}, 9, []byte{0x01, 0xff}, nil},
+		{"bytes too wide", []byte{0x02, 0x00}, 9, nil, p4rt.ErrValueTooWide},
+		{"big 128 max", max128, 128, bytes.Repeat([]byte{0xff}, 16), nil},
+		{"big 2^128 overflow", two128, 128, nil, p4rt.ErrValueTooWide},
+		{"big zero", new(big.Int), 128, []byte{0}, nil},
+		{"big negative", big.NewInt(-1), 8, nil, p4rt.ErrInvalidValue},
+		{"negative int", -1, 8, nil, p4rt.ErrInvalidValue},
+		{"empty bytes", []byte{}, 8, nil, p4rt.ErrInvalidValue},
+		{"string", "10", 8, nil, p4rt.ErrInvalidValue},
+		{"width 0", 0, 0, nil, p4rt.ErrInvalidValue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := p4rt.Encode(tc.v, tc.width)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Encode(%v, %d) error %v, want %v", tc.v, tc.width, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Fatalf("Encode(%v, %d) = %x, %v; want %x", tc.v, tc.width, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCanonicalAndDecode(t *testing.T) {
+	for _, tc := range []struct {
+		in   []byte
+		want []byte
+		u    uint64
+	}{
+		{nil, []byte{0}, 0},
+		{[]byte{0, 0}, []byte{0}, 0},
+		{[]byte{0, 1, 0}, []byte{1, 0}, 256},
+		{[]byte{0xab}, []byte{0xab}, 0xab},
+	} {
+		if got := p4rt.Canonical(tc.in); !bytes.Equal(got, tc.want) {
+			t.Errorf("Canonical(%x) = %x, want %x", tc.in, got, tc.want)
+		}
+		if u, err := p4rt.DecodeUint(tc.in); err != nil || u != tc.u {
+			t.Errorf("DecodeUint(%x) = %d, %v; want %d", tc.in, u, err, tc.u)
+		}
+	}
+	if _, err := p4rt.DecodeUint(bytes.Repeat([]byte{1}, 9)); !errors.Is(err, p4rt.ErrValueTooWide) {
+		t.Errorf("DecodeUint of 72 bits: %v", err)
+	}
+	// Padded 64-bit value with leading zeros still decodes.
+	if u, err := p4rt.DecodeUint(append([]byte{0, 0}, bytes.Repeat([]byte{0xff}, 8)...)); err != nil || u != ^uint64(0) {
+		t.Errorf("padded max: %d %v", u, err)
+	}
+}
+
+// Errors from builders name the object, the field and its width.
+func TestWidthErrorNamesField(t *testing.T) {
+	in := testInfo(t)
+	_, err := in.Action("set_nexthop", p4rt.P("port", 512), p4rt.P("dmac", 1))
+	if !errors.Is(err, p4rt.ErrValueTooWide) {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range []string{`"port"`, "bit<9>", "Ing.set_nexthop"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %s", err, want)
+		}
+	}
+}
+
+func TestMatchChecks(t *testing.T) {
+	in := testInfo(t)
+	for _, tc := range []struct {
+		name  string
+		table string
+		m     p4rt.Match
+		err   error
+		check func(*p4v1.FieldMatch) bool
+	}{
+		{"lpm /8", "ipv4_route", p4rt.LPM("dst_addr", net.ParseIP("10.0.0.0"), 8), nil,
+			func(f *p4v1.FieldMatch) bool {
+				return bytes.Equal(f.GetLpm().Value, []byte{10, 0, 0, 0}) && f.GetLpm().PrefixLen == 8
+			}},
+		{"lpm /32", "ipv4_route", p4rt.LPM("dst_addr", net.ParseIP("10.0.0.1"), 32), nil, nil},
+		{"lpm trailing bits", "ipv4_route", p4rt.LPM("dst_addr", net.ParseIP("10.0.0.1"), 24), p4rt.ErrInvalidValue, nil},
+		{"lpm /33", "ipv4_route", p4rt.LPM("dst_addr", net.ParseIP("10.0.0.0"), 33), p4rt.ErrInvalidValue, nil},
+		{"lpm negative", "ipv4_route", p4rt.LPM("dst_addr", 0, -1), p4rt.ErrInvalidValue, nil},
+		{"lpm /0 is a wildcard", "ipv4_route", p4rt.LPM("dst_addr", 0, 0), p4rt.ErrInvalidValue, nil},
+		{"lpm 128 /64", "v6_route", p4rt.LPM("dst", net.ParseIP("2001:db8::"), 32), nil, nil},
+		{"lpm 128 trailing", "v6_route", p4rt.LPM("dst", net.ParseIP("2001:db8::1"), 64), p4rt.ErrInvalidValue, nil},
+		{"ternary ok", "Ing.acl", p4rt.Ternary("src", net.ParseIP("10.0.0.0"), uint32(0xff000000)), nil,
+			func(f *p4v1.FieldMatch) bool { return bytes.Equal(f.GetTernary().Mask, []byte{0xff, 0, 0, 0}) }},
+		{"ternary value outside mask", "Ing.acl", p4rt.Ternary("src", 0x0a000001, 0xff000000), p4rt.ErrInvalidValue, nil},
+		{"ternary zero mask", "Ing.acl", p4rt.Ternary("src", 0, 0), p4rt.ErrInvalidValue, nil},
+		{"range ok", "Ing.acl", p4rt.Range("proto", 6, 17), nil,
+			func(f *p4v1.FieldMatch) bool {
+				return bytes.Equal(f.GetRange().Low, []byte{6}) && bytes.Equal(f.GetRange().High, []byte{17})
+			}},
+		{"range inverted", "Ing.acl", p4rt.Range("proto", 17, 6), p4rt.ErrInvalidValue, nil},
+		{"range too wide", "Ing.acl", p4rt.Range("proto", 0, 256), p4rt.ErrValueTooWide, nil},
+		{"optional", "Egr.acl", p4rt.Optional("dport", 4791), nil,
+			func(f *p4v1.FieldMatch) bool { return bytes.Equal(f.GetOptional().Value, []byte{0x12, 0xb7}) }},
+		{"wrong kind", "port_config", p4rt.LPM("port", 0, 1), p4rt.ErrInvalidValue, nil},
+		{"unknown field", "port_config", p4rt.Exact("prot", 1), p4rt.ErrUnknownName, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te, err := in.TableEntry(tc.table).Match(tc.m).Priority(1).Build()
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("got %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.check != nil && !tc.check(te.Match[0]) {
+				t.Fatalf("wrong encoding: %v", te.Match[0])
+			}
+		})
+	}
+}
+
+func TestTableEntryBuilder(t *testing.T) {
+	in := testInfo(t)
+	mac, _ := net.ParseMAC("00:00:5e:00:53:01")
+	te, err := in.TableEntry("Ing.ipv4_route").
+		Match(p4rt.LPM("dst_addr", net.ParseIP("192.168.0.0"), 16)).
+		Action("set_nexthop", p4rt.P("port", 0), p4rt.P("dmac", mac)).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := te.GetAction().GetAction()
+	if te.TableId != 33554433 || a.ActionId != 16777474 || len(a.Params) != 2 {
+		t.Fatalf("entry %v", te)
+	}
+	if !bytes.Equal(a.Params[0].Value, []byte{0}) || !bytes.Equal(a.Params[1].Value, []byte{0x5e, 0, 0x53, 1}) {
+		t.Fatalf("params %x %x", a.Params[0].Value, a.Params[1].Value)
+	}
+	d, err := in.DecodeTableEntry(te)
+	if err != nil || d.Table != "Ing.ipv4_route" || d.Action != "Ing.set_nexthop" || d.Matches[0].Field != "dst_addr" ||
+		d.Matches[0].PrefixLen != 16 || !bytes.Equal(d.Params["dmac"], []byte{0x5e, 0, 0x53, 1}) {
+		t.Fatalf("decode: %+v %v", d, err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		b    *p4rt.TableEntryBuilder
+		err  error
+	}{
+		{"missing param", in.TableEntry("ipv4_route").Action("set_nexthop", p4rt.P("port", 1)), p4rt.ErrInvalidValue},
+		{"param twice", in.TableEntry("ipv4_route").Action("set_nexthop", p4rt.P("port", 1), p4rt.P("port", 1), p4rt.P("dmac", 1)), p4rt.ErrInvalidValue},
+		{"unknown param", in.TableEntry("ipv4_route").Action("set_nexthop", p4rt.P("prt", 1), p4rt.P("dmac", 1)), p4rt.ErrUnknownName},
+		{"unknown action", in.TableEntry("ipv4_route").Action("set_nexthp"), p4rt.ErrUnknownName},
+		{"unknown table", in.TableEntry("ipv4_rout"), p4rt.ErrUnknownName},
+		{"ambiguous table", in.TableEntry("acl"), p4rt.ErrAmbiguousName},
+		{"field twice", in.TableEntry("port_config").Match(p4rt.Exact("port", 1), p4rt.Exact("port", 2)), p4rt.ErrInvalidValue},
+		{"priority 0", in.TableEntry("Ing.acl").Priority(0), p4rt.ErrInvalidValue},
+		{"default with match", in.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Default(), p4rt.ErrInvalidValue},
+		{"idle timeout 0", in.TableEntry("port_config").IdleTimeout(0), p4rt.ErrInvalidValue},
+	} {
+		if _, err := tc.b.Build(); !errors.Is(err, tc.err) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestOtherBuilders(t *testing.T) {
+	in := testInfo(t)
+	m, err := in.ActionProfileMember("inc_selector", 1, "set_nexthop", p4rt.P("port", 3), p4rt.P("dmac", 0))
+	if err != nil || m.GetActionProfileMember().ActionProfileId != 285212673 {
+		t.Fatalf("member %v %v", m, err)
+	}
+	g, err := in.ActionProfileGroup("inc_selector", 9, 16, p4rt.GroupMember{ID: 1, Weight: 3}, p4rt.GroupMember{ID: 2})
+	if err != nil || len(g.GetActionProfileGroup().Members) != 2 || g.GetActionProfileGroup().Members[1].Weight != 1 {
+		t.Fatalf("group %v %v", g, err)
+	}
+	if _, err := in.ActionProfileGroup("inc_selector", 9, 0, p4rt.GroupMember{ID: 1, Weight: -1}); !errors.Is(err, p4rt.ErrInvalidValue) {
+		t.Errorf("negative weight: %v", err)
+	}
+	r, err := in.RegisterEntry("port_rx_bytes", 5, uint32(0xffffffff))
+	if err != nil || !bytes.Equal(r.GetRegisterEntry().Data.GetBitstring(), []byte{0xff, 0xff, 0xff, 0xff}) {
+		t.Fatalf("register %v %v", r, err)
+	}
+	if _, err := in.RegisterEntry("port_rx_bytes", 5, uint64(1)<<32); !errors.Is(err, p4rt.ErrValueTooWide) {
+		t.Errorf("register overflow: %v", err)
+	}
+	vs, err := in.ValueSetEntry("roce_ports", []p4rt.Match{p4rt.Exact("port", 4791)}, []p4rt.Match{p4rt.Exact("port", 4792)})
+	if err != nil || len(vs.GetValueSetEntry().Members) != 2 {
+		t.Fatalf("value set %v %v", vs, err)
+	}
+	if _, err := in.ValueSetEntry("roce_ports", []p4rt.Match{p4rt.Exact("port", 1<<16)}); !errors.Is(err, p4rt.ErrValueTooWide) {
+		t.Errorf("value set overflow: %v", err)
+	}
+	mg, err := p4rt.MulticastGroup(1, p4rt.Replica{Port: 1}, p4rt.Replica{Port: 2, Instance: 1})
+	if err != nil || len(mg.GetPacketReplicationEngineEntry().GetMulticastGroupEntry().Replicas) != 2 {
+		t.Fatalf("mcast %v %v", mg, err)
+	}
+	if _, err := p4rt.MulticastGroup(0); !errors.Is(err, p4rt.ErrInvalidValue) {
+		t.Errorf("mcast 0: %v", err)
+	}
+	cs, err := p4rt.CloneSession(5, 0, 128, p4rt.Replica{Port: 64})
+	if err != nil || cs.GetPacketReplicationEngineEntry().GetCloneSessionEntry().PacketLengthBytes != 128 {
+		t.Fatalf("clone %v %v", cs, err)
+	}
+	c, err := in.CounterEntry("cnp_sent", 3, 100, 2)
+	if err != nil || c.GetCounterEntry().GetIndex().GetIndex() != 3 {
+		t.Fatalf("counter %v %v", c, err)
+	}
+	if _, err := in.DigestConfig("state_change_t", 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+}

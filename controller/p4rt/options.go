@@ -1,0 +1,195 @@
+package p4rt
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Uint128 is an election ID: High is the more significant half.
+type Uint128 struct{ High, Low uint64 }
+
+// Less reports u < o.
+func (u Uint128) Less(o Uint128) bool { return u.High < o.High || (u.High == o.High && u.Low < o.Low) }
+
+// IsZero reports u == 0.
+func (u Uint128) IsZero() bool { return u.High == 0 && u.Low == 0 }
+
+// String prints low, or high:low when high is not zero.
+func (u Uint128) String() string {
+	if u.High == 0 {
+		return fmt.Sprint(u.Low)
+	}
+	return fmt.Sprintf("%d:%d", u.High, u.Low)
+}
+
+func (u Uint128) proto() *p4v1.Uint128 { return &p4v1.Uint128{High: u.High, Low: u.Low} }
+
+func fromProto128(p *p4v1.Uint128) Uint128 { return Uint128{High: p.GetHigh(), Low: p.GetLow()} }
+
+// Backoff is the reconnection schedule: attempt n waits
+// min(Max, Initial*Multiplier^n), then scaled by a random factor in
+// [1-Jitter, 1+Jitter] so that many controllers do not reconnect in step.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64 // 0..1
+}
+
+// DefaultBackoff is used when WithBackoff is not given.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.2}
+
+// Delay is the wait before attempt n (0-based); r is a uniform random
+// number in [0, 1).
+func (b Backoff) Delay(n int, r float64) time.Duration {
+	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(n))
+	if d > float64(b.Max) || math.IsInf(d, 0) || math.IsNaN(d) {
+		d = float64(b.Max)
+	}
+	d *= 1 + b.Jitter*(2*r-1)
+	return time.Duration(d)
+}
+
+func (b Backoff) validate() error {
+	if b.Initial <= 0 || b.Max < b.Initial || b.Multiplier < 1 || b.Jitter < 0 || b.Jitter > 1 {
+		return fmt.Errorf("p4rt: backoff %+v: want 0 < Initial <= Max, Multiplier >= 1, 0 <= Jitter <= 1: %w", b, ErrInvalidValue)
+	}
+	return nil
+}
+
+type config struct {
+	electionID  Uint128
+	role        string
+	creds       credentials.TransportCredentials
+	credsErr    error
+	backoff     Backoff
+	chunk       int
+	atomicity   p4v1.WriteRequest_Atomicity
+	eventBuf    int
+	packetBuf   int
+	digestBuf   int
+	idleBuf     int
+	autoAck     bool
+	info        *Info
+	log         logrus.FieldLogger
+	dialOpts    []grpc.DialOption
+	maxRecvSize int
+	rand        func() float64
+}
+
+func defaultConfig() config {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return config{
+		electionID: Uint128{Low: 1}, backoff: DefaultBackoff, chunk: 500,
+		eventBuf: 64, packetBuf: 1024, digestBuf: 256, idleBuf: 256, autoAck: true,
+		log: l, maxRecvSize: 64 << 20, rand: rand.Float64,
+	}
+}
+
+// Option configures Dial.
+type Option func(*config)
+
+// WithElectionID sets the election ID (default 1). The highest election ID
+// of a role is its primary.
+func WithElectionID(id Uint128) Option { return func(c *config) { c.electionID = id } }
+
+// WithRole sets the role name ("" is the default, full-access role).
+func WithRole(name string) Option { return func(c *config) { c.role = name } }
+
+// WithTLS uses TLS with cfg (set cfg.Certificates for mutual TLS).
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) { c.creds = credentials.NewTLS(cfg) }
+}
+
+// WithTLSFiles uses TLS with a CA bundle to verify the server and, if
+// certFile and keyFile are not empty, a client certificate (mutual TLS).
+// serverName overrides the name checked in the server certificate.
+func WithTLSFiles(caFile, certFile, keyFile, serverName string) Option {
+	return func(c *config) {
+		cfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				c.credsErr = fmt.Errorf("p4rt: read CA: %w", err)
+				return
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				c.credsErr = fmt.Errorf("p4rt: no certificate in %s: %w", caFile, ErrInvalidValue)
+				return
+			}
+		}
+		if certFile != "" || keyFile != "" {
+			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				c.credsErr = fmt.Errorf("p4rt: load client certificate: %w", err)
+				return
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		c.creds = credentials.NewTLS(cfg)
+	}
+}
+
+// WithBackoff sets the reconnection schedule.
+func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff = b } }
+
+// WithChunkSize sets how many updates go in one WriteRequest (default 500).
+func WithChunkSize(n int) Option { return func(c *config) { c.chunk = n } }
+
+// WithAtomicity sets the WriteRequest atomicity (default CONTINUE_ON_ERROR,
+// the only mode BMv2 supports).
+func WithAtomicity(a p4v1.WriteRequest_Atomicity) Option {
+	return func(c *config) { c.atomicity = a }
+}
+
+// WithBuffers sets the capacity of the Events, Packets, Digests and
+// IdleTimeouts channels. When a channel is full the message is dropped and
+// counted in Stats: the stream receiver never blocks on a slow consumer.
+func WithBuffers(events, packets, digests, idle int) Option {
+	return func(c *config) { c.eventBuf, c.packetBuf, c.digestBuf, c.idleBuf = events, packets, digests, idle }
+}
+
+// WithAutoDigestAck sets whether the client acknowledges every DigestList
+// as soon as it has been queued or dropped (default true). With false, call
+// Client.AckDigest after processing. Until a list is acknowledged (or its
+// DigestEntry ack timeout expires) the server does not report the same
+// digest data again, so an ack is what re-arms duplicate suppression.
+func WithAutoDigestAck(on bool) Option { return func(c *config) { c.autoAck = on } }
+
+// WithInfo gives the client a P4Info index for decoding PacketIn metadata
+// and digests (SetPipeline sets it too).
+func WithInfo(in *Info) Option { return func(c *config) { c.info = in } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
+
+// WithKeepalive makes gRPC ping the server after every idle interval and
+// drop the connection when no answer comes within timeout, so that a link
+// that dies silently (no RST) still ends the stream and triggers
+// reconnection. Off by default: gRPC servers refuse pings more frequent
+// than their enforcement policy allows (5 minutes unless configured) and
+// close such connections with "too_many_pings"; set interval to what the
+// switch's server permits.
+func WithKeepalive(interval, timeout time.Duration) Option {
+	return WithDialOptions(grpc.WithKeepaliveParams(keepalive.ClientParameters{
+		Time: interval, Timeout: timeout, PermitWithoutStream: true}))
+}
+
+// WithDialOptions appends raw gRPC dial options.
+func WithDialOptions(o ...grpc.DialOption) Option {
+	return func(c *config) { c.dialOpts = append(c.dialOpts, o...) }
+}

@@ -1,0 +1,150 @@
+// fastcnp: every size and constant of the data plane, in one place.
+//
+// Contract: docs/dataplane.md "Units and constants". The Go reference pipeline
+// (target/pipeline) mirrors these values; change them only together.
+// Sizes are preprocessor macros (they are used as table sizes, register sizes and
+// in index masks); everything else is a typed P4 constant.
+
+#ifndef _FASTCNP_DEFINES_P4_
+#define _FASTCNP_DEFINES_P4_
+
+// ---------------------------------------------------------------------------
+// Resource sizes (docs/dataplane.md "Units and constants").
+// ---------------------------------------------------------------------------
+#define NUM_PORTS                512   // 9-bit port numbers: one cell per port
+#define ROUTE_TABLE_SIZE         1024  // FastcnpIngress.ipv4_route
+#define TRAFFIC_CLASS_TABLE_SIZE 64    // FastcnpIngress.traffic_class
+#define CONN_TABLE_SIZE          4096  // FastcnpIngress.rdma_connection, inc_flow_* registers
+#define FLOW_SLOTS               4096  // flow_* registers (power of two: slot = hash & (FLOW_SLOTS-1))
+#define INC_SLOTS                1024  // inc_slot_* registers (power of two)
+#define INC_VECTOR_LEN           16    // 32-bit lanes in an INC vector (wire-formats.md "INC header")
+#define INC_GROUPS               256   // FastcnpIngress.inc_group
+#define INC_BUCKETS              256   // FastcnpIngress.inc_route (power of two, key is 8 bits)
+#define LOG2_TABLE_SIZE          2048  // *_bytes_log2 and window_exp2
+#define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set
+
+// The INC code is unrolled lane by lane (one register per lane, pinned IDs
+// 0x16000013 .. 0x16000022). A different vector length needs new lanes there.
+#if INC_VECTOR_LEN != 16
+#error "INC_VECTOR_LEN is unrolled for 16 lanes in headers.p4, registers.p4 and controls.p4"
+#endif
+
+// ---------------------------------------------------------------------------
+// Ports, sessions, receivers.
+// ---------------------------------------------------------------------------
+const bit<9>  CPU_PORT           = 255;   // P4Runtime packet-in/out port (BMv2 --cpu-port 255)
+const bit<32> CNP_CLONE_SESSION  = 100;   // E2E clone session that carries switch CNPs and deferred digests
+const bit<32> DIGEST_RECEIVER    = 1;     // v1model digest receiver id (ignored by BMv2's P4Runtime server)
+
+// Field lists of clone/recirculate/resubmit_preserving_field_list. Macros, not
+// constants: they appear in @field_list annotations, where p4c wants literals.
+#define FL_EGRESS_CLONE 1   // data packet (egress) -> its E2E clone
+#define FL_RECIRCULATE  2   // E2E clone (egress) -> recirculated packet (ingress)
+#define FL_RESUBMIT     3   // recirculated packet -> its resubmit (second digest)
+
+// ---------------------------------------------------------------------------
+// Time.
+// ---------------------------------------------------------------------------
+const bit<48> DIGEST_MIN_GAP_NS  = 100000;  // cnp_digest_t at most once per this gap per port
+const bit<48> NS_PER_US          = 1000;    // BMv2 timestamps count microseconds
+const bit<32> PS_PER_NS          = 1000;    // pause_quantum_ps -> ns
+// Exact floor(x / 1000) for every x < 2^48 without a division (BMv2 and Tofino
+// have none): floor(x / 1000) == (x * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT.
+// Proof: M = ceil(2^58 / 1000) = 288230376151712, M*1000 - 2^58 = 256 <= 2^(58-48),
+// so the error term stays below one unit for all 48-bit x (Granlund-Montgomery).
+const bit<128> PS_TO_NS_MAGIC    = 288230376151712;
+const bit<8>   PS_TO_NS_SHIFT    = 58;
+const bit<128> NS_PER_MS         = 1000000;  // rx_bytes * 1e6 > rate_bytes_per_ms * T
+
+// ---------------------------------------------------------------------------
+// Protocol numbers (docs/wire-formats.md).
+// ---------------------------------------------------------------------------
+const bit<16> ETHERTYPE_IPV4        = 0x0800;
+const bit<16> ETHERTYPE_VLAN        = 0x8100;
+const bit<16> ETHERTYPE_MAC_CONTROL = 0x8808;
+const bit<16> MAC_CONTROL_OPCODE_PFC   = 0x0101;   // 802.1Qbb
+const bit<16> MAC_CONTROL_OPCODE_PAUSE = 0x0001;   // 802.3x
+const bit<8>  IP_PROTO_UDP          = 17;
+const bit<4>  IPV4_VERSION          = 4;
+const bit<4>  IPV4_MIN_IHL          = 5;
+const bit<8>  IPV4_DEFAULT_TTL      = 64;          // TTL of a switch CNP
+const bit<16> IPV4_HEADER_BYTES     = 20;
+const bit<16> UDP_HEADER_BYTES      = 8;
+const bit<16> ROCE_UDP_PORT         = 4791;
+const bit<2>  ECN_NOT_ECT           = 0;
+const bit<2>  ECN_ECT1              = 1;
+const bit<2>  ECN_ECT0              = 2;
+const bit<2>  ECN_CE                = 3;
+const bit<6>  CNP_DSCP              = 48;
+const bit<32> ETHERNET_HEADER_BYTES = 14;
+const bit<32> VLAN_TAG_BYTES        = 4;
+
+// InfiniBand BTH.
+const bit<8>  BTH_OPCODE_CNP        = 0x81;
+const bit<8>  INC_BTH_MARK          = 0x01;        // BTH byte 4 (resv8a): an INC header follows
+const bit<16> BTH_BYTES             = 12;
+const bit<16> CNP_EXTENSION_BYTES   = 16;
+const bit<16> ICRC_BYTES            = 4;
+// IBTA Annex A17: the masked LRH that RoCEv2 prepends to the ICRC input.
+const bit<64> ICRC_MASKED_LRH       = 0xFFFFFFFFFFFFFFFF;
+
+// fastcnp CNP extension (wire-formats.md "fastcnp CNP extension").
+const bit<4>  CNP_EXT_VERSION           = 1;
+const bit<4>  CNP_EXT_FLAG_WINDOW_VALID = 0x1;
+const bit<4>  CNP_EXT_FLAG_BY_SWITCH    = 0x2;
+
+// RDMA-connection announcement (wire-formats.md).
+const bit<32> ANNOUNCE_MAGIC        = 0x46434E50;  // "FCNP"
+const bit<8>  ANNOUNCE_VERSION      = 1;
+
+// INC header (wire-formats.md "INC header").
+const bit<8>  INC_FLAG_IDS          = 0x01;
+const bit<8>  INC_FLAG_RESULT       = 0x02;
+const bit<16> INC_IDS_BYTES         = 16;
+
+// set_connection flags (docs/dataplane.md "Actions").
+const bit<8>  CONN_FLAG_INC_UPLINK  = 0x01;
+const bit<8>  CONN_FLAG_CNP_TARGET  = 0x02;
+
+// packet_in reasons.
+const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
+
+// ---------------------------------------------------------------------------
+// Port modes and states (docs/dataplane.md "Units and constants").
+// ---------------------------------------------------------------------------
+const bit<2> PORT_MODE_OFF     = 0;   // forward only
+const bit<2> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
+const bit<2> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+
+const bit<1> PORT_DETERMINED   = 0;
+const bit<1> PORT_UNDETERMINED = 1;
+
+// Port events of port_state_digest_t.
+const bit<8> PORT_EVENT_NONE                 = 0;   // internal: nothing to report
+const bit<8> PORT_EVENT_PAUSE                = 1;
+const bit<8> PORT_EVENT_RESUME_NOT_CONGESTED = 2;
+const bit<8> PORT_EVENT_RESUME_CONGESTED     = 3;
+const bit<8> PORT_EVENT_RESUME_UNDETERMINED  = 4;
+const bit<8> PORT_EVENT_CHECK_DRAINED        = 5;
+const bit<8> PORT_EVENT_CHECK_CONGESTED      = 6;
+
+// INC aggregation outcomes (controls.p4 IncAggregate -> counters in ingress).
+const bit<3> INC_OUTCOME_NOT_INC      = 0;   // no INC group: forward as a normal packet
+const bit<3> INC_OUTCOME_CONSUMED     = 1;   // added, more contributions expected: drop
+const bit<3> INC_OUTCOME_RESULT       = 2;   // added, last contribution: packet is the RESULT
+const bit<3> INC_OUTCOME_DUPLICATE    = 3;
+const bit<3> INC_OUTCOME_SLOT_BUSY    = 4;
+const bit<3> INC_OUTCOME_OUT_OF_RANGE = 5;   // offset >= data flow length
+
+// RED: r is a uniform 16-bit random number.
+const bit<16> RED_RANDOM_MAX = 0xFFFF;
+
+// ---------------------------------------------------------------------------
+// v1model packet instance types (BMv2 simple_switch.md).
+// ---------------------------------------------------------------------------
+const bit<32> PKT_INSTANCE_TYPE_NORMAL       = 0;
+const bit<32> PKT_INSTANCE_TYPE_EGRESS_CLONE = 2;
+const bit<32> PKT_INSTANCE_TYPE_RECIRC       = 4;
+const bit<32> PKT_INSTANCE_TYPE_RESUBMIT     = 6;
+
+#endif  // _FASTCNP_DEFINES_P4_

@@ -1,0 +1,165 @@
+// fastcnp: the architecture-neutral parts of the parser and the deparser
+// (docs/dataplane.md "Parser"; docs/wire-formats.md; spec 05).
+//
+// The architecture's own parser (v1model/fastcnp.p4: FastcnpParser) owns what
+// is not neutral: the CPU-port packet_out header, recirculated packets, and the
+// `announce_udp_port` value set (a value set must be declared in the top-level
+// parser to keep its P4Info name FastcnpParser.announce_udp_port). It calls
+// the sub-parsers below:
+//   FastcnpFrameParser        Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP
+//   FastcnpRoceParser         BTH, then the CNP extension or the INC header
+//   FastcnpAnnouncementParser the 32-byte RDMA-connection announcement
+// Malformed input ends in `reject` with one of the errors below; the ingress
+// control checks the parser error first (Ingress step 1). Extracting past the
+// end of the packet fails with the core error PacketTooShort.
+
+#ifndef _FASTCNP_PARSER_P4_
+#define _FASTCNP_PARSER_P4_
+
+#include "headers.p4"
+
+error {
+    Ipv4BadVersion,         // IPv4 version != 4
+    Ipv4BadIhl,             // IPv4 IHL < 5
+    AnnouncementBadMagic,   // announcement magic != "FCNP"
+    AnnouncementBadVersion  // announcement version != 1
+}
+
+// Ethernet -> [802.1Q] -> MAC control | IPv4 -> UDP. Sets meta.l4_is_udp when a
+// UDP header was extracted, so the caller can dispatch on its port.
+parser FastcnpFrameParser(packet_in pkt,
+                          inout fastcnp_headers_t hdr,
+                          inout fastcnp_metadata_t meta) {
+    state start {
+        meta.l4_is_udp = 0;
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_VLAN:        parse_vlan;
+            ETHERTYPE_IPV4:        parse_ipv4;
+            ETHERTYPE_MAC_CONTROL: parse_mac_control;
+            default:               accept;
+        }
+    }
+
+    // One tag only: a second 0x8100 is accepted unparsed.
+    state parse_vlan {
+        pkt.extract(hdr.vlan);
+        transition select(hdr.vlan.ether_type) {
+            ETHERTYPE_IPV4:        parse_ipv4;
+            ETHERTYPE_MAC_CONTROL: parse_mac_control;
+            default:               accept;
+        }
+    }
+
+    // The opcode alone, then the 18-byte PFC body (0x0101) or the 2-byte
+    // PAUSE body (0x0001); any other opcode: accept with the opcode only.
+    state parse_mac_control {
+        pkt.extract(hdr.mac_control);
+        transition select(hdr.mac_control.opcode) {
+            MAC_CONTROL_OPCODE_PFC:   parse_pfc;
+            MAC_CONTROL_OPCODE_PAUSE: parse_pause;
+            default:                  accept;
+        }
+    }
+
+    state parse_pfc {
+        pkt.extract(hdr.pfc);
+        transition accept;
+    }
+
+    state parse_pause {
+        pkt.extract(hdr.pause);
+        transition accept;
+    }
+
+    // Options are forwarded, not parsed: only IHL 5, unfragmented (offset 0)
+    // UDP goes further.
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        verify(hdr.ipv4.version == IPV4_VERSION, error.Ipv4BadVersion);
+        verify(hdr.ipv4.ihl >= IPV4_MIN_IHL, error.Ipv4BadIhl);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
+            default:                         accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        meta.l4_is_udp = 1;
+        transition accept;
+    }
+}
+
+// After UDP destination port 4791: the BTH; opcode 0x81 (CNP) -> the 16-byte
+// fastcnp extension; else BTH byte 4 == INC_BTH_MARK -> the INC header
+// (base, IDS part if flag IDS, vector); else nothing more. The ICRC is not parsed.
+parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
+    state start {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.opcode, hdr.bth.resv8a) {
+            (BTH_OPCODE_CNP, _): parse_cnp_ext;
+            (_, INC_BTH_MARK):   parse_inc_base;
+            default:             accept;
+        }
+    }
+
+    state parse_cnp_ext {
+        pkt.extract(hdr.cnp_ext);
+        transition accept;
+    }
+
+    state parse_inc_base {
+        pkt.extract(hdr.inc_base);
+        transition select(hdr.inc_base.flags) {
+            INC_FLAG_IDS &&& INC_FLAG_IDS: parse_inc_ids;
+            default:                       parse_inc_vector;
+        }
+    }
+
+    state parse_inc_ids {
+        pkt.extract(hdr.inc_ids);
+        transition parse_inc_vector;
+    }
+
+    state parse_inc_vector {
+        pkt.extract(hdr.inc_vector);
+        transition accept;
+    }
+}
+
+// The RDMA-connection announcement (wire-formats.md): wrong magic or version
+// is malformed. Its type, flags and addresses are the controller's to validate.
+parser FastcnpAnnouncementParser(packet_in pkt, inout fastcnp_headers_t hdr) {
+    state start {
+        pkt.extract(hdr.announcement);
+        verify(hdr.announcement.magic == ANNOUNCE_MAGIC, error.AnnouncementBadMagic);
+        verify(hdr.announcement.version == ANNOUNCE_VERSION, error.AnnouncementBadVersion);
+        transition accept;
+    }
+}
+
+// Deparser body: every header in wire order; invalid headers emit nothing.
+// `icrc` follows the last header the switch built (CNP extension or INC
+// vector); the architecture truncates the old payload behind it.
+control FastcnpEmit(packet_out pkt, in fastcnp_headers_t hdr) {
+    apply {
+        pkt.emit(hdr.packet_in);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.vlan);
+        pkt.emit(hdr.mac_control);
+        pkt.emit(hdr.pfc);
+        pkt.emit(hdr.pause);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.announcement);
+        pkt.emit(hdr.bth);
+        pkt.emit(hdr.cnp_ext);
+        pkt.emit(hdr.inc_base);
+        pkt.emit(hdr.inc_ids);
+        pkt.emit(hdr.inc_vector);
+        pkt.emit(hdr.icrc);
+    }
+}
+
+#endif  // _FASTCNP_PARSER_P4_

@@ -1,0 +1,990 @@
+// fastcnp: the v1model program (BMv2 simple_switch_grpc).
+//
+//   p4c --target bmv2 --arch v1model --p4runtime-files fastcnp.p4info.txtpb v1model/fastcnp.p4
+//
+// Normative behaviour: docs/dataplane.md ("Per-packet algorithm"), which this
+// file follows step by step; the step numbers in the comments are that page's.
+// Spec links: 01 = fast precise feedback (events 1-4, the explicit window, the
+// switch CNP), 02 = DCQCN CP (RED), 04 = INC aggregation data path (steps 1-5),
+// 05 = wire formats.
+//
+// v1model glue kept in this file (a TNA program replaces it):
+//   - time: BMv2 timestamps are microseconds, multiplied by NS_PER_US;
+//   - switch CNPs: E2E clone of the data packet to CNP_CLONE_SESSION, rewritten
+//     into the CNP in the clone's egress pass, recirculated so that ingress
+//     routes it; the surplus payload is cut with truncate() on its way out;
+//   - digests: BMv2 sends digests at the end of ingress only, one per pass, so
+//     egress defers its digests into the same E2E clone (recirculated to
+//     ingress, which sends them; a resubmit sends the second when a pass has two);
+//   - checksums: RFC 1624 incremental IPv4 checksum updates where a field
+//     changes, update_checksum only for the switch CNP's new header; the RoCEv2
+//     ICRC as a CRC-32 hash over the masked fields of the packets the switch builds;
+//   - priority queues: standard_metadata.priority (simple_switch --priority-queues 8).
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+#include "../include/parser.p4"
+#include "../include/controls.p4"
+#include "registers.p4"
+
+// ===========================================================================
+// Parser (docs/dataplane.md "Parser").
+// ===========================================================================
+parser FastcnpParser(packet_in pkt,
+                     out fastcnp_headers_t hdr,
+                     inout fastcnp_metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    // UDP destination ports on which announcements are parsed and punted
+    // (written by the controller; default 4792 per wire-formats.md).
+    @id(0x03000001) value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
+
+    FastcnpFrameParser()        frame_parser;
+    FastcnpRoceParser()         roce_parser;
+    FastcnpAnnouncementParser() announcement_parser;
+
+    // Recirculated and resubmitted packets are the switch's own (switch CNPs,
+    // deferred digests): never a packet_out, whatever their ingress port.
+    state start {
+        transition select(standard_metadata.instance_type) {
+            PKT_INSTANCE_TYPE_RECIRC:   parse_frame;
+            PKT_INSTANCE_TYPE_RESUBMIT: parse_frame;
+            default:                    check_cpu_port;
+        }
+    }
+
+    state check_cpu_port {
+        transition select(standard_metadata.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default:  parse_frame;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition parse_frame;
+    }
+
+    state parse_frame {
+        frame_parser.apply(pkt, hdr, meta);
+        transition select(meta.l4_is_udp) {
+            1:       dispatch_udp;
+            default: accept;
+        }
+    }
+
+    state dispatch_udp {
+        transition select(hdr.udp.dst_port) {
+            ROCE_UDP_PORT:     parse_roce;
+            announce_udp_port: parse_announcement;
+            default:           accept;
+        }
+    }
+
+    state parse_roce {
+        roce_parser.apply(pkt, hdr);
+        transition accept;
+    }
+
+    state parse_announcement {
+        announcement_parser.apply(pkt, hdr);
+        transition accept;
+    }
+}
+
+// The IPv4 checksum is not verified: the switch forwards what it receives and
+// recomputes the checksum of what it changes.
+control FastcnpVerifyChecksum(inout fastcnp_headers_t hdr, inout fastcnp_metadata_t meta) {
+    apply { }
+}
+
+// ===========================================================================
+// Shared v1model pieces: register I/O around the decisions of controls.p4.
+// ===========================================================================
+
+// RESUME(p) (spec 01 event 3; docs/dataplane.md Ingress step 4): from ingress
+// on a PFC RESUME, from egress when the pause expired (Egress step 2).
+control PortResume(in bit<32>   port_index,
+                   in time_ns_t now_ns,
+                   in bit<32>   qth_bytes,
+                   in bit<32>   rate_bytes_per_ms,
+                   in bit<32>   tcheck_ns,
+                   out bit<8>   event,
+                   out bit<32>  queue_bytes,
+                   out bit<32>  rx_bytes) {
+    PortResumeDecision() decide;
+    apply {
+        time_ns_t pause_start_ns;
+        bit<1> undetermined;
+        port_pause_start_ns.read(pause_start_ns, port_index);
+        port_rx_bytes.read(rx_bytes, port_index);
+        port_queue_bytes.read(queue_bytes, port_index);
+        port_paused.write(port_index, 0);
+        decide.apply(queue_bytes, qth_bytes, rx_bytes, rate_bytes_per_ms,
+                     now_ns - pause_start_ns, undetermined, event);
+        port_undetermined.write(port_index, undetermined);
+        if (undetermined == PORT_UNDETERMINED) {
+            port_q_snapshot.write(port_index, queue_bytes);
+            port_check_at_ns.write(port_index, now_ns + (time_ns_t)tcheck_ns);
+        }
+    }
+}
+
+// The RoCEv2 ICRC of a packet the switch built (IBTA Annex A17, wire-formats.md
+// "ICRC"): CRC-32 over 8 bytes of 0xFF (masked LRH), the IPv4 header with TOS,
+// TTL and header checksum all ones, the UDP header with checksum all ones, the
+// BTH with byte 4 all ones, and the headers after the BTH. Covered: exactly the
+// headers listed in each field list below (the CNP: IPv4, UDP, BTH, CNP
+// extension; an INC result: IPv4, UDP, BTH, INC base, IDS part, vector), which
+// is the whole packet up to the ICRC because the switch builds these packets
+// completely from parsed headers (IHL 5, no BTH extension headers). Not
+// covered: Ethernet/VLAN (RoCEv2 never covers L2), anything after the last
+// parsed header (cut by truncate()). The switch never checks a received ICRC.
+// The CRC is sent least-significant byte first.
+control IcrcCnp(inout fastcnp_headers_t hdr) {
+    apply {
+        bit<32> crc;
+        hash(crc, HashAlgorithm.crc32, 32w0,
+             { ICRC_MASKED_LRH,
+               hdr.ipv4.version, hdr.ipv4.ihl, 8w0xFF, hdr.ipv4.total_len,
+               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset,
+               8w0xFF, hdr.ipv4.protocol, 16w0xFFFF, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+               hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length, 16w0xFFFF,
+               hdr.bth.opcode, hdr.bth.solicited_event, hdr.bth.mig_req, hdr.bth.pad_count,
+               hdr.bth.transport_version, hdr.bth.partition_key, 8w0xFF, hdr.bth.dest_qp,
+               hdr.bth.ack_req, hdr.bth.resv7, hdr.bth.psn,
+               hdr.cnp_ext.version, hdr.cnp_ext.flags, hdr.cnp_ext.reserved0,
+               hdr.cnp_ext.switch_id, hdr.cnp_ext.window_bytes, hdr.cnp_ext.port,
+               hdr.cnp_ext.queue_bytes, hdr.cnp_ext.reserved1 },
+             64w0x100000000);
+        hdr.icrc.setValid();
+        hdr.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
+    }
+}
+
+control IcrcIncResult(inout fastcnp_headers_t hdr) {
+    apply {
+        bit<32> crc;
+        hash(crc, HashAlgorithm.crc32, 32w0,
+             { ICRC_MASKED_LRH,
+               hdr.ipv4.version, hdr.ipv4.ihl, 8w0xFF, hdr.ipv4.total_len,
+               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset,
+               8w0xFF, hdr.ipv4.protocol, 16w0xFFFF, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+               hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length, 16w0xFFFF,
+               hdr.bth.opcode, hdr.bth.solicited_event, hdr.bth.mig_req, hdr.bth.pad_count,
+               hdr.bth.transport_version, hdr.bth.partition_key, 8w0xFF, hdr.bth.dest_qp,
+               hdr.bth.ack_req, hdr.bth.resv7, hdr.bth.psn,
+               hdr.inc_base.flags, hdr.inc_base.version, hdr.inc_base.reserved,
+               hdr.inc_ids.group_id, hdr.inc_ids.message_id, hdr.inc_ids.reserved0,
+               hdr.inc_ids.first_psn, hdr.inc_ids.operation_id, hdr.inc_ids.reserved1,
+               hdr.inc_ids.flow_len,
+               hdr.inc_vector.lane0,  hdr.inc_vector.lane1,  hdr.inc_vector.lane2,
+               hdr.inc_vector.lane3,  hdr.inc_vector.lane4,  hdr.inc_vector.lane5,
+               hdr.inc_vector.lane6,  hdr.inc_vector.lane7,  hdr.inc_vector.lane8,
+               hdr.inc_vector.lane9,  hdr.inc_vector.lane10, hdr.inc_vector.lane11,
+               hdr.inc_vector.lane12, hdr.inc_vector.lane13, hdr.inc_vector.lane14,
+               hdr.inc_vector.lane15 },
+             64w0x100000000);
+        hdr.icrc.setValid();
+        hdr.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
+    }
+}
+
+// One INC lane (spec 04 step 3): claim the slot with the packet's value or add
+// it (wrapping 32-bit), and leave the slot's sum in the packet (used only when
+// the packet becomes the RESULT; otherwise it is dropped).
+#define INC_LANE(i)                                                        \
+    if (claim == 1) {                                                      \
+        lane_sum = hdr.inc_vector.lane##i;                                 \
+    } else {                                                               \
+        inc_slot_value_##i.read(lane_sum, slot);                           \
+        lane_sum = lane_sum + hdr.inc_vector.lane##i;                      \
+    }                                                                      \
+    inc_slot_value_##i.write(slot, lane_sum);                              \
+    hdr.inc_vector.lane##i = lane_sum;
+
+// Frame length from the IPv4 total length: what a packet the switch built is
+// truncated to, and what it accounts for.
+#define FRAME_BYTES_FROM_IPV4(frame_bytes)                                 \
+    frame_bytes = ETHERNET_HEADER_BYTES + (bit<32>)hdr.ipv4.total_len;     \
+    if (hdr.vlan.isValid()) {                                              \
+        frame_bytes = frame_bytes + VLAN_TAG_BYTES;                        \
+    }
+
+// ===========================================================================
+// Ingress (docs/dataplane.md "Ingress, in order").
+// ===========================================================================
+control FastcnpIngress(inout fastcnp_headers_t hdr,
+                       inout fastcnp_metadata_t meta,
+                       inout standard_metadata_t standard_metadata) {
+
+    // Counters, indexed by port (docs/dataplane.md "Counters").
+    @id(0x12000003) counter(NUM_PORTS, CounterType.packets_and_bytes) pfc_pause_rx;
+    @id(0x12000004) counter(NUM_PORTS, CounterType.packets_and_bytes) pfc_resume_rx;
+    @id(0x12000005) counter(NUM_PORTS, CounterType.packets_and_bytes) dropped;
+    @id(0x12000006) counter(NUM_PORTS, CounterType.packets_and_bytes) malformed;
+    @id(0x12000007) counter(NUM_PORTS, CounterType.packets_and_bytes) flow_collisions;
+    @id(0x12000008) counter(NUM_PORTS, CounterType.packets_and_bytes) announcements;
+    @id(0x12000009) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_contributions;
+    @id(0x1200000A) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_duplicates;
+    @id(0x1200000B) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_results;
+    @id(0x1200000C) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_slot_busy;
+
+    PortResume() port_resume;
+    IcrcIncResult() icrc_inc_result;
+
+    // ---- Actions (docs/dataplane.md "Actions"; parameter order is the contract).
+    @id(0x01000001) action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    // Next hop: egress port and MACs. The TTL is decremented in the apply block
+    // (once, on an ipv4_route hit), so that inc_route may reuse this action.
+    @id(0x01000002) action set_nexthop(bit<9> port, bit<48> src_mac, bit<48> dst_mac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.src_addr = src_mac;
+        hdr.ethernet.dst_addr = dst_mac;
+    }
+
+    @id(0x01000003) action set_traffic_class(bit<3> priority, bit<1> lossless) {
+        meta.priority = priority;
+        meta.lossless = lossless;
+        standard_metadata.priority = priority;
+    }
+
+    @id(0x01000004) action set_port_config(bit<32> rate_bytes_per_ms,
+                                           bit<32> qth_bytes,
+                                           bit<32> tcheck_ns,
+                                           bit<32> cnp_gap_ns,
+                                           bit<2>  mode,
+                                           bit<32> red_kmin_bytes,
+                                           bit<32> red_kmax_bytes,
+                                           bit<16> red_pmax_q16,
+                                           bit<32> rtt_base_ns,
+                                           bit<32> bdp_bytes,
+                                           bit<16> bdp_log2_q6,
+                                           bit<16> mtu_bytes,
+                                           bit<32> pause_quantum_ps,
+                                           bit<16> switch_id,
+                                           bit<3>  lossless_priority) {
+        meta.port_configured   = 1;
+        meta.rate_bytes_per_ms = rate_bytes_per_ms;
+        meta.qth_bytes         = qth_bytes;
+        meta.tcheck_ns         = tcheck_ns;
+        meta.cnp_gap_ns        = cnp_gap_ns;
+        meta.mode              = mode;
+        meta.red_kmin_bytes    = red_kmin_bytes;
+        meta.red_kmax_bytes    = red_kmax_bytes;
+        meta.red_pmax_q16      = red_pmax_q16;
+        meta.rtt_base_ns       = rtt_base_ns;
+        meta.bdp_bytes         = bdp_bytes;
+        meta.bdp_log2_q6       = bdp_log2_q6;
+        meta.mtu_bytes         = mtu_bytes;
+        meta.pause_quantum_ps  = pause_quantum_ps;
+        meta.switch_id         = switch_id;
+        meta.lossless_priority = lossless_priority;
+    }
+
+    @id(0x01000005) action set_connection(bit<24> sender_qpn,
+                                          bit<8>  flags,
+                                          bit<16> conn_index,
+                                          bit<16> inc_group,
+                                          bit<8>  worker_rank) {
+        meta.conn_hit    = 1;
+        meta.sender_qpn  = sender_qpn;
+        meta.conn_flags  = flags;
+        meta.conn_index  = conn_index;
+        meta.inc_group   = inc_group;
+        meta.worker_rank = worker_rank;
+    }
+
+    @id(0x01000006) action set_inc_group(bit<32> contributors_mask) {
+        meta.contributors_mask = contributors_mask;
+    }
+
+    // ---- Tables (docs/dataplane.md "Tables"; declaration order = P4Info order).
+    @id(0x02000001) table ipv4_route {
+        key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
+        actions = { set_nexthop; drop; }
+        default_action = drop();
+        size = ROUTE_TABLE_SIZE;
+    }
+
+    // PCP or DSCP -> priority and lossless class (spec 05 "Priority of a RoCE packet").
+    @id(0x02000002) table traffic_class {
+        key = {
+            hdr.vlan.isValid(): exact   @name("vlan_valid");
+            hdr.vlan.pcp:       ternary @name("pcp");
+            hdr.ipv4.dscp:      ternary @name("dscp");
+        }
+        actions = { set_traffic_class; NoAction; }
+        default_action = NoAction();
+        size = TRAFFIC_CLASS_TABLE_SIZE;
+    }
+
+    // Per-port configuration (spec 01 "Per-port configuration", spec 02 CP),
+    // keyed by the port the packet concerns (meta.config_port).
+    @id(0x02000003) table port_config {
+        key = { meta.config_port: exact @name("port"); }
+        actions = { set_port_config; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    // RDMA connections installed by the controller from announcements (spec 04).
+    @id(0x02000004) table rdma_connection {
+        key = {
+            hdr.ipv4.src_addr: exact @name("src_addr");
+            hdr.udp.src_port:  exact @name("udp_sport");
+            hdr.bth.dest_qp:   exact @name("dest_qp");
+        }
+        actions = { set_connection; NoAction; }
+        default_action = NoAction();
+        size = CONN_TABLE_SIZE;
+    }
+
+    // Contributions expected per INC group (spec 04 "Controller duties").
+    @id(0x02000005) table inc_group {
+        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        actions = { set_inc_group; NoAction; }
+        default_action = NoAction();
+        size = INC_GROUPS;
+    }
+
+    // Scattered weighted INC route buckets (spec 04 step 5).
+    @id(0x02000006) table inc_route {
+        key = { meta.inc_bucket: exact @name("bucket"); }
+        actions = { set_nexthop; NoAction; }
+        default_action = NoAction();
+        size = INC_BUCKETS;
+    }
+
+    apply {
+        bit<32> in_port = (bit<32>)standard_metadata.ingress_port;
+        meta.now_ns = standard_metadata.ingress_global_timestamp * NS_PER_US;
+        meta.acct_len = standard_metadata.packet_length;
+        meta.truncate_to_bytes = 0;
+
+        // ---- v1model glue: a recirculated E2E clone (or its resubmit) carries
+        // what egress decided: digests, and possibly a finished switch CNP
+        // (Egress step 6). One digest per ingress pass (BMv2).
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC) {
+            if (meta.deferred_port_event != PORT_EVENT_NONE) {
+                digest<port_state_digest_t>(DIGEST_RECEIVER,
+                    { meta.event_port, meta.deferred_port_event, meta.event_queue_bytes,
+                      meta.event_rx_bytes, meta.event_timestamp_ns });
+                if (meta.deferred_cnp_digest == 1) {
+                    resubmit_preserving_field_list(FL_RESUBMIT);
+                    return;
+                }
+            } else if (meta.deferred_cnp_digest == 1) {
+                digest<cnp_digest_t>(DIGEST_RECEIVER,
+                    { meta.cnp_port, meta.cnp_flow_src_addr, meta.cnp_flow_dst_addr,
+                      meta.cnp_window_bytes, meta.cnp_queue_bytes, meta.cnp_timestamp_ns });
+            }
+        } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RESUBMIT) {
+            digest<cnp_digest_t>(DIGEST_RECEIVER,
+                { meta.cnp_port, meta.cnp_flow_src_addr, meta.cnp_flow_dst_addr,
+                  meta.cnp_window_bytes, meta.cnp_queue_bytes, meta.cnp_timestamp_ns });
+        }
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC ||
+            standard_metadata.instance_type == PKT_INSTANCE_TYPE_RESUBMIT) {
+            if (meta.deferred_cnp == 0) {
+                // A digest carrier only: it has done its job.
+                mark_to_drop(standard_metadata);
+                return;
+            }
+            // A switch CNP: from here on an ordinary packet of length
+            // (Ethernet + IPv4 total length); the data packet's payload behind
+            // its ICRC is cut in egress.
+            FRAME_BYTES_FROM_IPV4(meta.acct_len)
+            meta.truncate_to_bytes = meta.acct_len;
+            // Like the Go pipeline, the CNP enters ingress on the congested port
+            // (BMv2 keeps the data packet's ingress port on recirculation).
+            in_port = (bit<32>)meta.cnp_port;
+        }
+
+        // ---- Step 1: malformed or truncated.
+        if (standard_metadata.parser_error != error.NoError) {
+            malformed.count(in_port);
+            mark_to_drop(standard_metadata);
+            return;
+        }
+
+        // ---- Step 2: packet-out from the controller.
+        if (hdr.packet_out.isValid()) {
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            return;
+        }
+
+        // ---- Step 3: announcement -> controller (spec 04 "Announcements").
+        if (hdr.announcement.isValid()) {
+            announcements.count(in_port);
+            standard_metadata.egress_spec = CPU_PORT;
+            meta.punt_ingress_port = standard_metadata.ingress_port;
+            meta.punt_reason = PUNT_REASON_ANNOUNCEMENT;
+            return;
+        }
+
+        // ---- Steps 4-6 share the single port_config lookup (p4c/BMv2 apply a
+        // table once per pass): keyed by the ingress port for PFC/PAUSE frames,
+        // by the egress port for IPv4.
+        bool is_pause_frame = hdr.pfc.isValid() || hdr.pause.isValid();
+        if (is_pause_frame) {
+            meta.config_port = (port_id_t)in_port;
+        } else {
+            // Step 5: not IPv4 (no L2 forwarding).
+            if (!hdr.ipv4.isValid()) {
+                dropped.count(in_port);
+                mark_to_drop(standard_metadata);
+                return;
+            }
+            // Step 6: class, route, TTL.
+            traffic_class.apply();
+            if (hdr.ipv4.ttl <= 1) {
+                dropped.count(in_port);
+                mark_to_drop(standard_metadata);
+                return;
+            }
+            // A miss, or an entry whose action is drop: count and drop.
+            bool routed = false;
+            switch (ipv4_route.apply().action_run) {
+                set_nexthop: { routed = true; }
+            }
+            if (!routed) {
+                dropped.count(in_port);
+                mark_to_drop(standard_metadata);
+                return;
+            }
+            // TTL - 1 with an incremental checksum update (RFC 1624), as the Go
+            // pipeline does: a packet's checksum is never recomputed from scratch.
+            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
+                hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            meta.config_port = standard_metadata.egress_spec;
+        }
+        port_config.apply();
+
+        // ---- Step 4: PFC / PAUSE received on port p pauses our egress p
+        // (spec 01 events 1 and 3).
+        if (is_pause_frame) {
+            bit<1>  applies = 0;
+            bit<16> quanta = 0;
+            if (hdr.pause.isValid()) {
+                applies = 1;
+                quanta = hdr.pause.pause_time;              // 802.3x: the whole link
+            } else if (((hdr.pfc.class_enable >> meta.lossless_priority) & 1) == 1) {
+                applies = 1;
+                if      (meta.lossless_priority == 0) { quanta = hdr.pfc.time0; }
+                else if (meta.lossless_priority == 1) { quanta = hdr.pfc.time1; }
+                else if (meta.lossless_priority == 2) { quanta = hdr.pfc.time2; }
+                else if (meta.lossless_priority == 3) { quanta = hdr.pfc.time3; }
+                else if (meta.lossless_priority == 4) { quanta = hdr.pfc.time4; }
+                else if (meta.lossless_priority == 5) { quanta = hdr.pfc.time5; }
+                else if (meta.lossless_priority == 6) { quanta = hdr.pfc.time6; }
+                else                                  { quanta = hdr.pfc.time7; }
+            }
+            if (applies == 1) {
+                bit<1> paused;
+                port_paused.read(paused, in_port);
+                if (quanta > 0) {
+                    // Event 1: PAUSE.
+                    pfc_pause_rx.count(in_port);
+                    if (paused == 0) {
+                        bit<32> queue_bytes;
+                        port_paused.write(in_port, 1);
+                        port_pause_start_ns.write(in_port, meta.now_ns);
+                        port_rx_bytes.write(in_port, 0);
+                        port_queue_bytes.read(queue_bytes, in_port);
+                        digest<port_state_digest_t>(DIGEST_RECEIVER,
+                            { (port_id_t)in_port, PORT_EVENT_PAUSE, queue_bytes,
+                              32w0, meta.now_ns });
+                    }
+                    // pause_expire = now + q * pause_quantum_ps / 1000, the
+                    // division done exactly by multiply-and-shift (defines.p4).
+                    bit<128> pause_ps = (bit<128>)quanta * (bit<128>)meta.pause_quantum_ps;
+                    bit<128> pause_ns = (pause_ps * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT;
+                    port_pause_expire_ns.write(in_port, meta.now_ns + (time_ns_t)pause_ns);
+                } else {
+                    // Event 3: RESUME (quanta 0).
+                    pfc_resume_rx.count(in_port);
+                    if (paused == 1) {
+                        bit<8>  event;
+                        bit<32> queue_bytes;
+                        bit<32> rx_bytes;
+                        port_resume.apply(in_port, meta.now_ns, meta.qth_bytes,
+                                          meta.rate_bytes_per_ms, meta.tcheck_ns,
+                                          event, queue_bytes, rx_bytes);
+                        digest<port_state_digest_t>(DIGEST_RECEIVER,
+                            { (port_id_t)in_port, event, queue_bytes, rx_bytes,
+                              meta.now_ns });
+                    }
+                }
+            }
+            // Consumed: dropped, not counted in `dropped`.
+            mark_to_drop(standard_metadata);
+            return;
+        }
+
+        // ---- Step 7: RDMA connection lookup (spec 04 data path step 1).
+        if (hdr.bth.isValid()) {
+            rdma_connection.apply();
+        }
+
+        // ---- Step 8: INC contribution (spec 04 data path steps 2-3).
+        if (hdr.inc_base.isValid() && (hdr.inc_base.flags & INC_FLAG_RESULT) == 0 &&
+            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0) {
+            bit<32> conn_cell = (bit<32>)meta.conn_index;
+            bool ids_present = hdr.inc_ids.isValid();
+            if (ids_present) {
+                // First packet of a data flow: data flow ID -> INC ID.
+                inc_flow_inc_id.write(conn_cell, hdr.inc_ids.group_id ++ hdr.inc_ids.message_id);
+                inc_flow_first_psn.write(conn_cell, hdr.inc_ids.first_psn);
+                inc_flow_len.write(conn_cell, hdr.inc_ids.flow_len);
+            }
+            bit<32> inc_id;
+            bit<24> first_psn;
+            bit<32> flow_len;
+            inc_flow_inc_id.read(inc_id, conn_cell);
+            inc_flow_first_psn.read(first_psn, conn_cell);
+            inc_flow_len.read(flow_len, conn_cell);
+            bit<24> offset24 = hdr.bth.psn - first_psn;      // mod 2^24
+            bit<32> offset = (bit<32>)offset24;
+            if (offset >= flow_len) {
+                dropped.count(in_port);
+                mark_to_drop(standard_metadata);
+                return;
+            }
+            meta.inc_lookup_group = inc_id[31:16];
+            if (inc_group.apply().hit) {
+                bit<32> slot_hash;
+                hash(slot_hash, HashAlgorithm.crc32, 32w0, { inc_id, offset }, 64w0x100000000);
+                bit<32> slot = slot_hash & (INC_SLOTS - 1);
+                bit<32> contributor = (bit<32>)1 << meta.worker_rank;
+                bit<32> bitmap;
+                bit<32> slot_inc_id;
+                bit<32> slot_offset;
+                inc_slot_bitmap.read(bitmap, slot);
+                inc_slot_inc_id.read(slot_inc_id, slot);
+                inc_slot_offset.read(slot_offset, slot);
+                bit<1> claim = 0;
+                if (bitmap == 0) {
+                    claim = 1;
+                    inc_slot_inc_id.write(slot, inc_id);
+                    inc_slot_offset.write(slot, offset);
+                    bitmap = contributor;
+                } else if (slot_inc_id == inc_id && slot_offset == offset) {
+                    if ((bitmap & contributor) != 0) {
+                        inc_duplicates.count(in_port);
+                        mark_to_drop(standard_metadata);
+                        return;
+                    }
+                    bitmap = bitmap | contributor;
+                } else {
+                    inc_slot_busy.count(in_port);
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
+                bit<32> lane_sum;
+                INC_LANE(0)
+                INC_LANE(1)
+                INC_LANE(2)
+                INC_LANE(3)
+                INC_LANE(4)
+                INC_LANE(5)
+                INC_LANE(6)
+                INC_LANE(7)
+                INC_LANE(8)
+                INC_LANE(9)
+                INC_LANE(10)
+                INC_LANE(11)
+                INC_LANE(12)
+                INC_LANE(13)
+                INC_LANE(14)
+                INC_LANE(15)
+                inc_contributions.count(in_port);
+                if (bitmap == meta.contributors_mask) {
+                    // All contributions in: this packet becomes the RESULT.
+                    inc_slot_bitmap.write(slot, 0);
+                    hdr.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
+                    if (!ids_present) {
+                        hdr.inc_ids.setValid();
+                        hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
+                            hdr.ipv4.total_len, hdr.ipv4.total_len + INC_IDS_BYTES);
+                        hdr.ipv4.total_len = hdr.ipv4.total_len + INC_IDS_BYTES;
+                        hdr.udp.length = hdr.udp.length + INC_IDS_BYTES;
+                    }
+                    hdr.udp.checksum = 0;       // the payload changed: no UDP checksum
+                    hdr.inc_ids.group_id = inc_id[31:16];
+                    hdr.inc_ids.message_id = inc_id[15:0];
+                    hdr.inc_ids.reserved0 = 0;
+                    hdr.inc_ids.first_psn = offset[23:0];
+                    hdr.inc_ids.operation_id = 0;
+                    hdr.inc_ids.reserved1 = 0;
+                    hdr.inc_ids.flow_len = flow_len;
+                    icrc_inc_result.apply(hdr);
+                    FRAME_BYTES_FROM_IPV4(meta.truncate_to_bytes)
+                    inc_results.count(in_port);
+                } else {
+                    // Consumed: more contributions expected.
+                    inc_slot_bitmap.write(slot, bitmap);
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
+            }
+        }
+
+        // ---- Step 9: RESULT packets go by hash routing (spec 04 steps 4-5).
+        if (hdr.inc_base.isValid() && (hdr.inc_base.flags & INC_FLAG_RESULT) != 0) {
+            bit<16> bucket_hash;
+            hash(bucket_hash, HashAlgorithm.crc16, 16w0,
+                 { hdr.inc_ids.group_id, hdr.inc_ids.message_id, hdr.inc_base.version,
+                   hdr.udp.dst_port },
+                 32w0x10000);
+            meta.inc_bucket = (bit<8>)(bucket_hash & (INC_BUCKETS - 1));
+            inc_route.apply();
+        }
+
+        // ---- Step 10: enqueue accounting, lossless packets (spec 01 event 2,
+        // flowTable enqueue).
+        if (meta.lossless == 1) {
+            bit<32> out_port = (bit<32>)standard_metadata.egress_spec;
+            bit<32> queue_bytes;
+            port_queue_bytes.read(queue_bytes, out_port);
+            port_queue_bytes.write(out_port, queue_bytes + meta.acct_len);
+            bit<1> paused;
+            port_paused.read(paused, out_port);
+            if (paused == 1) {
+                bit<32> rx_bytes;
+                port_rx_bytes.read(rx_bytes, out_port);
+                port_rx_bytes.write(out_port, rx_bytes + meta.acct_len);
+            }
+            hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
+                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr }, 64w0x100000000);
+            meta.flow_slot = meta.flow_hash & (FLOW_SLOTS - 1);
+            bit<32> flow_data;
+            bit<32> flow_owner;
+            flow_bytes.read(flow_data, meta.flow_slot);
+            flow_key.read(flow_owner, meta.flow_slot);
+            if (flow_data == 0 || flow_owner == meta.flow_hash) {
+                flow_key.write(meta.flow_slot, meta.flow_hash);
+                flow_bytes.write(meta.flow_slot, flow_data + meta.acct_len);
+                meta.flow_tracked = 1;
+            } else {
+                flow_collisions.count(out_port);
+                meta.flow_tracked = 0;
+            }
+        }
+    }
+}
+
+// ===========================================================================
+// Egress (docs/dataplane.md "Egress": the dequeue hook).
+// ===========================================================================
+control FastcnpEgress(inout fastcnp_headers_t hdr,
+                      inout fastcnp_metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+
+    @id(0x12000001) counter(NUM_PORTS, CounterType.packets_and_bytes) switch_cnp_sent;
+    @id(0x12000002) counter(NUM_PORTS, CounterType.packets_and_bytes) ecn_marked;
+
+    PortResume() port_resume;
+    PortCheckDecision() port_check;
+    RedDecision() red;
+    ExplicitWindowClamp() window_clamp;
+    IcrcCnp() icrc_cnp;
+
+    // log2 in Q6 fixed point by longest-prefix match (docs/dataplane.md
+    // "The explicit window without division"); entries from the controller.
+    @id(0x01000007) action set_flow_bytes_log2(bit<16> log2_q6) {
+        meta.flow_log2_q6 = log2_q6;
+    }
+
+    @id(0x01000008) action set_port_bytes_log2(bit<16> log2_q6) {
+        meta.port_log2_q6 = log2_q6;
+    }
+
+    @id(0x01000009) action set_window(bit<32> window_bytes) {
+        meta.window_exp2_bytes = window_bytes;
+        meta.window_exp2_hit = 1;
+    }
+
+    @id(0x02000007) table flow_bytes_log2 {
+        key = { meta.flow_data_bytes: lpm @name("bytes"); }
+        actions = { set_flow_bytes_log2; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    @id(0x02000008) table port_bytes_log2 {
+        key = { meta.port_data_bytes: lpm @name("bytes"); }
+        actions = { set_port_bytes_log2; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    @id(0x02000009) table window_exp2 {
+        key = { meta.window_log2_q6: exact @name("log2_q6"); }
+        actions = { set_window; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    apply {
+        // ---- v1model glue: the E2E clone of a data packet. It becomes the
+        // switch CNP (Egress step 6) if one was made, and is recirculated to
+        // ingress either way (ingress sends the deferred digests, routes the CNP).
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
+            if (meta.deferred_cnp == 1) {
+                // IPv4: back to the sender, CNP class, not ECT.
+                ipv4_addr_t flow_src_addr = hdr.ipv4.src_addr;
+                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                hdr.ipv4.dst_addr = flow_src_addr;
+                hdr.ipv4.dscp = CNP_DSCP;
+                hdr.ipv4.ecn = ECN_NOT_ECT;
+                hdr.ipv4.ttl = IPV4_DEFAULT_TTL;
+                hdr.ipv4.total_len = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES +
+                                     CNP_EXTENSION_BYTES + ICRC_BYTES;
+                meta.ipv4_checksum_recompute = 1;   // a new header: full checksum
+                // UDP: same source port (entropy), RoCEv2 port, no checksum.
+                hdr.udp.dst_port = ROCE_UDP_PORT;
+                hdr.udp.length = UDP_HEADER_BYTES + BTH_BYTES + CNP_EXTENSION_BYTES + ICRC_BYTES;
+                hdr.udp.checksum = 0;
+                // BTH: CNP to the sender's QP; P_Key copied; every other field 0.
+                hdr.bth.opcode = BTH_OPCODE_CNP;
+                hdr.bth.solicited_event = 0;
+                hdr.bth.mig_req = 0;
+                hdr.bth.pad_count = 0;
+                hdr.bth.transport_version = 0;
+                hdr.bth.resv8a = 0;
+                hdr.bth.dest_qp = meta.cnp_sender_qpn;
+                hdr.bth.ack_req = 0;
+                hdr.bth.resv7 = 0;
+                hdr.bth.psn = 0;
+                // The fastcnp extension (wire-formats.md).
+                hdr.cnp_ext.setValid();
+                hdr.cnp_ext.version = CNP_EXT_VERSION;
+                hdr.cnp_ext.flags = CNP_EXT_FLAG_WINDOW_VALID | CNP_EXT_FLAG_BY_SWITCH;
+                hdr.cnp_ext.reserved0 = 0;
+                hdr.cnp_ext.switch_id = meta.cnp_switch_id;
+                hdr.cnp_ext.window_bytes = meta.cnp_window_bytes;
+                hdr.cnp_ext.port = (bit<16>)meta.cnp_port;
+                hdr.cnp_ext.queue_bytes = meta.cnp_queue_bytes;
+                hdr.cnp_ext.reserved1 = 0;
+                hdr.inc_base.setInvalid();
+                hdr.inc_ids.setInvalid();
+                hdr.inc_vector.setInvalid();
+                icrc_cnp.apply(hdr);
+            }
+            recirculate_preserving_field_list(FL_RECIRCULATE);
+            return;
+        }
+
+        // ---- Packet-in: header for the controller (announcements, step 3).
+        if (standard_metadata.egress_port == CPU_PORT) {
+            if (meta.punt_reason != 0) {
+                hdr.packet_in.setValid();
+                hdr.packet_in.ingress_port = meta.punt_ingress_port;
+                hdr.packet_in.reason = meta.punt_reason;
+            }
+            return;
+        }
+
+        // Packets the switch built (switch CNPs, INC results): cut what
+        // follows their new ICRC.
+        if (meta.truncate_to_bytes != 0) {
+            truncate(meta.truncate_to_bytes);
+        }
+
+        // Only lossless packets were accounted at enqueue (Ingress step 10).
+        if (meta.lossless == 0) {
+            return;
+        }
+
+        meta.now_ns = standard_metadata.egress_global_timestamp * NS_PER_US;
+        bit<32> port_cell = (bit<32>)standard_metadata.egress_port;
+        meta.deferred_cnp = 0;
+        meta.deferred_cnp_digest = 0;
+        meta.deferred_port_event = PORT_EVENT_NONE;
+
+        // ---- Step 1: dequeue accounting (spec 01 event 4, flowTable dequeue).
+        bit<32> queue_bytes;
+        port_queue_bytes.read(queue_bytes, port_cell);
+        port_queue_bytes.write(port_cell, queue_bytes - meta.acct_len);
+        bit<32> flow_data = 0;
+        if (meta.flow_tracked == 1) {
+            flow_bytes.read(flow_data, meta.flow_slot);
+            flow_bytes.write(meta.flow_slot, flow_data - meta.acct_len);
+        }
+
+        // ---- Step 2: the pause ran out (spec 01 event 3, by expiry).
+        bit<1> paused;
+        port_paused.read(paused, port_cell);
+        if (paused == 1) {
+            time_ns_t pause_expire_ns;
+            port_pause_expire_ns.read(pause_expire_ns, port_cell);
+            if (meta.now_ns >= pause_expire_ns) {
+                bit<8>  resume_event;
+                bit<32> resume_queue_bytes;
+                bit<32> resume_rx_bytes;
+                port_resume.apply(port_cell, meta.now_ns, meta.qth_bytes,
+                                  meta.rate_bytes_per_ms, meta.tcheck_ns,
+                                  resume_event, resume_queue_bytes, resume_rx_bytes);
+                meta.deferred_port_event = resume_event;
+                meta.event_port = standard_metadata.egress_port;
+                meta.event_queue_bytes = resume_queue_bytes;
+                meta.event_rx_bytes = resume_rx_bytes;
+                meta.event_timestamp_ns = meta.now_ns;
+            }
+        }
+
+        bit<1> make_cnp = 0;
+        bit<1> mark = 0;
+        if (meta.mode == PORT_MODE_FASTCNP) {
+            // ---- Step 3: the port state machine (spec 01 event 4).
+            bit<1>    undetermined;
+            time_ns_t check_at_ns;
+            bit<32>   q_snapshot;
+            port_undetermined.read(undetermined, port_cell);
+            port_check_at_ns.read(check_at_ns, port_cell);
+            port_q_snapshot.read(q_snapshot, port_cell);
+            bit<1> hold;
+            bit<1> congested;
+            bit<1> rearm;
+            bit<1> next_undetermined;
+            bit<8> check_event;
+            port_check.apply(undetermined, meta.now_ns, check_at_ns, queue_bytes,
+                             meta.qth_bytes, q_snapshot,
+                             hold, congested, rearm, next_undetermined, check_event);
+            port_undetermined.write(port_cell, next_undetermined);
+            if (rearm == 1) {
+                port_q_snapshot.write(port_cell, queue_bytes);
+                port_check_at_ns.write(port_cell, meta.now_ns + (time_ns_t)meta.tcheck_ns);
+            }
+            if (check_event != PORT_EVENT_NONE) {
+                bit<32> check_rx_bytes;
+                port_rx_bytes.read(check_rx_bytes, port_cell);
+                meta.deferred_port_event = check_event;
+                meta.event_port = standard_metadata.egress_port;
+                meta.event_queue_bytes = queue_bytes;
+                meta.event_rx_bytes = check_rx_bytes;
+                meta.event_timestamp_ns = meta.now_ns;
+            }
+            if (congested == 1) {
+                if (meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_CNP_TARGET) != 0 &&
+                    meta.flow_tracked == 1) {
+                    time_ns_t last_cnp_ns;
+                    flow_last_cnp_ns.read(last_cnp_ns, meta.flow_slot);
+                    if (last_cnp_ns == 0 ||
+                        meta.now_ns - last_cnp_ns >= (time_ns_t)meta.cnp_gap_ns) {
+                        flow_last_cnp_ns.write(meta.flow_slot, meta.now_ns);
+                        make_cnp = 1;
+                    }
+                    // Inside cnpGap: nothing.
+                } else {
+                    // No sender QP to address, or untracked flow: ECN fallback.
+                    mark = 1;
+                }
+            }
+        } else if (meta.mode == PORT_MODE_ECN) {
+            // ---- Step 4: classic DCQCN CP (spec 02).
+            bit<16> random_q16;
+            random<bit<16>>(random_q16, 0, RED_RANDOM_MAX);
+            red.apply(queue_bytes, meta.red_kmin_bytes, meta.red_kmax_bytes,
+                      meta.red_pmax_q16, random_q16, mark);
+        }
+
+        // CE-mark ECT packets only.
+        if (mark == 1 && hdr.ipv4.isValid() &&
+            (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
+                hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn,
+                hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ ECN_CE);
+            hdr.ipv4.ecn = ECN_CE;
+            ecn_marked.count(port_cell);
+        }
+
+        if (make_cnp == 1) {
+            // ---- Step 5: the explicit window (spec 01 "The explicit window"):
+            // k = log2(BDP) + log2(data) - log2(qlen), window = exp2(k), clamped.
+            meta.flow_data_bytes = flow_data;
+            meta.port_data_bytes = queue_bytes;
+            meta.flow_log2_q6 = 0;
+            meta.port_log2_q6 = 0;
+            flow_bytes_log2.apply();
+            port_bytes_log2.apply();
+            meta.window_exp2_hit = 0;
+            meta.window_exp2_bytes = 0;
+            if ((bit<32>)meta.bdp_log2_q6 + (bit<32>)meta.flow_log2_q6 <
+                (bit<32>)meta.port_log2_q6) {
+                // k < 0: the flow's share is below one byte; exp2 = 0, so the
+                // clamp below makes the window the MTU.
+                meta.window_exp2_hit = 1;
+            } else {
+                meta.window_log2_q6 = meta.bdp_log2_q6 + meta.flow_log2_q6 - meta.port_log2_q6;
+                window_exp2.apply();
+            }
+            bit<32> window_bytes;
+            window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, meta.bdp_bytes,
+                               meta.mtu_bytes, window_bytes);
+
+            // ---- Step 6: request the switch CNP (built in the clone's pass).
+            switch_cnp_sent.count(port_cell);
+            meta.deferred_cnp = 1;
+            meta.cnp_sender_qpn = meta.sender_qpn;
+            meta.cnp_switch_id = meta.switch_id;
+            meta.cnp_port = standard_metadata.egress_port;
+            meta.cnp_window_bytes = window_bytes;
+            meta.cnp_queue_bytes = queue_bytes;
+            meta.cnp_flow_src_addr = hdr.ipv4.src_addr;
+            meta.cnp_flow_dst_addr = hdr.ipv4.dst_addr;
+            meta.cnp_timestamp_ns = meta.now_ns;
+            time_ns_t last_digest_ns;
+            port_last_digest_ns.read(last_digest_ns, port_cell);
+            if (last_digest_ns == 0 || meta.now_ns - last_digest_ns >= DIGEST_MIN_GAP_NS) {
+                port_last_digest_ns.write(port_cell, meta.now_ns);
+                meta.deferred_cnp_digest = 1;
+            }
+        }
+
+        if (meta.deferred_cnp == 1 || meta.deferred_port_event != PORT_EVENT_NONE) {
+            clone_preserving_field_list(CloneType.E2E, CNP_CLONE_SESSION, FL_EGRESS_CLONE);
+        }
+    }
+}
+
+// ===========================================================================
+// Checksums and deparser.
+// ===========================================================================
+control FastcnpComputeChecksum(inout fastcnp_headers_t hdr, inout fastcnp_metadata_t meta) {
+    apply {
+        // Only the IPv4 header of a switch CNP is built from scratch; every other
+        // change (TTL, ECN, an INC result's length) was applied incrementally
+        // where it was made (RFC 1624), so a forwarded packet's checksum is never
+        // recomputed (a bad one stays bad, as in the Go pipeline).
+        update_checksum(hdr.ipv4.isValid() && meta.ipv4_checksum_recompute == 1,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control FastcnpDeparser(packet_out pkt, in fastcnp_headers_t hdr) {
+    FastcnpEmit() emit_headers;
+    apply {
+        emit_headers.apply(pkt, hdr);
+    }
+}
+
+V1Switch(FastcnpParser(),
+         FastcnpVerifyChecksum(),
+         FastcnpIngress(),
+         FastcnpEgress(),
+         FastcnpComputeChecksum(),
+         FastcnpDeparser()) main;

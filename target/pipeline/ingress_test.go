@@ -1,0 +1,223 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+func announcement(t *testing.T, dport uint16, magic uint32) []byte {
+	t.Helper()
+	b := make([]byte, 256)
+	a := wire.NewAnnouncement(wire.AnnounceUp, wire.AnnounceFlagCNPTarget)
+	a.SenderIP, a.ReceiverIP, a.UDPSrcPort, a.SenderQPN, a.ReceiverQPN = ipS, ipR, sportSR, qpS, qpR
+	n, err := wire.BuildAnnouncement(b, &wire.Envelope{DstMAC: macSw, SrcMAC: macS, SrcIP: ipS, DstIP: ipR, DstPort: dport}, &a)
+	mustOK(t, err)
+	if magic != wire.AnnouncementMagic {
+		b[14+20+8], b[14+20+8+3] = byte(magic>>24), byte(magic)
+	}
+	return b[:n]
+}
+
+func TestAnnouncementPunted(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	frame := announcement(t, 4792, wire.AnnouncementMagic)
+	// Not in the value set yet: an ordinary UDP packet, routed to R.
+	if r := ingress(t, p, frame, portS, 1000); r.Verdict != VerdictForward || r.EgressPort != portR {
+		t.Fatalf("before value set: verdict %d port %d", r.Verdict, r.EgressPort)
+	}
+	mustOK(t, p.SetValueSet(AnnounceUDPPortID, []uint64{4792, 9000}))
+	frame = announcement(t, 4792, wire.AnnouncementMagic)
+	r := ingress(t, p, frame, portS, 1000)
+	if r.Verdict != VerdictToCPU || r.PacketIn != (PacketIn{IngressPort: portS, Reason: ReasonAnnouncement}) || len(r.Frame) != len(frame) {
+		t.Fatalf("announcement: verdict %d packet_in %+v", r.Verdict, r.PacketIn)
+	}
+	if c := ctr(t, p, CounterAnnouncements, portS); c.Packets != 1 || c.Bytes != uint64(len(frame)) {
+		t.Errorf("announcements %+v", c)
+	}
+	// Wrong magic: malformed.
+	r = ingress(t, p, announcement(t, 9000, 0x12345678), portS, 1000)
+	if r.DropReason != DropMalformed || ctr(t, p, CounterMalformed, portS).Packets != 1 {
+		t.Errorf("bad magic: reason %d", r.DropReason)
+	}
+}
+
+func TestMalformedCounted(t *testing.T) {
+	good := dataSR(100)
+	full := func(t *testing.T) []byte { return good.build(t) }
+	ipv6 := func(t *testing.T) []byte { b := full(t); b[14] = 0x65; return b }
+	ihl4 := func(t *testing.T) []byte { b := full(t); b[14] = 0x44; return b }
+	tests := []struct {
+		name string
+		f    func(t *testing.T) []byte
+	}{
+		{"short Ethernet", func(t *testing.T) []byte { return full(t)[:13] }},
+		{"truncated IPv4", func(t *testing.T) []byte { return full(t)[:30] }},
+		{"IPv4 version 6", ipv6},
+		{"IHL 4", ihl4},
+		{"truncated UDP", func(t *testing.T) []byte { return full(t)[:14+20+5] }},
+		{"truncated BTH", func(t *testing.T) []byte { return full(t)[:14+20+8+11] }},
+		{"truncated INC vector", func(t *testing.T) []byte {
+			return incPkt(0, 1, nil, 0).build(t)[:14+20+8+12+4+63]
+		}},
+		{"truncated PFC", func(t *testing.T) []byte { return pfcFrame(t, 8, 3, 1)[:14+2+10] }},
+		{"empty frame", func(t *testing.T) []byte { return nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTest(t, ModeFastcnp)
+			r := ingress(t, p, tc.f(t), portS, 1000)
+			if r.Verdict != VerdictDrop || r.DropReason != DropMalformed {
+				t.Fatalf("verdict %d reason %d, want malformed drop", r.Verdict, r.DropReason)
+			}
+			if ctr(t, p, CounterMalformed, portS).Packets != 1 || ctr(t, p, CounterDropped, portS).Packets != 0 {
+				t.Error("malformed not counted (or counted as dropped)")
+			}
+			if reg(t, p, RegPortQueueBytes, portR) != 0 || reg(t, p, RegPortPaused, portR) != 0 {
+				t.Error("state changed by a malformed packet")
+			}
+		})
+	}
+}
+
+func TestPacketOut(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	inner := dataSR(100).build(t)
+	frame := append([]byte{9 >> 1, (9 & 1) << 7}, inner...) // egress_port 9, pad 0
+	r := ingress(t, p, frame, CPUPort, 1000)
+	if r.Verdict != VerdictForward || r.EgressPort != 9 || string(r.Frame) != string(inner) {
+		t.Fatalf("packet_out: verdict %d port %d len %d", r.Verdict, r.EgressPort, len(r.Frame))
+	}
+	if r.Meta.Lossless {
+		t.Error("packet_out is lossless")
+	}
+	// Port 300 (9 bits).
+	frame = append([]byte{300 >> 1, (300 & 1) << 7}, inner...)
+	if r := ingress(t, p, frame, CPUPort, 1000); r.EgressPort != 300 {
+		t.Errorf("packet_out port %d, want 300", r.EgressPort)
+	}
+	// A truncated packet_out is malformed.
+	if r := ingress(t, p, []byte{0}, CPUPort, 1000); r.DropReason != DropMalformed {
+		t.Errorf("1-byte packet_out: reason %d", r.DropReason)
+	}
+}
+
+func TestRoutingTTLAndDrops(t *testing.T) {
+	tests := []struct {
+		name       string
+		k          pkt
+		wantReason DropReason
+		wantTTL    uint8
+	}{
+		{"TTL 2 forwarded", pkt{src: ipS, dst: ipR, sport: 1, dscp: 26, payload: 10, ttl: 2}, DropNone, 1},
+		{"TTL 1 dropped", pkt{src: ipS, dst: ipR, sport: 1, dscp: 26, payload: 10, ttl: 1}, DropTTL, 0},
+		{"no route", pkt{src: ipS, dst: wire.Addr4{192, 168, 0, 1}, sport: 1, payload: 10}, DropNoRoute, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTest(t, ModeFastcnp)
+			r := ingress(t, p, tc.k.build(t), portS, 1000)
+			if r.DropReason != tc.wantReason {
+				t.Fatalf("reason %d, want %d", r.DropReason, tc.wantReason)
+			}
+			dropped := ctr(t, p, CounterDropped, portS).Packets
+			if tc.wantReason == DropNone {
+				var f wire.Frame
+				mustOK(t, wire.Parse(r.Frame, wire.ParseOptions{}, &f))
+				if f.IPv4.TTL != tc.wantTTL || f.Ethernet.Dst != macR || f.Ethernet.Src != macSw || dropped != 0 {
+					t.Errorf("TTL %d MACs %v->%v dropped %d", f.IPv4.TTL, f.Ethernet.Src, f.Ethernet.Dst, dropped)
+				}
+				if ok, _ := wire.VerifyIPv4Checksum(r.Frame[14:]); !ok {
+					t.Error("checksum invalid after TTL decrement")
+				}
+				if ok, _ := wire.VerifyICRC(r.Frame[14:]); !ok {
+					t.Error("ICRC invalid after routing (TTL is masked)")
+				}
+			} else if dropped != 1 {
+				t.Errorf("dropped = %d, want 1", dropped)
+			}
+		})
+	}
+}
+
+func TestNotIPv4AndOtherMACControl(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	arp := make([]byte, 60)
+	copy(arp, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06})
+	if r := ingress(t, p, arp, portS, 1000); r.DropReason != DropNotIPv4 {
+		t.Errorf("ARP: reason %d", r.DropReason)
+	}
+	mc := pfcFrame(t, 8, 3, 1)
+	mc[15] = 0x02 // opcode 0x0102: other MAC control, accepted, not IPv4
+	if r := ingress(t, p, mc, portS, 1000); r.DropReason != DropNotIPv4 {
+		t.Errorf("other MAC control: reason %d", r.DropReason)
+	}
+	if got := ctr(t, p, CounterDropped, portS).Packets; got != 2 {
+		t.Errorf("dropped = %d, want 2", got)
+	}
+}
+
+func TestTrafficClassVLAN(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	// Tagged PCP 5 -> priority 5 lossless, at a higher priority than any DSCP rule.
+	mustOK(t, p.InsertEntry(&TableEntry{TableID: TableTrafficClass, Priority: 20,
+		Match:  []FieldMatch{{FieldID: 1, Value: 1}, {FieldID: 2, Value: 5, Mask: 7}},
+		Action: Action{ID: ActionSetTrafficClass, Params: []Param{{1, 5}, {2, 1}}}}))
+	k := dataSR(100)
+	k.vlan, k.pcp, k.dscp = true, 5, 0
+	r := ingress(t, p, k.build(t), portS, 1000)
+	if r.Meta.Priority != 5 || !r.Meta.Lossless || r.Meta.L3Offset != 18 {
+		t.Errorf("tagged: priority %d lossless %v l3 %d", r.Meta.Priority, r.Meta.Lossless, r.Meta.L3Offset)
+	}
+	// Untagged DSCP 26 -> 3; tagged DSCP 26 matches neither rule (vlan_valid is exact).
+	if r := ingress(t, p, dataSR(100).build(t), portS, 1000); r.Meta.Priority != 3 {
+		t.Errorf("untagged DSCP 26: priority %d", r.Meta.Priority)
+	}
+	k.pcp, k.dscp = 1, 26
+	if r := ingress(t, p, k.build(t), portS, 1000); r.Meta.Priority != 0 || r.Meta.Lossless {
+		t.Errorf("tagged PCP 1 DSCP 26: priority %d lossless %v, want default", r.Meta.Priority, r.Meta.Lossless)
+	}
+}
+
+func TestCNPForTaggedPacketKeepsTag(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	mustOK(t, p.InsertEntry(&TableEntry{TableID: TableTrafficClass, Priority: 20,
+		Match:  []FieldMatch{{FieldID: 1, Value: 1}, {FieldID: 2, Value: 3, Mask: 7}},
+		Action: Action{ID: ActionSetTrafficClass, Params: []Param{{1, 3}, {2, 1}}}}))
+	congest(t, p, 200_000)
+	k := dataSR(1000)
+	k.vlan, k.pcp = true, 3
+	f, m := through(t, p, k.build(t), portS, 1000)
+	r := egress(t, p, f, &m, 2000)
+	if !r.CNP || len(r.CNPFrame) != CNPFrameLen+4 {
+		t.Fatalf("CNP %v len %d", r.CNP, len(r.CNPFrame))
+	}
+	var pf wire.Frame
+	mustOK(t, wire.Parse(r.CNPFrame, wire.ParseOptions{}, &pf))
+	if !pf.Has(wire.LayerDot1Q) || pf.Dot1Q.PCP != 3 || !pf.Has(wire.LayerCNPExt) {
+		t.Errorf("tagged CNP layers %b pcp %d", pf.Layers(), pf.Dot1Q.PCP)
+	}
+	if ok, _ := wire.VerifyICRC(r.CNPFrame[18:]); !ok {
+		t.Error("tagged CNP ICRC invalid")
+	}
+	// The CNP was classified by its own headers: PCP 3 -> lossless, accounted length 78.
+	if !r.CNPMeta.Lossless || r.CNPMeta.AcctLen != CNPFrameLen+4 {
+		t.Errorf("CNP meta %+v", r.CNPMeta)
+	}
+}
+
+func TestBadPortArguments(t *testing.T) {
+	p := newTest(t, ModeFastcnp)
+	var ir IngressResult
+	if err := p.Ingress(dataSR(10).build(t), NumPorts, 0, &ir); !isErr(err, ErrInvalidArgument) {
+		t.Errorf("ingress port 512: %v", err)
+	}
+	_, m := through(t, p, dataSR(10).build(t), portS, 0)
+	var er EgressResult
+	if err := p.Egress(nil, portS, 0, &m, &er); !isErr(err, ErrInvalidArgument) {
+		t.Errorf("egress on another port than meta: %v", err)
+	}
+	if reg(t, p, RegPortQueueBytes, portR) != dataLen-1000+10 {
+		t.Error("rejected egress changed the queue")
+	}
+}

@@ -1,0 +1,311 @@
+package pipeline
+
+// MatchKind is the match kind of a table key field.
+type MatchKind uint8
+
+// Match kinds used by the fastcnp tables.
+const (
+	MatchExact MatchKind = iota + 1
+	MatchLPM
+	MatchTernary
+)
+
+// String returns the P4 name of the match kind.
+func (k MatchKind) String() string {
+	switch k {
+	case MatchExact:
+		return "exact"
+	case MatchLPM:
+		return "lpm"
+	case MatchTernary:
+		return "ternary"
+	}
+	return "unknown"
+}
+
+// FieldInfo names one bit field (match field, action parameter, digest or packet
+// metadata member); ID is its P4Info ID (1-based, in declaration order).
+type FieldInfo struct {
+	ID       uint32
+	Name     string
+	Bitwidth int
+}
+
+// MatchFieldInfo is one key field of a table.
+type MatchFieldInfo struct {
+	FieldInfo
+	Kind MatchKind
+}
+
+// ActionInfo describes an action and its parameters (in ID order).
+type ActionInfo struct {
+	ID     uint32
+	Name   string
+	Params []FieldInfo
+}
+
+// TableInfo describes a table. DefaultAction is the program's default (without
+// parameters); ConstDefault tables reject default-action changes.
+type TableInfo struct {
+	ID            uint32
+	Name          string
+	Keys          []MatchFieldInfo
+	ActionIDs     []uint32
+	DefaultAction uint32
+	ConstDefault  bool
+	Size          int
+}
+
+// NeedsPriority reports whether entries of the table carry a priority (P4Runtime: the
+// table has a ternary, range or optional field).
+func (t *TableInfo) NeedsPriority() bool {
+	for _, k := range t.Keys {
+		if k.Kind == MatchTernary {
+			return true
+		}
+	}
+	return false
+}
+
+// CounterInfo describes an indexed counter array (unit BOTH: packets and bytes).
+type CounterInfo struct {
+	ID   uint32
+	Name string
+	Size int
+}
+
+// RegisterInfo describes a register array.
+type RegisterInfo struct {
+	ID       uint32
+	Name     string
+	Bitwidth int
+	Size     int
+}
+
+// DigestInfo describes a digest and its struct members, in order.
+type DigestInfo struct {
+	ID     uint32
+	Name   string
+	Fields []FieldInfo
+}
+
+// ValueSetInfo describes a parser value set.
+type ValueSetInfo struct {
+	ID       uint32
+	Name     string
+	Bitwidth int
+	Size     int
+}
+
+// PacketMetadataInfo describes a controller packet metadata header.
+type PacketMetadataInfo struct {
+	ID     uint32
+	Name   string
+	Fields []FieldInfo
+}
+
+// Schema lists every P4Info object of the program. The values returned by
+// ProgramSchema are shared: callers must not modify them.
+type Schema struct {
+	Actions        []ActionInfo
+	Tables         []TableInfo
+	Counters       []CounterInfo
+	Registers      []RegisterInfo
+	Digests        []DigestInfo
+	ValueSets      []ValueSetInfo
+	PacketMetadata []PacketMetadataInfo
+}
+
+func fields(spec ...any) []FieldInfo {
+	out := make([]FieldInfo, 0, len(spec)/2)
+	for i := 0; i+1 < len(spec); i += 2 {
+		out = append(out, FieldInfo{ID: uint32(i/2 + 1), Name: spec[i].(string), Bitwidth: spec[i+1].(int)})
+	}
+	return out
+}
+
+func keys(spec ...any) []MatchFieldInfo {
+	out := make([]MatchFieldInfo, 0, len(spec)/3)
+	for i := 0; i+2 < len(spec); i += 3 {
+		out = append(out, MatchFieldInfo{
+			FieldInfo: FieldInfo{ID: uint32(i/3 + 1), Name: spec[i].(string), Bitwidth: spec[i+2].(int)},
+			Kind:      spec[i+1].(MatchKind),
+		})
+	}
+	return out
+}
+
+// Parameter indexes (ID - 1) of set_port_config, used by the data path.
+const (
+	pcRate = iota
+	pcQth
+	pcTcheck
+	pcCNPGap
+	pcMode
+	pcKmin
+	pcKmax
+	pcPmax
+	pcRTTBase
+	pcBDP
+	pcBDPLog2
+	pcMTU
+	pcQuantum
+	pcSwitchID
+	pcLosslessPrio
+	pcCount
+)
+
+var schema = &Schema{
+	Actions: []ActionInfo{
+		{ID: ActionDrop, Name: "FastcnpIngress.drop"},
+		{ID: ActionSetNexthop, Name: "FastcnpIngress.set_nexthop", Params: fields("port", 9, "src_mac", 48, "dst_mac", 48)},
+		{ID: ActionSetTrafficClass, Name: "FastcnpIngress.set_traffic_class", Params: fields("priority", 3, "lossless", 1)},
+		{ID: ActionSetPortConfig, Name: "FastcnpIngress.set_port_config", Params: fields(
+			"rate_bytes_per_ms", 32, "qth_bytes", 32, "tcheck_ns", 32, "cnp_gap_ns", 32, "mode", 2,
+			"red_kmin_bytes", 32, "red_kmax_bytes", 32, "red_pmax_q16", 16, "rtt_base_ns", 32,
+			"bdp_bytes", 32, "bdp_log2_q6", 16, "mtu_bytes", 16, "pause_quantum_ps", 32,
+			"switch_id", 16, "lossless_priority", 3)},
+		{ID: ActionSetConnection, Name: "FastcnpIngress.set_connection", Params: fields(
+			"sender_qpn", 24, "flags", 8, "conn_index", 16, "inc_group", 16, "worker_rank", 8)},
+		{ID: ActionSetIncGroup, Name: "FastcnpIngress.set_inc_group", Params: fields("contributors_mask", 32)},
+		{ID: ActionSetFlowLog2, Name: "FastcnpEgress.set_flow_bytes_log2", Params: fields("log2_q6", 16)},
+		{ID: ActionSetPortLog2, Name: "FastcnpEgress.set_port_bytes_log2", Params: fields("log2_q6", 16)},
+		{ID: ActionSetWindow, Name: "FastcnpEgress.set_window", Params: fields("window_bytes", 32)},
+		{ID: ActionNoAction, Name: "NoAction"},
+	},
+	Tables: []TableInfo{
+		{ID: TableIPv4Route, Name: "FastcnpIngress.ipv4_route", Keys: keys("dst_addr", MatchLPM, 32),
+			ActionIDs: []uint32{ActionSetNexthop, ActionDrop}, DefaultAction: ActionDrop, Size: RouteTableSize},
+		{ID: TableTrafficClass, Name: "FastcnpIngress.traffic_class",
+			Keys:      keys("vlan_valid", MatchExact, 1, "pcp", MatchTernary, 3, "dscp", MatchTernary, 6),
+			ActionIDs: []uint32{ActionSetTrafficClass, ActionNoAction}, DefaultAction: ActionNoAction, Size: TrafficClassSize},
+		{ID: TablePortConfig, Name: "FastcnpIngress.port_config", Keys: keys("port", MatchExact, 9),
+			ActionIDs: []uint32{ActionSetPortConfig, ActionNoAction}, DefaultAction: ActionNoAction, Size: NumPorts},
+		{ID: TableRDMAConnection, Name: "FastcnpIngress.rdma_connection",
+			Keys:      keys("src_addr", MatchExact, 32, "udp_sport", MatchExact, 16, "dest_qp", MatchExact, 24),
+			ActionIDs: []uint32{ActionSetConnection, ActionNoAction}, DefaultAction: ActionNoAction, Size: ConnTableSize},
+		{ID: TableIncGroup, Name: "FastcnpIngress.inc_group", Keys: keys("group_id", MatchExact, 16),
+			ActionIDs: []uint32{ActionSetIncGroup, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncGroups},
+		{ID: TableIncRoute, Name: "FastcnpIngress.inc_route", Keys: keys("bucket", MatchExact, 8),
+			ActionIDs: []uint32{ActionSetNexthop, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncBuckets},
+		{ID: TableFlowBytesLog2, Name: "FastcnpEgress.flow_bytes_log2", Keys: keys("bytes", MatchLPM, 32),
+			ActionIDs: []uint32{ActionSetFlowLog2, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
+		{ID: TablePortBytesLog2, Name: "FastcnpEgress.port_bytes_log2", Keys: keys("bytes", MatchLPM, 32),
+			ActionIDs: []uint32{ActionSetPortLog2, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
+		{ID: TableWindowExp2, Name: "FastcnpEgress.window_exp2", Keys: keys("log2_q6", MatchExact, 16),
+			ActionIDs: []uint32{ActionSetWindow, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
+	},
+	Counters: []CounterInfo{
+		{CounterSwitchCNPSent, "FastcnpEgress.switch_cnp_sent", NumPorts},
+		{CounterECNMarked, "FastcnpEgress.ecn_marked", NumPorts},
+		{CounterPFCPauseRx, "FastcnpIngress.pfc_pause_rx", NumPorts},
+		{CounterPFCResumeRx, "FastcnpIngress.pfc_resume_rx", NumPorts},
+		{CounterDropped, "FastcnpIngress.dropped", NumPorts},
+		{CounterMalformed, "FastcnpIngress.malformed", NumPorts},
+		{CounterFlowCollisions, "FastcnpIngress.flow_collisions", NumPorts},
+		{CounterAnnouncements, "FastcnpIngress.announcements", NumPorts},
+		{CounterIncContributions, "FastcnpIngress.inc_contributions", NumPorts},
+		{CounterIncDuplicates, "FastcnpIngress.inc_duplicates", NumPorts},
+		{CounterIncResults, "FastcnpIngress.inc_results", NumPorts},
+		{CounterIncSlotBusy, "FastcnpIngress.inc_slot_busy", NumPorts},
+	},
+	Registers: registerList(),
+	Digests: []DigestInfo{
+		{ID: DigestPortState, Name: "port_state_digest_t", Fields: fields(
+			"port", 9, "event", 8, "queue_bytes", 32, "rx_bytes", 32, "timestamp_ns", 48)},
+		{ID: DigestCNP, Name: "cnp_digest_t", Fields: fields(
+			"port", 9, "src_addr", 32, "dst_addr", 32, "window_bytes", 32, "queue_bytes", 32, "timestamp_ns", 48)},
+	},
+	ValueSets: []ValueSetInfo{{ID: AnnounceUDPPortID, Name: "FastcnpParser.announce_udp_port", Bitwidth: 16, Size: AnnounceValueSetSize}},
+	PacketMetadata: []PacketMetadataInfo{
+		{ID: PacketInID, Name: "packet_in", Fields: fields("ingress_port", 9, "reason", 7)},
+		{ID: PacketOutID, Name: "packet_out", Fields: fields("egress_port", 9, "pad", 7)},
+	},
+}
+
+func registerList() []RegisterInfo {
+	r := []RegisterInfo{
+		{RegPortPaused, "port_paused", 1, NumPorts},
+		{RegPortPauseStart, "port_pause_start_ns", 48, NumPorts},
+		{RegPortPauseExpire, "port_pause_expire_ns", 48, NumPorts},
+		{RegPortRxBytes, "port_rx_bytes", 32, NumPorts},
+		{RegPortUndetermined, "port_undetermined", 1, NumPorts},
+		{RegPortQSnapshot, "port_q_snapshot", 32, NumPorts},
+		{RegPortCheckAt, "port_check_at_ns", 48, NumPorts},
+		{RegPortQueueBytes, "port_queue_bytes", 32, NumPorts},
+		{RegPortLastDigest, "port_last_digest_ns", 48, NumPorts},
+		{RegFlowBytes, "flow_bytes", 32, FlowSlots},
+		{RegFlowKey, "flow_key", 32, FlowSlots},
+		{RegFlowLastCNP, "flow_last_cnp_ns", 48, FlowSlots},
+		{RegIncFlowIncID, "inc_flow_inc_id", 32, ConnTableSize},
+		{RegIncFlowFirstPSN, "inc_flow_first_psn", 24, ConnTableSize},
+		{RegIncFlowLen, "inc_flow_len", 32, ConnTableSize},
+		{RegIncSlotIncID, "inc_slot_inc_id", 32, IncSlots},
+		{RegIncSlotOffset, "inc_slot_offset", 32, IncSlots},
+		{RegIncSlotBitmap, "inc_slot_bitmap", 32, IncSlots},
+	}
+	for i := 0; i < IncVectorLen; i++ {
+		r = append(r, RegisterInfo{RegIncSlotValue0 + uint32(i), "inc_slot_value_" + itoa(i), 32, IncSlots})
+	}
+	return r
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return string(rune('0'+i/10)) + string(rune('0'+i%10))
+}
+
+// ProgramSchema returns the program's P4Info objects (shared; do not modify).
+func ProgramSchema() *Schema { return schema }
+
+// Table returns the table with the given ID.
+func (s *Schema) Table(id uint32) (*TableInfo, bool) {
+	for i := range s.Tables {
+		if s.Tables[i].ID == id {
+			return &s.Tables[i], true
+		}
+	}
+	return nil, false
+}
+
+// Action returns the action with the given ID.
+func (s *Schema) Action(id uint32) (*ActionInfo, bool) {
+	for i := range s.Actions {
+		if s.Actions[i].ID == id {
+			return &s.Actions[i], true
+		}
+	}
+	return nil, false
+}
+
+// Counter returns the counter with the given ID.
+func (s *Schema) Counter(id uint32) (*CounterInfo, bool) {
+	for i := range s.Counters {
+		if s.Counters[i].ID == id {
+			return &s.Counters[i], true
+		}
+	}
+	return nil, false
+}
+
+// Register returns the register with the given ID.
+func (s *Schema) Register(id uint32) (*RegisterInfo, bool) {
+	for i := range s.Registers {
+		if s.Registers[i].ID == id {
+			return &s.Registers[i], true
+		}
+	}
+	return nil, false
+}
+
+// Digest returns the digest with the given ID.
+func (s *Schema) Digest(id uint32) (*DigestInfo, bool) {
+	for i := range s.Digests {
+		if s.Digests[i].ID == id {
+			return &s.Digests[i], true
+		}
+	}
+	return nil, false
+}

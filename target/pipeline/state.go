@@ -1,0 +1,266 @@
+package pipeline
+
+import (
+	"fmt"
+)
+
+const mask48 = 1<<48 - 1
+
+// registers holds every register array, one uint64 per cell, masked to the register's
+// width on every write (as a bit<W> register would wrap).
+type registers struct {
+	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
+	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest [NumPorts]uint64
+	flowBytes, flowKey, flowLastCNP            [FlowSlots]uint64
+	incFlowIncID, incFlowFirstPSN, incFlowLen  [ConnTableSize]uint64
+	incSlotIncID, incSlotOffset, incSlotBitmap [IncSlots]uint64
+	incSlotValue                               [IncVectorLen][IncSlots]uint64
+}
+
+func (r *registers) slice(id uint32) []uint64 {
+	switch id {
+	case RegPortPaused:
+		return r.portPaused[:]
+	case RegPortPauseStart:
+		return r.portPauseStart[:]
+	case RegPortPauseExpire:
+		return r.portPauseExpire[:]
+	case RegPortRxBytes:
+		return r.portRxBytes[:]
+	case RegPortUndetermined:
+		return r.portUndetermined[:]
+	case RegPortQSnapshot:
+		return r.portQSnapshot[:]
+	case RegPortCheckAt:
+		return r.portCheckAt[:]
+	case RegPortQueueBytes:
+		return r.portQueueBytes[:]
+	case RegPortLastDigest:
+		return r.portLastDigest[:]
+	case RegFlowBytes:
+		return r.flowBytes[:]
+	case RegFlowKey:
+		return r.flowKey[:]
+	case RegFlowLastCNP:
+		return r.flowLastCNP[:]
+	case RegIncFlowIncID:
+		return r.incFlowIncID[:]
+	case RegIncFlowFirstPSN:
+		return r.incFlowFirstPSN[:]
+	case RegIncFlowLen:
+		return r.incFlowLen[:]
+	case RegIncSlotIncID:
+		return r.incSlotIncID[:]
+	case RegIncSlotOffset:
+		return r.incSlotOffset[:]
+	case RegIncSlotBitmap:
+		return r.incSlotBitmap[:]
+	}
+	if id >= RegIncSlotValue0 && id < RegIncSlotValue0+IncVectorLen {
+		return r.incSlotValue[id-RegIncSlotValue0][:]
+	}
+	return nil
+}
+
+// CounterValue is one counter cell (unit BOTH).
+type CounterValue struct {
+	Index   int
+	Packets uint64
+	Bytes   uint64
+}
+
+type counterCell struct{ packets, bytes uint64 }
+
+const numCounters = 12
+
+// RegisterValue is one register cell.
+type RegisterValue struct {
+	Index int
+	Value uint64
+}
+
+// CloneSession is a clone session (P4Runtime CloneSessionEntry, one replica).
+type CloneSession struct {
+	SessionID uint32
+	// EgressPort and Instance are the (single) replica; the Go pipeline routes the
+	// switch CNP through ingress, so only the session's existence changes behaviour.
+	EgressPort uint16
+	Instance   uint32
+	// ClassOfService and PacketLengthBytes are stored and read back.
+	ClassOfService    uint32
+	PacketLengthBytes int32
+}
+
+// maxCloneSessions bounds the stored clone sessions.
+const maxCloneSessions = 64
+
+func (p *Pipeline) counterIndex(id uint32) (int, error) {
+	if id < CounterSwitchCNPSent || id >= CounterSwitchCNPSent+numCounters {
+		return 0, fmt.Errorf("counter ID %#x: %w", id, ErrInvalidArgument)
+	}
+	return int(id - CounterSwitchCNPSent), nil
+}
+
+// ReadCounter appends to dst the cell index of counter id, or every cell when index < 0
+// (a wildcard read). Errors: ErrInvalidArgument (unknown ID, index >= size).
+func (p *Pipeline) ReadCounter(id uint32, index int, dst []CounterValue) ([]CounterValue, error) {
+	ci, err := p.counterIndex(id)
+	if err != nil {
+		return dst, fmt.Errorf("read counter: %w", err)
+	}
+	if index >= NumPorts {
+		return dst, fmt.Errorf("read counter %#x: index %d >= %d: %w", id, index, NumPorts, ErrInvalidArgument)
+	}
+	c := &p.counters[ci]
+	if index >= 0 {
+		return append(dst, CounterValue{index, c[index].packets, c[index].bytes}), nil
+	}
+	for i := range c {
+		dst = append(dst, CounterValue{i, c[i].packets, c[i].bytes})
+	}
+	return dst, nil
+}
+
+// WriteCounter sets one counter cell (index >= 0), or every cell (index < 0).
+// Errors: ErrInvalidArgument.
+func (p *Pipeline) WriteCounter(id uint32, index int, packets, bytes uint64) error {
+	ci, err := p.counterIndex(id)
+	if err != nil {
+		return fmt.Errorf("write counter: %w", err)
+	}
+	if index >= NumPorts {
+		return fmt.Errorf("write counter %#x: index %d >= %d: %w", id, index, NumPorts, ErrInvalidArgument)
+	}
+	c := &p.counters[ci]
+	if index >= 0 {
+		c[index] = counterCell{packets, bytes}
+		return nil
+	}
+	for i := range c {
+		c[i] = counterCell{packets, bytes}
+	}
+	return nil
+}
+
+// ReadRegister appends to dst cell index of register id, or every cell when index < 0.
+// Errors: ErrInvalidArgument (unknown ID, index out of range).
+func (p *Pipeline) ReadRegister(id uint32, index int, dst []RegisterValue) ([]RegisterValue, error) {
+	s := p.regs.slice(id)
+	if s == nil {
+		return dst, fmt.Errorf("read register: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	if index >= len(s) {
+		return dst, fmt.Errorf("read register %#x: index %d >= %d: %w", id, index, len(s), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		return append(dst, RegisterValue{index, s[index]}), nil
+	}
+	for i, v := range s {
+		dst = append(dst, RegisterValue{i, v})
+	}
+	return dst, nil
+}
+
+// WriteRegister sets cell index of register id (every cell when index < 0). The value
+// must fit the register's width. Errors: ErrInvalidArgument.
+func (p *Pipeline) WriteRegister(id uint32, index int, value uint64) error {
+	s := p.regs.slice(id)
+	if s == nil {
+		return fmt.Errorf("write register: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	ri, _ := schema.Register(id)
+	if value&^widthMask(ri.Bitwidth) != 0 {
+		return fmt.Errorf("write register %s: value %#x wider than %d bits: %w", ri.Name, value, ri.Bitwidth, ErrInvalidArgument)
+	}
+	if index >= len(s) {
+		return fmt.Errorf("write register %s: index %d >= %d: %w", ri.Name, index, len(s), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		s[index] = value
+		return nil
+	}
+	for i := range s {
+		s[i] = value
+	}
+	return nil
+}
+
+// SetValueSet replaces the members of a parser value set (P4Runtime ValueSetEntry
+// MODIFY). Errors: ErrInvalidArgument (unknown ID, value wider than 16 bits),
+// ErrResourceExhausted (more members than the set's size).
+func (p *Pipeline) SetValueSet(id uint32, members []uint64) error {
+	if id != AnnounceUDPPortID {
+		return fmt.Errorf("set value set: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	if len(members) > AnnounceValueSetSize {
+		return fmt.Errorf("set value set announce_udp_port: %d members > size %d: %w", len(members), AnnounceValueSetSize, ErrResourceExhausted)
+	}
+	for _, m := range members {
+		if m > 0xFFFF {
+			return fmt.Errorf("set value set announce_udp_port: member %#x wider than 16 bits: %w", m, ErrInvalidArgument)
+		}
+	}
+	p.announcePorts = p.announcePorts[:0]
+	for _, m := range members {
+		p.announcePorts = append(p.announcePorts, uint16(m))
+	}
+	return nil
+}
+
+// ValueSet returns the members of a parser value set. Errors: ErrInvalidArgument.
+func (p *Pipeline) ValueSet(id uint32) ([]uint64, error) {
+	if id != AnnounceUDPPortID {
+		return nil, fmt.Errorf("read value set: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	out := make([]uint64, len(p.announcePorts))
+	for i, m := range p.announcePorts {
+		out[i] = uint64(m)
+	}
+	return out, nil
+}
+
+// InsertCloneSession adds a clone session. Errors: ErrInvalidArgument (session 0, port
+// >= NUM_PORTS), ErrAlreadyExists, ErrResourceExhausted.
+func (p *Pipeline) InsertCloneSession(s CloneSession) error {
+	if s.SessionID == 0 || s.EgressPort >= NumPorts {
+		return fmt.Errorf("insert clone session %d (port %d): %w", s.SessionID, s.EgressPort, ErrInvalidArgument)
+	}
+	if _, ok := p.clones[s.SessionID]; ok {
+		return fmt.Errorf("insert clone session %d: %w", s.SessionID, ErrAlreadyExists)
+	}
+	if len(p.clones) >= maxCloneSessions {
+		return fmt.Errorf("insert clone session %d: %d sessions: %w", s.SessionID, maxCloneSessions, ErrResourceExhausted)
+	}
+	p.clones[s.SessionID] = s
+	return nil
+}
+
+// ModifyCloneSession replaces a clone session. Errors: ErrInvalidArgument, ErrNotFound.
+func (p *Pipeline) ModifyCloneSession(s CloneSession) error {
+	if s.EgressPort >= NumPorts {
+		return fmt.Errorf("modify clone session %d: port %d: %w", s.SessionID, s.EgressPort, ErrInvalidArgument)
+	}
+	if _, ok := p.clones[s.SessionID]; !ok {
+		return fmt.Errorf("modify clone session %d: %w", s.SessionID, ErrNotFound)
+	}
+	p.clones[s.SessionID] = s
+	return nil
+}
+
+// DeleteCloneSession removes a clone session. Errors: ErrNotFound.
+func (p *Pipeline) DeleteCloneSession(id uint32) error {
+	if _, ok := p.clones[id]; !ok {
+		return fmt.Errorf("delete clone session %d: %w", id, ErrNotFound)
+	}
+	delete(p.clones, id)
+	return nil
+}
+
+// ReadCloneSession returns a clone session. Errors: ErrNotFound.
+func (p *Pipeline) ReadCloneSession(id uint32) (CloneSession, error) {
+	s, ok := p.clones[id]
+	if !ok {
+		return CloneSession{}, fmt.Errorf("read clone session %d: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
