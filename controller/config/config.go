@@ -1,0 +1,316 @@
+// Package config is the schema, defaults and validation of the fastcnpd YAML
+// configuration (docs/config.md is the reference).
+//
+// Parse decodes through yaml.v3 nodes so that every problem names its YAML
+// line and field path; unknown fields are errors. All problems of a file are
+// reported at once (errors.Join), each as "file:line: field.path: message".
+// Values with units use internal/units: sizes "120KiB", rates "100Gb/s",
+// durations "8us".
+//
+// The package is pure apart from Load, which only reads the file.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/fastcnp/fastcnp/internal/units"
+)
+
+// Config is a validated fastcnpd configuration with all defaults applied.
+type Config struct {
+	// API is the controller's own API endpoint (used by fastcnpctl).
+	API API
+	// StateFile is where fastcnpd keeps state across restarts.
+	StateFile string
+	// Metrics is the metrics endpoint.
+	Metrics Metrics
+	// Announce configures RDMA-connection announcements (spec 04).
+	Announce Announce
+	// QoS maps DSCP/PCP to priorities and names the lossless priority.
+	QoS QoS
+	// Switches are the switches fastcnpd controls, in file order.
+	Switches []Switch
+}
+
+// API is the listen address and authentication of the controller API.
+type API struct {
+	// Listen is host:port.
+	Listen string
+	// Auth is how clients authenticate.
+	Auth Auth
+}
+
+// Auth selects exactly one client authentication method.
+type Auth struct {
+	// TokenFile holds a bearer token clients must present.
+	TokenFile string
+	// MTLS, if set, requires client certificates signed by MTLS.CA.
+	MTLS *TLSFiles
+	// Insecure disables authentication (development only).
+	Insecure bool
+}
+
+// TLSFiles names PEM files.
+type TLSFiles struct {
+	// CA is the CA bundle that verifies the peer.
+	CA string
+	// Cert and Key are this side's certificate and private key.
+	Cert, Key string
+}
+
+// Metrics is the metrics endpoint.
+type Metrics struct {
+	// Listen is host:port; empty disables metrics.
+	Listen string
+}
+
+// Announce configures the announcement protocol.
+type Announce struct {
+	// UDPPort is the destination UDP port of announcements.
+	UDPPort uint16
+	// IdleTimeout removes an RDMA connection that was not refreshed for so long.
+	IdleTimeout time.Duration
+}
+
+// QoS is the priority classification shared by all switches.
+type QoS struct {
+	// DSCPPriority maps DSCP (0..63) to priority (0..7).
+	DSCPPriority map[uint8]uint8
+	// PCPPriority maps 802.1Q PCP (0..7) to priority (0..7).
+	PCPPriority map[uint8]uint8
+	// LosslessPriority is the PFC-protected priority (0..7).
+	LosslessPriority uint8
+	// CNPDSCP is the DSCP of CNPs the switch sends (0..63).
+	CNPDSCP uint8
+}
+
+// Target is the kind of P4Runtime target a switch is.
+type Target string
+
+// Targets.
+const (
+	TargetFastcnp Target = "fastcnp-switch"
+	TargetBMv2    Target = "bmv2"
+	TargetTofino  Target = "tofino"
+)
+
+// Mode is a port's congestion-feedback mode (spec 01).
+type Mode string
+
+// Modes.
+const (
+	// ModeECN is classic DCQCN: RED marking, the receiver makes CNPs.
+	ModeECN Mode = "ecn"
+	// ModeFastCNP is switch-made CNPs with an explicit window.
+	ModeFastCNP Mode = "fastcnp"
+)
+
+// ElectionID is a P4Runtime election ID (128 bits as high and low halves).
+type ElectionID struct {
+	High, Low uint64
+}
+
+// IsZero reports whether both halves are 0.
+func (e ElectionID) IsZero() bool { return e.High == 0 && e.Low == 0 }
+
+// SwitchTLS is how fastcnpd connects to a switch's P4Runtime server.
+type SwitchTLS struct {
+	// Insecure uses plaintext gRPC.
+	Insecure bool
+	// CA verifies the switch; Cert/Key (both or neither) authenticate us.
+	CA, Cert, Key string
+	// ServerName overrides the name checked in the switch's certificate.
+	ServerName string
+}
+
+// Switch is one P4Runtime target and its forwarding configuration.
+type Switch struct {
+	// Name is unique among switches.
+	Name string
+	// Address is the P4Runtime server, host:port; unique.
+	Address string
+	// DeviceID is the P4Runtime device_id; non-zero, unique.
+	DeviceID uint64
+	// ElectionID is the election ID fastcnpd uses; non-zero.
+	ElectionID ElectionID
+	// Role is the P4Runtime role name; empty is the default role.
+	Role string
+	// TLS is the transport security to the switch.
+	TLS SwitchTLS
+	// Target is the target kind.
+	Target Target
+	// P4Info and DeviceConfig are the pipeline files (optional for
+	// fastcnp-switch, which has its pipeline built in).
+	P4Info, DeviceConfig string
+	// Defaults are the switch-wide port settings, resolved.
+	Defaults PortSettings
+	// Ports are the configured ports with resolved settings, in file order.
+	Ports []Port
+	// Routes are the IPv4/IPv6 routes, in file order.
+	Routes []Route
+	// INC is the INC route table input; nil if not configured.
+	INC *INC
+}
+
+// PortSettings are the per-port settings of spec 01 and 02.
+type PortSettings struct {
+	// LinkRate is C, the egress link rate.
+	LinkRate units.Rate
+	// Qth is the queue threshold.
+	Qth units.Size
+	// Tcheck is the re-check interval of an undetermined port.
+	Tcheck time.Duration
+	// RTTBase is the fabric base RTT.
+	RTTBase time.Duration
+	// CNPGap is the least time between two switch CNPs to one flow.
+	CNPGap time.Duration
+	// Mode is ecn or fastcnp.
+	Mode Mode
+	// RED is the ECN marking curve (used in ecn mode, and as the fallback
+	// marking when a CNP cannot be addressed).
+	RED RED
+	// MTU is the largest packet; the window never drops below it.
+	MTU units.Size
+}
+
+// RED is DCQCN's marking curve.
+type RED struct {
+	// Kmin and Kmax are the queue lengths where marking starts and where it
+	// reaches certainty.
+	Kmin, Kmax units.Size
+	// Pmax is the marking probability at Kmax-, in (0, 1].
+	Pmax float64
+}
+
+// Port is one switch port.
+type Port struct {
+	// Number is the port number, 1..511.
+	Number uint16
+	// Settings are the port's effective settings.
+	Settings PortSettings
+	// MAC is the port's source MAC (nil if not set).
+	MAC net.HardwareAddr
+	// Subnets are the host subnets behind this port, for announcement checks.
+	Subnets []netip.Prefix
+}
+
+// Route forwards a prefix out of a port to a next-hop MAC.
+type Route struct {
+	// Prefix is the destination prefix (host bits zero).
+	Prefix netip.Prefix
+	// Port is the egress port; it must be configured and have a MAC.
+	Port uint16
+	// NextHopMAC is the destination MAC written on egress.
+	NextHopMAC net.HardwareAddr
+}
+
+// INC is a switch's INC next hops and bucket count (spec 04 step 5).
+type INC struct {
+	// Buckets is the table size N, 1..65536.
+	Buckets int
+	// NextHops are the candidate next hops, in file order.
+	NextHops []INCNextHop
+}
+
+// INCNextHop is an INC next hop with its capacity weight.
+type INCNextHop struct {
+	// Port is the egress port (also the next-hop ID of the route table).
+	Port uint16
+	// MAC is the destination MAC written on egress.
+	MAC net.HardwareAddr
+	// Weight is the capacity weight (>= 0; 0 takes the hop out).
+	Weight uint64
+}
+
+// Defaults (spec 01, 02, 04, 05).
+const (
+	DefaultAPIListen        = "127.0.0.1:9560"
+	DefaultMetricsListen    = "127.0.0.1:9561"
+	DefaultStateFile        = "/var/lib/fastcnp/state.json"
+	DefaultAnnouncePort     = 4792
+	DefaultIdleTimeout      = 60 * time.Second
+	DefaultLosslessPriority = 3
+	DefaultCNPDSCP          = 48
+	DefaultLinkRate         = 100 * units.Gbps
+	DefaultRTTBase          = 8 * time.Microsecond
+	DefaultCNPGap           = 4 * time.Microsecond
+	DefaultMode             = ModeFastCNP
+	DefaultMTU              = units.Size(1500)
+	DefaultKmin             = 5 * units.KB
+	DefaultKmax             = 200 * units.KB
+	DefaultPmax             = 0.01
+	DefaultINCBuckets       = 256
+	// QthAt100G is Qth at 100 Gb/s; the default scales linearly with rate.
+	QthAt100G = 100 * units.KB
+	// MaxPort is the largest port number (9-bit port IDs, 511 usable).
+	MaxPort = 511
+)
+
+// DefaultQth returns the default Qth for a link rate: 100 KB at 100 Gb/s,
+// proportional to the rate, at least one byte.
+func DefaultQth(rate units.Rate) units.Size {
+	q := uint64(rate) / (uint64(100*units.Gbps) / uint64(QthAt100G)) // 1e11/1e5 = 1e6 b/s per byte
+	if q == 0 {
+		q = 1
+	}
+	return units.Size(q)
+}
+
+// DefaultDSCPPriority is the RoCE set-up: DSCP 26 -> 3 (lossless), CNPs at
+// DSCP 48 -> 6.
+func DefaultDSCPPriority() map[uint8]uint8 { return map[uint8]uint8{26: 3, 48: 6} }
+
+// DefaultPCPPriority maps each PCP to the priority of the same number.
+func DefaultPCPPriority() map[uint8]uint8 {
+	m := make(map[uint8]uint8, 8)
+	for p := uint8(0); p < 8; p++ {
+		m[p] = p
+	}
+	return m
+}
+
+// Load reads and parses the config file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseFile(path, data)
+}
+
+// Parse parses config bytes; errors name the source as "config".
+func Parse(data []byte) (*Config, error) { return ParseFile("config", data) }
+
+// ParseFile parses config bytes; errors name the source as name.
+func ParseFile(name string, data []byte) (*Config, error) {
+	d := &decoder{file: name}
+	c := d.decodeDocument(data)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Switch returns the switch with the given name, or nil.
+func (c *Config) Switch(name string) *Switch {
+	for i := range c.Switches {
+		if c.Switches[i].Name == name {
+			return &c.Switches[i]
+		}
+	}
+	return nil
+}
+
+// Port returns the port with the given number, or nil.
+func (s *Switch) Port(n uint16) *Port {
+	for i := range s.Ports {
+		if s.Ports[i].Number == n {
+			return &s.Ports[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package config
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fastcnp/fastcnp/internal/units"
+)
+
+// base is the smallest valid config; bad cases append to it, so their
+// lines start at 8.
+const base = `api:
+  auth: {insecure: true}
+switches:
+  - name: s1
+    address: 127.0.0.1:9559
+    device_id: 1
+    tls: {insecure: true}
+`
+
+func TestMinimalDefaults(t *testing.T) {
+	c, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.API.Listen != DefaultAPIListen || c.Metrics.Listen != DefaultMetricsListen || c.StateFile != DefaultStateFile {
+		t.Errorf("endpoint defaults: %+v %+v %q", c.API, c.Metrics, c.StateFile)
+	}
+	if c.Announce.UDPPort != 4792 || c.Announce.IdleTimeout != time.Minute {
+		t.Errorf("announce defaults: %+v", c.Announce)
+	}
+	q := c.QoS
+	if q.DSCPPriority[26] != 3 || q.LosslessPriority != 3 || q.CNPDSCP != 48 || q.PCPPriority[5] != 5 {
+		t.Errorf("qos defaults: %+v", q)
+	}
+	s := c.Switches[0]
+	if s.Target != TargetFastcnp || s.ElectionID != (ElectionID{Low: 1}) || s.INC != nil {
+		t.Errorf("switch defaults: %+v", s)
+	}
+	want := PortSettings{
+		LinkRate: 100 * units.Gbps, Qth: 100 * units.KB, Tcheck: 8 * time.Microsecond,
+		RTTBase: 8 * time.Microsecond, CNPGap: 4 * time.Microsecond, Mode: ModeFastCNP,
+		RED: RED{Kmin: 5000, Kmax: 200000, Pmax: 0.01}, MTU: 1500,
+	}
+	if s.Defaults != want {
+		t.Errorf("port defaults = %+v, want %+v", s.Defaults, want)
+	}
+}
+
+// TestPortInheritance checks the override chain built-in -> switch
+// defaults -> port, and the derived Qth (scales with rate) and Tcheck
+// (= RTTbase) when they are set nowhere.
+func TestPortInheritance(t *testing.T) {
+	tests := []struct {
+		name     string
+		defaults string
+		port     string
+		want     func(PortSettings) bool
+	}{
+		{"qth scales with port rate", "", "link_rate: 25Gb/s", func(s PortSettings) bool { return s.Qth == 25000 }},
+		{"qth scales with default rate", "link_rate: 400G", "", func(s PortSettings) bool { return s.Qth == 400000 && s.LinkRate == 400*units.Gbps }},
+		{"default qth is not rescaled", "qth: 120KiB", "link_rate: 25G", func(s PortSettings) bool { return s.Qth == 120*units.KiB }},
+		{"port qth wins", "qth: 120KiB", "qth: 1MB", func(s PortSettings) bool { return s.Qth == units.MB }},
+		{"tcheck follows port rtt", "", "rtt_base: 12us", func(s PortSettings) bool { return s.Tcheck == 12*time.Microsecond }},
+		{"tcheck follows default rtt", "rtt_base: 5us", "", func(s PortSettings) bool { return s.Tcheck == 5*time.Microsecond }},
+		{"explicit default tcheck kept", "tcheck: 20us", "rtt_base: 12us", func(s PortSettings) bool { return s.Tcheck == 20*time.Microsecond }},
+		{"mode override", "mode: ecn", "mode: fastcnp", func(s PortSettings) bool { return s.Mode == ModeFastCNP }},
+		{"red partly overridden", "red: {kmin: 1KB, kmax: 2MB}", "red: {pmax: 0.5}", func(s PortSettings) bool {
+			return s.RED == RED{Kmin: 1000, Kmax: 2000000, Pmax: 0.5}
+		}},
+		{"mtu", "mtu: 9000", "", func(s PortSettings) bool { return s.MTU == 9000 }},
+		{"cnp gap zero", "", "cnp_gap: 0", func(s PortSettings) bool { return s.CNPGap == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := base
+			if tt.defaults != "" {
+				src += "    defaults: {" + strings.ReplaceAll(tt.defaults, "\n", ", ") + "}\n"
+			}
+			src += "    ports:\n      - {port: 1"
+			if tt.port != "" {
+				src += ", " + tt.port
+			}
+			src += "}\n"
+			c, err := Parse([]byte(src))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			if got := c.Switches[0].Ports[0].Settings; !tt.want(got) {
+				t.Errorf("settings = %+v", got)
+			}
+		})
+	}
+}
+
+func TestElectionIDForms(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ElectionID
+	}{
+		{"7", ElectionID{Low: 7}},
+		{"[1, 2]", ElectionID{High: 1, Low: 2}},
+		{"{high: 3, low: 0}", ElectionID{High: 3}},
+		{"{low: 9}", ElectionID{Low: 9}},
+		{"18446744073709551615", ElectionID{Low: 1<<64 - 1}},
+	}
+	for _, tt := range tests {
+		c, err := Parse([]byte(base + "    election_id: " + tt.in + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if got := c.Switches[0].ElectionID; got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestBadConfigs: each case must produce exactly the listed messages, each
+// as "config:LINE: path: message" (substring match on the message).
+func TestBadConfigs(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"unknown top field", base + "swtiches: []\n", []string{"config:8: swtiches: unknown field (known: announce, api, metrics, qos, state_file, switches)"}},
+		{"unknown switch field", base + "    prots: []\n", []string{"config:8: switches[0].prots: unknown field"}},
+		{"unknown port field", base + "    ports:\n      - port: 1\n        qht: 1KB\n", []string{"config:10: switches[0].ports[0].qht: unknown field"}},
+		{"no switches", "api:\n  auth: {insecure: true}\n", []string{"config:1: switches: required: at least one switch"}},
+		{"empty switches", "api:\n  auth: {insecure: true}\nswitches: []\n", []string{"config:3: switches: at least one switch is required"}},
+		{"missing auth", "switches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n", []string{"config:1: api.auth: required"}},
+		{"two auth methods", "api:\n  auth: {insecure: true, token_file: /t}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{"config:2: api.auth: set exactly one of token_file, mtls, insecure: true"}},
+		{"mtls incomplete", "api:\n  auth:\n    mtls: {ca: /ca}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{"config:3: api.auth.mtls: mtls needs ca, cert and key"}},
+		{"missing switch fields", "api:\n  auth: {insecure: true}\nswitches:\n  - role: x\n",
+			[]string{"config:4: switches[0].name: required", "config:4: switches[0].address: required",
+				"config:4: switches[0].device_id: required", "config:4: switches[0].tls: required"}},
+		{"device id zero", strings.Replace(base, "device_id: 1", "device_id: 0", 1), []string{"config:6: switches[0].device_id: 0 is out of range 1..18446744073709551615"}},
+		{"device id negative", strings.Replace(base, "device_id: 1", "device_id: -2", 1), []string{"config:6: switches[0].device_id: -2: must be >= 1"}},
+		{"device id text", strings.Replace(base, "device_id: 1", "device_id: one", 1), []string{`config:6: switches[0].device_id: "one" is not a whole number`}},
+		{"bad address", strings.Replace(base, "127.0.0.1:9559", "127.0.0.1", 1), []string{`config:5: switches[0].address: "127.0.0.1" is not host:port`}},
+		{"address port zero", strings.Replace(base, "127.0.0.1:9559", "h:0", 1), []string{`config:5: switches[0].address: "h:0": port must be 1..65535`}},
+		{"bad name", strings.Replace(base, "name: s1", "name: 's 1'", 1), []string{`config:4: switches[0].name: "s 1": use letters`}},
+		{"duplicate switch", base + "  - name: s1\n    address: 127.0.0.1:9559\n    device_id: 1\n    tls: {insecure: true}\n",
+			[]string{`config:8: switches[1].name: "s1" is already the name of switches[0]`,
+				"config:9: switches[1].address: 127.0.0.1:9559 is already the address of switches[0]",
+				"config:10: switches[1].device_id: 1 is already the device ID of switches[0]"}},
+		{"election zero", base + "    election_id: [0, 0]\n", []string{"config:8: switches[0].election_id: election ID must not be 0"}},
+		{"election three", base + "    election_id: [1, 2, 3]\n", []string{"config:8: switches[0].election_id: want [high, low], got 3 values"}},
+		{"bad target", base + "    target: p4sim\n", []string{`config:8: switches[0].target: "p4sim": want fastcnp-switch, bmv2 or tofino`}},
+		{"bmv2 needs files", base + "    target: bmv2\n", []string{"switches[0].p4info: required for target bmv2", "switches[0].device_config: required for target bmv2"}},
+		{"tls nothing", strings.Replace(base, "tls: {insecure: true}", "tls: {server_name: x}", 1), []string{"config:7: switches[0].tls: set ca"}},
+		{"tls cert without key", strings.Replace(base, "tls: {insecure: true}", "tls: {ca: /ca, cert: /c}", 1), []string{"config:7: switches[0].tls: cert and key go together"}},
+		{"tls insecure with ca", strings.Replace(base, "tls: {insecure: true}", "tls: {insecure: true, ca: /ca}", 1), []string{"config:7: switches[0].tls: insecure: true excludes"}},
+		{"tls insecure not bool", strings.Replace(base, "tls: {insecure: true}", "tls: {insecure: yes}", 1), []string{`config:7: switches[0].tls.insecure: want true or false, got "yes"`}},
+		{"port zero", base + "    ports:\n      - port: 0\n", []string{"config:9: switches[0].ports[0].port: 0 is out of range 1..511"}},
+		{"port 512", base + "    ports:\n      - port: 512\n", []string{"config:9: switches[0].ports[0].port: 512 is out of range 1..511"}},
+		{"port missing", base + "    ports:\n      - mac: 02:00:00:00:00:01\n", []string{"config:9: switches[0].ports[0].port: required"}},
+		{"port duplicate", base + "    ports:\n      - port: 3\n      - port: 3\n", []string{"config:10: switches[0].ports[1].port: port 3 already configured at switches[0].ports[0]"}},
+		{"ports not a list", base + "    ports: 3\n", []string{`config:8: switches[0].ports: want a list, got "3"`}},
+		{"bad rate", base + "    defaults:\n      link_rate: 100Gb\n", []string{`config:9: switches[0].defaults.link_rate: rate "100Gb": unknown unit "Gb"`}},
+		{"rate too small", base + "    defaults:\n      link_rate: 1000\n", []string{"config:9: switches[0].defaults.link_rate: 1kb/s is out of range 1Mb/s..10Tb/s"}},
+		{"bad size", base + "    ports:\n      - {port: 1, qth: 12QB}\n", []string{`config:9: switches[0].ports[0].qth: size "12QB": unknown unit "QB"`}},
+		{"qth zero", base + "    ports:\n      - {port: 1, qth: 0}\n", []string{"config:9: switches[0].ports[0].qth: 0B is out of range 1B..4294967295B"}},
+		{"bad duration", base + "    defaults: {tcheck: 8}\n", []string{`config:8: switches[0].defaults.tcheck: duration "8": missing unit`}},
+		{"negative duration", base + "    defaults: {rtt_base: -1us}\n", []string{`config:8: switches[0].defaults.rtt_base: duration "-1us": must not be negative`}},
+		{"bad mode", base + "    defaults: {mode: dcqcn}\n", []string{`config:8: switches[0].defaults.mode: "dcqcn": want ecn or fastcnp`}},
+		{"kmin >= kmax defaults", base + "    defaults:\n      red: {kmin: 200KB, kmax: 100KB}\n", []string{"config:9: switches[0].defaults.red: kmin (200kB) must be less than kmax (100kB)"}},
+		{"kmin >= kmax from port over defaults", base + "    defaults:\n      red: {kmax: 100KB}\n    ports:\n      - port: 1\n        red: {kmin: 100KB}\n",
+			[]string{"config:12: switches[0].ports[0].red: kmin (100kB) must be less than kmax (100kB)"}},
+		{"pmax zero", base + "    defaults:\n      red: {pmax: 0}\n", []string{`config:9: switches[0].defaults.red.pmax: "0": want a probability with 0 < pmax <= 1`}},
+		{"pmax above one", base + "    defaults:\n      red: {pmax: 1.5}\n", []string{`config:9: switches[0].defaults.red.pmax: "1.5": want a probability`}},
+		{"mtu too small", base + "    defaults: {mtu: 60}\n", []string{"config:8: switches[0].defaults.mtu: 60B is out of range 68B..9KiB"}},
+		{"bad mac", base + "    ports:\n      - {port: 1, mac: 02:00:00:00:01}\n", []string{`config:9: switches[0].ports[0].mac: "02:00:00:00:01" is not a MAC address`}},
+		{"multicast mac", base + "    ports:\n      - {port: 1, mac: 01:00:5e:00:00:01}\n", []string{"config:9: switches[0].ports[0].mac: 01:00:5e:00:00:01 is a multicast MAC"}},
+		{"bad subnet", base + "    ports:\n      - port: 1\n        subnets: [10.1.0.0/33]\n", []string{`config:10: switches[0].ports[0].subnets[0]: "10.1.0.0/33" is not a prefix`}},
+		{"subnet host bits", base + "    ports:\n      - port: 1\n        subnets: [10.1.0.1/24]\n", []string{"config:10: switches[0].ports[0].subnets[0]: 10.1.0.1/24 has host bits set (did you mean 10.1.0.0/24?)"}},
+		{"subnets overlap", base + "    ports:\n      - port: 1\n        subnets: [10.1.0.0/16]\n      - port: 2\n        subnets: [10.1.2.0/24]\n",
+			[]string{"config:12: switches[0].ports[1].subnets[0]: 10.1.2.0/24 overlaps 10.1.0.0/16 at switches[0].ports[0].subnets[0]"}},
+		{"route to unknown port", base + "    routes:\n      - {prefix: 10.0.0.0/8, port: 9, next_hop_mac: 02:00:00:00:00:09}\n",
+			[]string{"config:9: switches[0].routes[0].port: port 9 is not configured under ports"}},
+		{"route port without mac", base + "    ports:\n      - port: 9\n    routes:\n      - {prefix: 10.0.0.0/8, port: 9, next_hop_mac: 02:00:00:00:00:09}\n",
+			[]string{"config:11: switches[0].routes[0].port: port 9 has no mac"}},
+		{"route missing fields", base + "    routes:\n      - {prefix: 10.0.0.0/8}\n",
+			[]string{"config:9: switches[0].routes[0].port: required", "config:9: switches[0].routes[0].next_hop_mac: required"}},
+		{"route duplicate prefix", base + "    ports:\n      - {port: 1, mac: 02:00:00:00:00:01}\n    routes:\n      - {prefix: 10.0.0.0/8, port: 1, next_hop_mac: 02:00:00:00:00:09}\n      - {prefix: 10.0.0.0/8, port: 1, next_hop_mac: 02:00:00:00:00:0a}\n",
+			[]string{"config:12: switches[0].routes[1].prefix: 10.0.0.0/8 already routed at switches[0].routes[0]"}},
+		{"inc negative weight", base + "    ports:\n      - {port: 1}\n    inc:\n      next_hops:\n        - {port: 1, mac: 02:00:00:00:00:01, weight: -1}\n",
+			[]string{"config:12: switches[0].inc.next_hops[0].weight: -1: must be >= 0"}},
+		{"inc all zero", base + "    ports:\n      - {port: 1}\n    inc:\n      next_hops:\n        - {port: 1, mac: 02:00:00:00:00:01, weight: 0}\n",
+			[]string{"config:12: switches[0].inc.next_hops: at least one next hop needs a positive weight"}},
+		{"inc buckets", base + "    inc:\n      buckets: 70000\n      next_hops: []\n", []string{"config:9: switches[0].inc.buckets: 70000 is out of range 1..65536", "config:10: switches[0].inc.next_hops: at least one next hop is required"}},
+		{"inc duplicate hop", base + "    ports:\n      - {port: 1}\n    inc:\n      next_hops:\n        - {port: 1, mac: 02:00:00:00:00:01, weight: 1}\n        - {port: 1, mac: 02:00:00:00:00:02, weight: 1}\n",
+			[]string{"config:13: switches[0].inc.next_hops[1].port: port 1 is already a next hop at switches[0].inc.next_hops[0]"}},
+		{"inc hop on unknown port", base + "    inc:\n      next_hops:\n        - {port: 5, mac: 02:00:00:00:00:01, weight: 1}\n",
+			[]string{"config:10: switches[0].inc.next_hops[0].port: port 5 is not configured under ports"}},
+		{"inc without next hops", base + "    inc: {buckets: 16}\n", []string{"config:8: switches[0].inc.next_hops: required"}},
+		{"announce port roce", base + "announce: {udp_port: 4791}\n", []string{"config:8: announce.udp_port: 4791 is the RoCEv2 port"}},
+		{"announce timeout", base + "announce: {idle_timeout: 10ms}\n", []string{"config:8: announce.idle_timeout: 10ms is out of range 1s..168h"}},
+		{"dscp out of range", base + "qos:\n  dscp_priority: {64: 3}\n", []string{"config:9: qos.dscp_priority.64: 64 is out of range 0..63"}},
+		{"priority out of range", base + "qos:\n  dscp_priority: {26: 8}\n", []string{"config:9: qos.dscp_priority.26: 8 is out of range 0..7"}},
+		{"lossless unmapped", base + "qos:\n  dscp_priority: {26: 2}\n  pcp_priority: {}\n", []string{"config:8: qos.lossless_priority: no DSCP or PCP maps to priority 3"}},
+		{"cnp in lossless class", base + "qos:\n  cnp_dscp: 26\n", []string{"config:9: qos.cnp_dscp: CNP DSCP 26 maps to the lossless priority 3"}},
+		{"api listen", "api:\n  listen: nowhere\n  auth: {insecure: true}\n" + base[strings.Index(base, "switches"):], []string{`config:2: api.listen: "nowhere" is not host:port`}},
+		{"duplicate key", base + "    device_id: 2\n", []string{"config:8: switches[0].device_id: field given twice"}},
+		{"yaml syntax", "api: [\n", []string{"config:1: (syntax): yaml: line 1: did not find expected node content"}},
+		{"not a mapping", "- 1\n", []string{"config:1: (top): want a mapping"}},
+		{"empty", "", []string{"config:0: (top): empty config"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src))
+			if err == nil {
+				t.Fatalf("no error for\n%s", tt.src)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			for _, w := range tt.want {
+				found := false
+				for _, l := range lines {
+					found = found || strings.Contains(l, w)
+				}
+				if !found {
+					t.Errorf("missing %q in:\n%v", w, err)
+				}
+			}
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", len(lines), len(tt.want), err)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.File != "config" {
+				t.Errorf("error is not a *config.Error: %T", err)
+			}
+		})
+	}
+}
+
+// TestAllProblemsAtOnce: a file with several independent problems reports
+// every one, in line order.
+func TestAllProblemsAtOnce(t *testing.T) {
+	src := `api:
+  auth: {insecure: true}
+switches:
+  - name: a
+    address: h:1
+    device_id: 0
+    tls: {insecure: true}
+    ports:
+      - {port: 600}
+      - {port: 2, qth: lots}
+    bogus: 1
+`
+	_, err := ParseFile("f.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		"f.yaml:6: switches[0].device_id: 0 is out of range",
+		"f.yaml:9: switches[0].ports[0].port: 600 is out of range 1..511",
+		`f.yaml:10: switches[0].ports[1].qth: size "lots": does not start with a number`,
+		"f.yaml:11: switches[0].bogus: unknown field",
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("problem %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}
+
+func TestExampleRoundTrip(t *testing.T) {
+	c, err := Load("testdata/fastcnpd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spot checks of the example against its text.
+	leaf := c.Switch("leaf1")
+	spine := c.Switch("spine1")
+	if leaf == nil || spine == nil || c.Switch("nope") != nil {
+		t.Fatal("Switch lookup")
+	}
+	p3, p4 := leaf.Port(3), leaf.Port(4)
+	if p3.Settings.LinkRate != 400*units.Gbps || p3.Settings.Qth != 400*units.KB {
+		t.Errorf("leaf1 port 3: %+v", p3.Settings)
+	}
+	if p4.Settings.Mode != ModeECN || p4.Settings.Qth != 25*units.KB || p4.Settings.RED.Kmin != 10*units.KiB ||
+		len(p4.Subnets) != 2 || p4.Subnets[1] != netip.MustParsePrefix("fd00:1:4::/64") {
+		t.Errorf("leaf1 port 4: %+v", p4)
+	}
+	if spine.ElectionID != (ElectionID{Low: 10}) || spine.Target != TargetBMv2 || spine.TLS.ServerName != "spine1.fabric" {
+		t.Errorf("spine1: %+v", spine)
+	}
+	if sp := spine.Port(2).Settings; sp.Qth != 480*units.KiB || sp.Tcheck != 12*time.Microsecond || sp.CNPGap != 2*time.Microsecond {
+		t.Errorf("spine1 port 2: %+v", sp)
+	}
+	if spine.INC.Buckets != 1024 || spine.INC.NextHops[1].Weight != 1 {
+		t.Errorf("spine1 inc: %+v", spine.INC)
+	}
+	mac, _ := net.ParseMAC("02:00:00:00:aa:02")
+	if r := leaf.Routes[1]; r.Prefix != netip.MustParsePrefix("10.1.2.0/24") || r.Port != 2 || r.NextHopMAC.String() != mac.String() {
+		t.Errorf("leaf1 route 1: %+v", r)
+	}
+
+	out, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseFile("marshaled", out)
+	if err != nil {
+		t.Fatalf("marshaled config does not parse: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(c, again) {
+		t.Fatalf("round trip differs:\n%+v\n%+v\n%s", c, again, out)
+	}
+	out2, _ := again.Marshal()
+	if string(out) != string(out2) {
+		t.Fatal("Marshal is not stable")
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml")
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "does-not-exist.yaml") {
+		t.Fatalf("Load = %v", err)
+	}
+}
+
+func TestDefaultQth(t *testing.T) {
+	tests := []struct {
+		rate units.Rate
+		want units.Size
+	}{
+		{100 * units.Gbps, 100000}, {25 * units.Gbps, 25000}, {400 * units.Gbps, 400000}, {units.Mbps, 1}, {0, 1},
+	}
+	for _, tt := range tests {
+		if got := DefaultQth(tt.rate); got != tt.want {
+			t.Errorf("DefaultQth(%s) = %d, want %d", tt.rate, got, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	data, err := os.ReadFile("testdata/fastcnpd.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(base))
+	f.Add([]byte("switches: [{name: a, ports: [{port: 1, red: {kmin: 1}}]}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(l, "config:") {
+					t.Fatalf("problem without file:line: %q", l)
+				}
+			}
+			return
+		}
+		out, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse(out)
+		if err != nil || !reflect.DeepEqual(c, again) {
+			t.Fatalf("round trip: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestDocExampleInSync keeps the example in docs/config.md equal to the
+// tested file.
+func TestDocExampleInSync(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Skipf("docs not found: %v", err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## Example\n\n```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/config.md has no example block")
+	}
+	file, err := os.ReadFile("testdata/fastcnpd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block != string(file) {
+		t.Error("the example in docs/config.md differs from testdata/fastcnpd.yaml")
+	}
+}

@@ -1,0 +1,1043 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/internal/units"
+)
+
+// Error is one configuration problem.
+type Error struct {
+	// File is the config source name, Line its 1-based line (0: unknown).
+	File string
+	Line int
+	// Path is the field path, e.g. "switches[0].ports[2].qth".
+	Path string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error formats the problem as "file:line: path: message".
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Path, e.Msg)
+}
+
+type decoder struct {
+	file string
+	errs []*Error
+	// nodes remembers the value node of every field path, so that checks
+	// across fields can point at the right line.
+	nodes map[string]*yaml.Node
+}
+
+// at returns the node of path if it was seen, else fallback.
+func (d *decoder) at(path string, fallback *yaml.Node) *yaml.Node {
+	if n := d.nodes[path]; n != nil {
+		return n
+	}
+	return fallback
+}
+
+func (d *decoder) addf(n *yaml.Node, path, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	if path == "" {
+		path = "(top)"
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns all problems in line order, joined.
+func (d *decoder) err() error {
+	if len(d.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
+	errs := make([]error, len(d.errs))
+	for i, e := range d.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// deref follows aliases (YAML anchors).
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	n = deref(n)
+	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}
+
+type fields map[string]func(n *yaml.Node, path string)
+
+// mapping calls the handler of each field present; unknown and duplicate
+// fields are errors. Null values count as absent, so defaults apply.
+func (d *decoder) mapping(n *yaml.Node, path string, fs fields) bool {
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		d.addf(n, path, "want a mapping, got %s", kindName(n))
+		return false
+	}
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := join(path, k.Value)
+		if seen[k.Value] {
+			d.addf(k, p, "field given twice")
+			continue
+		}
+		seen[k.Value] = true
+		fn, ok := fs[k.Value]
+		if !ok {
+			known := make([]string, 0, len(fs))
+			for name := range fs {
+				known = append(known, name)
+			}
+			sort.Strings(known)
+			d.addf(k, p, "unknown field (known: %s)", strings.Join(known, ", "))
+			continue
+		}
+		if d.nodes == nil {
+			d.nodes = make(map[string]*yaml.Node)
+		}
+		d.nodes[p] = k
+		if isNull(v) {
+			continue
+		}
+		fn(deref(v), p)
+	}
+	return true
+}
+
+func (d *decoder) list(n *yaml.Node, path string, fn func(n *yaml.Node, path string)) {
+	if n.Kind != yaml.SequenceNode {
+		d.addf(n, path, "want a list, got %s", kindName(n))
+		return
+	}
+	for i, item := range n.Content {
+		fn(deref(item), index(path, i))
+	}
+}
+
+func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		d.addf(n, path, "want a single value, got %s", kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (d *decoder) str(n *yaml.Node, path string, dst *string) {
+	if v, ok := d.scalar(n, path); ok {
+		if v == "" {
+			d.addf(n, path, "must not be empty")
+			return
+		}
+		*dst = v
+	}
+}
+
+func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return
+	}
+	switch v {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		d.addf(n, path, "want true or false, got %q", v)
+	}
+}
+
+// uint parses an unsigned integer in [lo, hi].
+func (d *decoder) uint(n *yaml.Node, path string, lo, hi uint64) (uint64, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	if strings.HasPrefix(strings.TrimSpace(v), "-") {
+		d.addf(n, path, "%s: must be >= %d", v, lo)
+		return 0, false
+	}
+	x, err := strconv.ParseUint(strings.ReplaceAll(v, "_", ""), 0, 64)
+	if err != nil {
+		d.addf(n, path, "%q is not a whole number in %d..%d", v, lo, hi)
+		return 0, false
+	}
+	if x < lo || x > hi {
+		d.addf(n, path, "%d is out of range %d..%d", x, lo, hi)
+		return 0, false
+	}
+	return x, true
+}
+
+func (d *decoder) size(n *yaml.Node, path string, lo, hi units.Size) (units.Size, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	s, err := units.ParseSize(v)
+	if err != nil {
+		d.addf(n, path, "%v", err)
+		return 0, false
+	}
+	if s < lo || s > hi {
+		d.addf(n, path, "%s is out of range %s..%s", s, lo, hi)
+		return 0, false
+	}
+	return s, true
+}
+
+func (d *decoder) rate(n *yaml.Node, path string, lo, hi units.Rate) (units.Rate, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	r, err := units.ParseRate(v)
+	if err != nil {
+		d.addf(n, path, "%v", err)
+		return 0, false
+	}
+	if r < lo || r > hi {
+		d.addf(n, path, "%s is out of range %s..%s", r, lo, hi)
+		return 0, false
+	}
+	return r, true
+}
+
+func (d *decoder) duration(n *yaml.Node, path string, lo, hi time.Duration) (time.Duration, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	t, err := units.ParseDuration(v)
+	if err != nil {
+		d.addf(n, path, "%v", err)
+		return 0, false
+	}
+	if t < lo || t > hi {
+		d.addf(n, path, "%s is out of range %s..%s", units.FormatDuration(t), units.FormatDuration(lo), units.FormatDuration(hi))
+		return 0, false
+	}
+	return t, true
+}
+
+func (d *decoder) mac(n *yaml.Node, path string) (net.HardwareAddr, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return nil, false
+	}
+	m, err := net.ParseMAC(v)
+	switch {
+	case err != nil || len(m) != 6:
+		d.addf(n, path, "%q is not a MAC address like 02:00:00:00:00:01", v)
+	case m[0]&1 != 0:
+		d.addf(n, path, "%s is a multicast MAC; want a unicast one", m)
+	case string(m) == "\x00\x00\x00\x00\x00\x00":
+		d.addf(n, path, "MAC must not be all zero")
+	default:
+		return m, true
+	}
+	return nil, false
+}
+
+func (d *decoder) prefix(n *yaml.Node, path string) (netip.Prefix, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		d.addf(n, path, "%q is not a prefix like 10.0.1.0/24", v)
+		return netip.Prefix{}, false
+	}
+	if p.Masked() != p {
+		d.addf(n, path, "%s has host bits set (did you mean %s?)", p, p.Masked())
+		return netip.Prefix{}, false
+	}
+	return p, true
+}
+
+// hostPort checks host:port; needHost rejects an empty host.
+func (d *decoder) hostPort(n *yaml.Node, path string, needHost bool) (string, bool) {
+	v, ok := d.scalar(n, path)
+	if !ok {
+		return "", false
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		d.addf(n, path, "%q is not host:port", v)
+		return "", false
+	}
+	if needHost && host == "" {
+		d.addf(n, path, "%q has no host", v)
+		return "", false
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		d.addf(n, path, "%q: port must be 1..65535", v)
+		return "", false
+	}
+	return v, true
+}
+
+// decodeDocument decodes the whole file and runs the cross-field checks.
+func (d *decoder) decodeDocument(data []byte) *Config {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// yaml.v3 messages start with "yaml: line N: ..."; keep them whole.
+		line := 0
+		msg := err.Error()
+		if _, rest, ok := strings.Cut(msg, "line "); ok {
+			if num, _, ok := strings.Cut(rest, ":"); ok {
+				line, _ = strconv.Atoi(num)
+			}
+		}
+		d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: "(syntax)", Msg: msg})
+		return nil
+	}
+	c := &Config{
+		API:      API{Listen: DefaultAPIListen},
+		Metrics:  Metrics{Listen: DefaultMetricsListen},
+		Announce: Announce{UDPPort: DefaultAnnouncePort, IdleTimeout: DefaultIdleTimeout},
+		QoS: QoS{
+			DSCPPriority:     DefaultDSCPPriority(),
+			PCPPriority:      DefaultPCPPriority(),
+			LosslessPriority: DefaultLosslessPriority,
+			CNPDSCP:          DefaultCNPDSCP,
+		},
+		StateFile: DefaultStateFile,
+	}
+	if len(doc.Content) == 0 {
+		d.addf(&doc, "(top)", "empty config: need at least switches")
+		return nil
+	}
+	root := deref(doc.Content[0])
+	var swNode *yaml.Node
+	var authSet bool
+	d.mapping(root, "", fields{
+		"api": func(n *yaml.Node, p string) {
+			d.mapping(n, p, fields{
+				"listen": func(n *yaml.Node, p string) {
+					if v, ok := d.hostPort(n, p, false); ok {
+						c.API.Listen = v
+					}
+				},
+				"auth": func(n *yaml.Node, p string) {
+					authSet = true
+					d.decodeAuth(n, p, &c.API.Auth)
+				},
+			})
+		},
+		"state_file": func(n *yaml.Node, p string) { d.str(n, p, &c.StateFile) },
+		"metrics": func(n *yaml.Node, p string) {
+			d.mapping(n, p, fields{
+				"listen": func(n *yaml.Node, p string) {
+					if n.Kind == yaml.ScalarNode && n.Value == "" {
+						c.Metrics.Listen = "" // explicitly disabled
+					} else if v, ok := d.hostPort(n, p, false); ok {
+						c.Metrics.Listen = v
+					}
+				},
+			})
+		},
+		"announce": func(n *yaml.Node, p string) {
+			d.mapping(n, p, fields{
+				"udp_port": func(n *yaml.Node, p string) {
+					if v, ok := d.uint(n, p, 1, 65535); ok {
+						if v == 4791 {
+							d.addf(n, p, "4791 is the RoCEv2 port; announcements need their own")
+							return
+						}
+						c.Announce.UDPPort = uint16(v)
+					}
+				},
+				"idle_timeout": func(n *yaml.Node, p string) {
+					if v, ok := d.duration(n, p, time.Second, 7*24*time.Hour); ok {
+						c.Announce.IdleTimeout = v
+					}
+				},
+			})
+		},
+		"qos":      func(n *yaml.Node, p string) { d.decodeQoS(n, p, &c.QoS) },
+		"switches": func(n *yaml.Node, p string) { swNode = n },
+	})
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	if !authSet {
+		d.addf(root, "api.auth", "required: set token_file, mtls, or insecure: true")
+	}
+	if swNode == nil {
+		d.addf(root, "switches", "required: at least one switch")
+	} else {
+		d.list(swNode, "switches", func(n *yaml.Node, p string) {
+			c.Switches = append(c.Switches, d.decodeSwitch(n, p))
+		})
+		if swNode.Kind == yaml.SequenceNode && len(swNode.Content) == 0 {
+			d.addf(swNode, "switches", "at least one switch is required")
+		}
+		d.checkSwitches(swNode, c)
+	}
+	d.checkQoS(root, c.QoS)
+	return c
+}
+
+func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {
+	set := 0
+	d.mapping(n, p, fields{
+		"token_file": func(n *yaml.Node, p string) { set++; d.str(n, p, &a.TokenFile) },
+		"mtls": func(n *yaml.Node, p string) {
+			set++
+			a.MTLS = &TLSFiles{}
+			d.mapping(n, p, fields{
+				"ca":   func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.CA) },
+				"cert": func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.Cert) },
+				"key":  func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.Key) },
+			})
+			if a.MTLS.CA == "" || a.MTLS.Cert == "" || a.MTLS.Key == "" {
+				d.addf(n, p, "mtls needs ca, cert and key")
+			}
+		},
+		"insecure": func(n *yaml.Node, p string) {
+			d.boolean(n, p, &a.Insecure)
+			if a.Insecure {
+				set++
+			}
+		},
+	})
+	if set != 1 {
+		d.addf(n, p, "set exactly one of token_file, mtls, insecure: true")
+	}
+}
+
+func (d *decoder) decodeQoS(n *yaml.Node, p string, q *QoS) {
+	prioMap := func(n *yaml.Node, p string, maxKey uint64) map[uint8]uint8 {
+		m := make(map[uint8]uint8)
+		if n.Kind != yaml.MappingNode {
+			d.addf(n, p, "want a mapping like {26: 3}, got %s", kindName(n))
+			return m
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := deref(n.Content[i]), deref(n.Content[i+1])
+			key, ok1 := d.uint(k, p+"."+k.Value, 0, maxKey)
+			prio, ok2 := d.uint(v, p+"."+k.Value, 0, 7)
+			if !ok1 || !ok2 {
+				continue
+			}
+			if _, dup := m[uint8(key)]; dup {
+				d.addf(k, p+"."+k.Value, "given twice")
+				continue
+			}
+			m[uint8(key)] = uint8(prio)
+		}
+		return m
+	}
+	d.mapping(n, p, fields{
+		"dscp_priority": func(n *yaml.Node, p string) { q.DSCPPriority = prioMap(n, p, 63) },
+		"pcp_priority":  func(n *yaml.Node, p string) { q.PCPPriority = prioMap(n, p, 7) },
+		"lossless_priority": func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 0, 7); ok {
+				q.LosslessPriority = uint8(v)
+			}
+		},
+		"cnp_dscp": func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 0, 63); ok {
+				q.CNPDSCP = uint8(v)
+			}
+		},
+	})
+}
+
+func (d *decoder) checkQoS(root *yaml.Node, q QoS) {
+	mapped := false
+	for _, m := range []map[uint8]uint8{q.DSCPPriority, q.PCPPriority} {
+		for _, prio := range m {
+			mapped = mapped || prio == q.LosslessPriority
+		}
+	}
+	if !mapped {
+		d.addf(d.at("qos.lossless_priority", d.at("qos", root)), "qos.lossless_priority", "no DSCP or PCP maps to priority %d", q.LosslessPriority)
+	}
+	if prio, ok := q.DSCPPriority[q.CNPDSCP]; ok && prio == q.LosslessPriority {
+		d.addf(d.at("qos.cnp_dscp", d.at("qos", root)), "qos.cnp_dscp", "CNP DSCP %d maps to the lossless priority %d; CNPs must not wait behind PAUSE", q.CNPDSCP, prio)
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// rawSettings are port settings as written, nil where absent, with the
+// node of each field for error lines.
+type rawSettings struct {
+	linkRate             *units.Rate
+	qth, kmin, kmax, mtu *units.Size
+	tcheck, rtt, gap     *time.Duration
+	mode                 *Mode
+	pmax                 *float64
+	node, redNode        *yaml.Node
+}
+
+// settingsFields decodes port settings into r (shared by defaults and ports).
+func (d *decoder) settingsFields(r *rawSettings, fs fields) fields {
+	fs["link_rate"] = func(n *yaml.Node, p string) {
+		if v, ok := d.rate(n, p, units.Mbps, 10_000*units.Gbps); ok {
+			r.linkRate = &v
+		}
+	}
+	fs["qth"] = func(n *yaml.Node, p string) {
+		if v, ok := d.size(n, p, 1, math.MaxUint32); ok {
+			r.qth = &v
+		}
+	}
+	fs["tcheck"] = func(n *yaml.Node, p string) {
+		if v, ok := d.duration(n, p, time.Nanosecond, time.Second); ok {
+			r.tcheck = &v
+		}
+	}
+	fs["rtt_base"] = func(n *yaml.Node, p string) {
+		if v, ok := d.duration(n, p, time.Nanosecond, time.Second); ok {
+			r.rtt = &v
+		}
+	}
+	fs["cnp_gap"] = func(n *yaml.Node, p string) {
+		if v, ok := d.duration(n, p, 0, time.Second); ok {
+			r.gap = &v
+		}
+	}
+	fs["mode"] = func(n *yaml.Node, p string) {
+		v, ok := d.scalar(n, p)
+		if !ok {
+			return
+		}
+		switch m := Mode(v); m {
+		case ModeECN, ModeFastCNP:
+			r.mode = &m
+		default:
+			d.addf(n, p, "%q: want ecn or fastcnp", v)
+		}
+	}
+	fs["mtu"] = func(n *yaml.Node, p string) {
+		if v, ok := d.size(n, p, 68, 9216); ok {
+			r.mtu = &v
+		}
+	}
+	fs["red"] = func(n *yaml.Node, p string) {
+		r.redNode = n
+		d.mapping(n, p, fields{
+			"kmin": func(n *yaml.Node, p string) {
+				if v, ok := d.size(n, p, 0, math.MaxUint32); ok {
+					r.kmin = &v
+				}
+			},
+			"kmax": func(n *yaml.Node, p string) {
+				if v, ok := d.size(n, p, 1, math.MaxUint32); ok {
+					r.kmax = &v
+				}
+			},
+			"pmax": func(n *yaml.Node, p string) {
+				v, ok := d.scalar(n, p)
+				if !ok {
+					return
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(f) || f <= 0 || f > 1 {
+					d.addf(n, p, "%q: want a probability with 0 < pmax <= 1", v)
+					return
+				}
+				r.pmax = &f
+			},
+		})
+	}
+	return fs
+}
+
+// resolve applies r over base. Qth and Tcheck left unset at both levels
+// follow the port's rate and RTTbase (spec 01).
+func resolve(base PortSettings, baseQthSet, baseTcheckSet bool, r *rawSettings) PortSettings {
+	s := base
+	if r.linkRate != nil {
+		s.LinkRate = *r.linkRate
+	}
+	if r.rtt != nil {
+		s.RTTBase = *r.rtt
+	}
+	if r.gap != nil {
+		s.CNPGap = *r.gap
+	}
+	if r.mode != nil {
+		s.Mode = *r.mode
+	}
+	if r.mtu != nil {
+		s.MTU = *r.mtu
+	}
+	if r.kmin != nil {
+		s.RED.Kmin = *r.kmin
+	}
+	if r.kmax != nil {
+		s.RED.Kmax = *r.kmax
+	}
+	if r.pmax != nil {
+		s.RED.Pmax = *r.pmax
+	}
+	switch {
+	case r.qth != nil:
+		s.Qth = *r.qth
+	case !baseQthSet:
+		s.Qth = DefaultQth(s.LinkRate)
+	}
+	switch {
+	case r.tcheck != nil:
+		s.Tcheck = *r.tcheck
+	case !baseTcheckSet:
+		s.Tcheck = s.RTTBase
+	}
+	return s
+}
+
+// checkRED reports Kmin >= Kmax where r touches the curve.
+func (d *decoder) checkRED(s PortSettings, r *rawSettings, p string) {
+	if r.redNode == nil {
+		return // inherited unchanged: checked where it was set
+	}
+	if s.RED.Kmin >= s.RED.Kmax {
+		d.addf(r.redNode, join(p, "red"), "kmin (%s) must be less than kmax (%s)", s.RED.Kmin, s.RED.Kmax)
+	}
+}
+
+func builtinDefaults() PortSettings {
+	return PortSettings{
+		LinkRate: DefaultLinkRate,
+		RTTBase:  DefaultRTTBase,
+		CNPGap:   DefaultCNPGap,
+		Mode:     DefaultMode,
+		MTU:      DefaultMTU,
+		RED:      RED{Kmin: DefaultKmin, Kmax: DefaultKmax, Pmax: DefaultPmax},
+	}
+}
+
+func (d *decoder) decodeSwitch(n *yaml.Node, p string) Switch {
+	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}}
+	var defaults rawSettings
+	var portsNode, routesNode, incNode, tlsNode *yaml.Node
+	type rawPort struct {
+		node     *yaml.Node
+		path     string
+		number   uint16
+		settings rawSettings
+		mac      net.HardwareAddr
+		subnets  []netip.Prefix
+		subNodes []*yaml.Node
+	}
+	var ports []*rawPort
+	seenField := map[string]bool{}
+	mark := func(name string, fn func(*yaml.Node, string)) func(*yaml.Node, string) {
+		return func(n *yaml.Node, p string) { seenField[name] = true; fn(n, p) }
+	}
+	d.mapping(n, p, fields{
+		"name": mark("name", func(n *yaml.Node, p string) {
+			if v, ok := d.scalar(n, p); ok {
+				if !nameRE.MatchString(v) {
+					d.addf(n, p, "%q: use letters, digits, '.', '_' and '-'", v)
+					return
+				}
+				s.Name = v
+			}
+		}),
+		"address": mark("address", func(n *yaml.Node, p string) {
+			if v, ok := d.hostPort(n, p, true); ok {
+				s.Address = v
+			}
+		}),
+		"device_id": mark("device_id", func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 1, math.MaxUint64); ok {
+				s.DeviceID = v
+			}
+		}),
+		"election_id": func(n *yaml.Node, p string) { d.decodeElection(n, p, &s.ElectionID) },
+		"role":        func(n *yaml.Node, p string) { d.str(n, p, &s.Role) },
+		"tls": mark("tls", func(n *yaml.Node, p string) {
+			tlsNode = n
+			before := len(d.errs)
+			defer func() {
+				if len(d.errs) > before {
+					tlsNode = nil // already reported; skip the combination check
+				}
+			}()
+			d.mapping(n, p, fields{
+				"insecure":    func(n *yaml.Node, p string) { d.boolean(n, p, &s.TLS.Insecure) },
+				"ca":          func(n *yaml.Node, p string) { d.str(n, p, &s.TLS.CA) },
+				"cert":        func(n *yaml.Node, p string) { d.str(n, p, &s.TLS.Cert) },
+				"key":         func(n *yaml.Node, p string) { d.str(n, p, &s.TLS.Key) },
+				"server_name": func(n *yaml.Node, p string) { d.str(n, p, &s.TLS.ServerName) },
+			})
+		}),
+		"target": func(n *yaml.Node, p string) {
+			v, ok := d.scalar(n, p)
+			if !ok {
+				return
+			}
+			switch t := Target(v); t {
+			case TargetFastcnp, TargetBMv2, TargetTofino:
+				s.Target = t
+			default:
+				d.addf(n, p, "%q: want fastcnp-switch, bmv2 or tofino", v)
+			}
+		},
+		"p4info":        func(n *yaml.Node, p string) { d.str(n, p, &s.P4Info) },
+		"device_config": func(n *yaml.Node, p string) { d.str(n, p, &s.DeviceConfig) },
+		"defaults": func(n *yaml.Node, p string) {
+			defaults.node = n
+			d.mapping(n, p, d.settingsFields(&defaults, fields{}))
+		},
+		"ports":  func(n *yaml.Node, p string) { portsNode = n },
+		"routes": func(n *yaml.Node, p string) { routesNode = n },
+		"inc":    func(n *yaml.Node, p string) { incNode = n },
+	})
+	if n.Kind != yaml.MappingNode {
+		return s
+	}
+	for _, f := range []string{"name", "address", "device_id", "tls"} {
+		if !seenField[f] {
+			d.addf(n, join(p, f), "required")
+		}
+	}
+	if tlsNode != nil {
+		t := s.TLS
+		switch {
+		case t.Insecure && (t.CA != "" || t.Cert != "" || t.Key != ""):
+			d.addf(tlsNode, join(p, "tls"), "insecure: true excludes ca, cert and key")
+		case !t.Insecure && t.CA == "":
+			d.addf(tlsNode, join(p, "tls"), "set ca (and optionally cert and key), or insecure: true")
+		case (t.Cert == "") != (t.Key == ""):
+			d.addf(tlsNode, join(p, "tls"), "cert and key go together")
+		}
+	}
+	if s.Target != TargetFastcnp {
+		if s.P4Info == "" {
+			d.addf(n, join(p, "p4info"), "required for target %s", s.Target)
+		}
+		if s.DeviceConfig == "" {
+			d.addf(n, join(p, "device_config"), "required for target %s", s.Target)
+		}
+	}
+
+	// Defaults, then ports over them.
+	s.Defaults = resolve(builtinDefaults(), false, false, &defaults)
+	d.checkRED(s.Defaults, &defaults, join(p, "defaults"))
+	defQthSet, defTcheckSet := defaults.qth != nil, defaults.tcheck != nil
+	if portsNode != nil {
+		d.list(portsNode, join(p, "ports"), func(n *yaml.Node, pp string) {
+			rp := &rawPort{node: n, path: pp}
+			rp.settings.node = n
+			seenPort := false
+			fs := d.settingsFields(&rp.settings, fields{
+				"port": func(n *yaml.Node, p string) {
+					seenPort = true
+					if v, ok := d.uint(n, p, 1, MaxPort); ok {
+						rp.number = uint16(v)
+					}
+				},
+				"mac": func(n *yaml.Node, p string) {
+					if m, ok := d.mac(n, p); ok {
+						rp.mac = m
+					}
+				},
+				"subnets": func(n *yaml.Node, p string) {
+					d.list(n, p, func(n *yaml.Node, p string) {
+						if v, ok := d.prefix(n, p); ok {
+							rp.subnets = append(rp.subnets, v)
+							rp.subNodes = append(rp.subNodes, n)
+						}
+					})
+				},
+			})
+			if !d.mapping(n, pp, fs) {
+				return
+			}
+			if !seenPort {
+				d.addf(n, join(pp, "port"), "required")
+			}
+			ports = append(ports, rp)
+		})
+	}
+	seenNum := map[uint16]string{}
+	type subnetOwner struct {
+		prefix netip.Prefix
+		path   string
+	}
+	var subnets []subnetOwner
+	for _, rp := range ports {
+		settings := resolve(s.Defaults, defQthSet, defTcheckSet, &rp.settings)
+		d.checkRED(settings, &rp.settings, rp.path)
+		if rp.number != 0 {
+			if other, dup := seenNum[rp.number]; dup {
+				d.addf(d.at(join(rp.path, "port"), rp.node), join(rp.path, "port"), "port %d already configured at %s", rp.number, other)
+				continue
+			}
+			seenNum[rp.number] = rp.path
+		}
+		for i, sn := range rp.subnets {
+			sp := index(join(rp.path, "subnets"), i)
+			for _, o := range subnets {
+				if o.prefix.Overlaps(sn) {
+					d.addf(rp.subNodes[i], sp, "%s overlaps %s at %s", sn, o.prefix, o.path)
+				}
+			}
+			subnets = append(subnets, subnetOwner{sn, sp})
+		}
+		if rp.number != 0 {
+			s.Ports = append(s.Ports, Port{Number: rp.number, Settings: settings, MAC: rp.mac, Subnets: rp.subnets})
+		}
+	}
+	if routesNode != nil {
+		d.decodeRoutes(routesNode, join(p, "routes"), &s)
+	}
+	if incNode != nil {
+		d.decodeINC(incNode, join(p, "inc"), &s)
+	}
+	return s
+}
+
+func (d *decoder) decodeElection(n *yaml.Node, p string, e *ElectionID) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if v, ok := d.uint(n, p, 1, math.MaxUint64); ok {
+			*e = ElectionID{Low: v}
+		}
+		return
+	case yaml.SequenceNode:
+		if len(n.Content) != 2 {
+			d.addf(n, p, "want [high, low], got %d values", len(n.Content))
+			return
+		}
+		hi, ok1 := d.uint(deref(n.Content[0]), index(p, 0), 0, math.MaxUint64)
+		lo, ok2 := d.uint(deref(n.Content[1]), index(p, 1), 0, math.MaxUint64)
+		if ok1 && ok2 {
+			*e = ElectionID{High: hi, Low: lo}
+		}
+	case yaml.MappingNode:
+		var id ElectionID
+		ok := true
+		d.mapping(n, p, fields{
+			"high": func(n *yaml.Node, p string) { v, k := d.uint(n, p, 0, math.MaxUint64); id.High, ok = v, ok && k },
+			"low":  func(n *yaml.Node, p string) { v, k := d.uint(n, p, 0, math.MaxUint64); id.Low, ok = v, ok && k },
+		})
+		if ok {
+			*e = id
+		}
+	default:
+		d.addf(n, p, "want a number, [high, low] or {high, low}")
+		return
+	}
+	if e.IsZero() {
+		d.addf(n, p, "election ID must not be 0 (a primary controller needs one)")
+	}
+}
+
+func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
+	seen := map[netip.Prefix]string{}
+	d.list(n, p, func(n *yaml.Node, rp string) {
+		var r Route
+		var portNode *yaml.Node
+		got := map[string]bool{}
+		d.mapping(n, rp, fields{
+			"prefix": func(n *yaml.Node, p string) {
+				got["prefix"] = true
+				if v, ok := d.prefix(n, p); ok {
+					r.Prefix = v
+				}
+			},
+			"port": func(n *yaml.Node, p string) {
+				got["port"], portNode = true, n
+				if v, ok := d.uint(n, p, 1, MaxPort); ok {
+					r.Port = uint16(v)
+				}
+			},
+			"next_hop_mac": func(n *yaml.Node, p string) {
+				got["next_hop_mac"] = true
+				if m, ok := d.mac(n, p); ok {
+					r.NextHopMAC = m
+				}
+			},
+		})
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for _, f := range []string{"prefix", "port", "next_hop_mac"} {
+			if !got[f] {
+				d.addf(n, join(rp, f), "required")
+			}
+		}
+		if r.Prefix.IsValid() {
+			if other, dup := seen[r.Prefix]; dup {
+				d.addf(d.at(join(rp, "prefix"), n), join(rp, "prefix"), "%s already routed at %s", r.Prefix, other)
+			}
+			seen[r.Prefix] = rp
+		}
+		if r.Port != 0 {
+			switch port := s.Port(r.Port); {
+			case port == nil:
+				d.addf(portNode, join(rp, "port"), "port %d is not configured under ports", r.Port)
+			case port.MAC == nil:
+				d.addf(portNode, join(rp, "port"), "port %d has no mac (the source MAC of routed packets)", r.Port)
+			}
+		}
+		s.Routes = append(s.Routes, r)
+	})
+}
+
+func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
+	inc := &INC{Buckets: DefaultINCBuckets}
+	var hopsNode *yaml.Node
+	d.mapping(n, p, fields{
+		"buckets": func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 1, incroute.MaxBuckets); ok {
+				inc.Buckets = int(v)
+			}
+		},
+		"next_hops": func(n *yaml.Node, p string) { hopsNode = n },
+	})
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	if hopsNode == nil {
+		d.addf(n, join(p, "next_hops"), "required: at least one next hop")
+		s.INC = inc
+		return
+	}
+	seen := map[uint16]string{}
+	var total uint64
+	overflow := false
+	before := len(d.errs)
+	d.list(hopsNode, join(p, "next_hops"), func(n *yaml.Node, hp string) {
+		var h INCNextHop
+		var portNode *yaml.Node
+		got := map[string]bool{}
+		d.mapping(n, hp, fields{
+			"port": func(n *yaml.Node, p string) {
+				got["port"], portNode = true, n
+				if v, ok := d.uint(n, p, 1, MaxPort); ok {
+					h.Port = uint16(v)
+				}
+			},
+			"mac": func(n *yaml.Node, p string) {
+				got["mac"] = true
+				if m, ok := d.mac(n, p); ok {
+					h.MAC = m
+				}
+			},
+			"weight": func(n *yaml.Node, p string) {
+				got["weight"] = true
+				if v, ok := d.uint(n, p, 0, math.MaxUint64); ok {
+					h.Weight = v
+				}
+			},
+		})
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for _, f := range []string{"port", "mac", "weight"} {
+			if !got[f] {
+				d.addf(n, join(hp, f), "required")
+			}
+		}
+		if h.Port != 0 {
+			if other, dup := seen[h.Port]; dup {
+				d.addf(portNode, join(hp, "port"), "port %d is already a next hop at %s", h.Port, other)
+			}
+			seen[h.Port] = hp
+			if s.Port(h.Port) == nil {
+				d.addf(portNode, join(hp, "port"), "port %d is not configured under ports", h.Port)
+			}
+		}
+		if total+h.Weight < total {
+			overflow = true
+		}
+		total += h.Weight
+		inc.NextHops = append(inc.NextHops, h)
+	})
+	switch {
+	case overflow:
+		d.addf(hopsNode, join(p, "next_hops"), "weights add up to more than 2^64-1")
+	case hopsNode.Kind == yaml.SequenceNode && len(hopsNode.Content) == 0:
+		d.addf(hopsNode, join(p, "next_hops"), "at least one next hop is required")
+	case total == 0 && hopsNode.Kind == yaml.SequenceNode && len(d.errs) == before:
+		d.addf(hopsNode, join(p, "next_hops"), "at least one next hop needs a positive weight")
+	}
+	s.INC = inc
+}
+
+// checkSwitches enforces uniqueness across switches.
+func (d *decoder) checkSwitches(n *yaml.Node, c *Config) {
+	if n.Kind != yaml.SequenceNode {
+		return
+	}
+	names, ids, addrs := map[string]int{}, map[uint64]int{}, map[string]int{}
+	for i, s := range c.Switches {
+		if i >= len(n.Content) {
+			break
+		}
+		item := deref(n.Content[i])
+		p := index("switches", i)
+		if s.Name != "" {
+			if j, dup := names[s.Name]; dup {
+				d.addf(d.at(join(p, "name"), item), join(p, "name"), "%q is already the name of switches[%d]", s.Name, j)
+			}
+			names[s.Name] = i
+		}
+		if s.DeviceID != 0 {
+			if j, dup := ids[s.DeviceID]; dup {
+				d.addf(d.at(join(p, "device_id"), item), join(p, "device_id"), "%d is already the device ID of switches[%d]", s.DeviceID, j)
+			}
+			ids[s.DeviceID] = i
+		}
+		if s.Address != "" {
+			if j, dup := addrs[s.Address]; dup {
+				d.addf(d.at(join(p, "address"), item), join(p, "address"), "%s is already the address of switches[%d]", s.Address, j)
+			}
+			addrs[s.Address] = i
+		}
+	}
+}
