@@ -12,7 +12,6 @@ require (
 )
 
 require (
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
