@@ -47,16 +47,19 @@ header vlan_h {             // 802.1Q tag, after the source MAC
     bit<16> ether_type;     // inner EtherType
 }
 
-// MAC control (EtherType 0x8808): the opcode, then an opcode-specific body
-// (wire-formats.md "MAC control"). The zero padding is not parsed.
+// MAC control (EtherType 0x8808): the first 4 bytes after Ethernet[/802.1Q],
+// extracted for every opcode (wire-formats.md "MAC control": a frame too short
+// for them is malformed, as in Go's wire), then, for PFC only, the 8 pause
+// times. The zero padding is not parsed.
 header mac_control_h {
     bit<16> opcode;             // 0x0101 PFC, 0x0001 PAUSE
+    bit<16> enable_or_time;     // PFC: class-enable vector (bit i = priority i,
+                                // low 8 bits defined); PAUSE: pause time (quanta)
 }
 
-// PFC (802.1Qbb) body: class-enable vector (bit i = priority i; low 8 bits
-// defined), then one pause time per priority, in quanta of 512 bit times.
-header pfc_h {
-    bit<16> class_enable;
+// PFC (802.1Qbb) body after the class-enable vector: one pause time per
+// priority, in quanta of 512 bit times.
+header pfc_times_h {
     bit<16> time0;
     bit<16> time1;
     bit<16> time2;
@@ -65,11 +68,6 @@ header pfc_h {
     bit<16> time5;
     bit<16> time6;
     bit<16> time7;
-}
-
-// Link-level PAUSE (802.3x) body.
-header pause_h {
-    bit<16> pause_time;         // quanta of 512 bit times
 }
 
 header ipv4_h {
@@ -196,8 +194,7 @@ struct fastcnp_headers_t {
     ethernet_h     ethernet;
     vlan_h         vlan;
     mac_control_h  mac_control;
-    pfc_h          pfc;
-    pause_h        pause;
+    pfc_times_h    pfc_times;
     ipv4_h         ipv4;
     udp_h          udp;
     announcement_h announcement;
@@ -237,7 +234,8 @@ struct cnp_digest_t {
 // recirculation (FL_RECIRCULATE) and/or a resubmit (FL_RESUBMIT): they carry a
 // switch CNP request and the port-state / CNP digests that egress cannot send
 // itself (BMv2 simple_switch sends digests at the end of ingress only, one per
-// pass).
+// pass). The event_* fields and deferred_port_event are also what ingress's
+// single port_state_digest_t call sends for a PFC/PAUSE event of step 4.
 // ---------------------------------------------------------------------------
 struct fastcnp_metadata_t {
     // Parser.
@@ -313,7 +311,7 @@ struct fastcnp_metadata_t {
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE, FL_RESUBMIT) bit<1>    deferred_cnp_digest;  // send cnp_digest_t
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE, FL_RESUBMIT) bit<32>   cnp_flow_src_addr;
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE, FL_RESUBMIT) bit<32>   cnp_flow_dst_addr;
-    @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE) bit<8>    deferred_port_event;  // PORT_EVENT_* (0 none)
+    @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE) bit<8>    deferred_port_event;  // PORT_EVENT_* to report (0 none): egress's, or ingress step 4's
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE) bit<9>    event_port;
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE) bit<32>   event_queue_bytes;
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE) bit<32>   event_rx_bytes;

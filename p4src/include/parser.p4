@@ -25,8 +25,9 @@ error {
     AnnouncementBadVersion  // announcement version != 1
 }
 
-// Ethernet -> [802.1Q] -> MAC control | IPv4 -> UDP. Sets meta.l4_is_udp when a
-// UDP header was extracted, so the caller can dispatch on its port.
+// Ethernet -> [802.1Q] -> MAC control [-> PFC times] | IPv4 -> UDP. Sets
+// meta.l4_is_udp when a UDP header was extracted, so the caller can dispatch on
+// its port.
 parser FastcnpFrameParser(packet_in pkt,
                           inout fastcnp_headers_t hdr,
                           inout fastcnp_metadata_t meta) {
@@ -51,24 +52,19 @@ parser FastcnpFrameParser(packet_in pkt,
         }
     }
 
-    // The opcode alone, then the 18-byte PFC body (0x0101) or the 2-byte
-    // PAUSE body (0x0001); any other opcode: accept with the opcode only.
+    // The opcode and the next 16 bits (PFC class-enable vector / PAUSE pause
+    // time) for every opcode, then the 16 bytes of PFC pause times (0x0101);
+    // any other opcode (PAUSE 0x0001 included): accept.
     state parse_mac_control {
         pkt.extract(hdr.mac_control);
         transition select(hdr.mac_control.opcode) {
-            MAC_CONTROL_OPCODE_PFC:   parse_pfc;
-            MAC_CONTROL_OPCODE_PAUSE: parse_pause;
-            default:                  accept;
+            MAC_CONTROL_OPCODE_PFC: parse_pfc_times;
+            default:                accept;
         }
     }
 
-    state parse_pfc {
-        pkt.extract(hdr.pfc);
-        transition accept;
-    }
-
-    state parse_pause {
-        pkt.extract(hdr.pause);
+    state parse_pfc_times {
+        pkt.extract(hdr.pfc_times);
         transition accept;
     }
 
@@ -148,8 +144,7 @@ control FastcnpEmit(packet_out pkt, in fastcnp_headers_t hdr) {
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.mac_control);
-        pkt.emit(hdr.pfc);
-        pkt.emit(hdr.pause);
+        pkt.emit(hdr.pfc_times);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.announcement);

@@ -16,6 +16,8 @@
 //   - digests: BMv2 sends digests at the end of ingress only, one per pass, so
 //     egress defers its digests into the same E2E clone (recirculated to
 //     ingress, which sends them; a resubmit sends the second when a pass has two);
+//     each digest struct has a single digest() call site in ingress (BMv2's
+//     P4Runtime server configures and acks a digest through one learn list);
 //   - checksums: RFC 1624 incremental IPv4 checksum updates where a field
 //     changes, update_checksum only for the switch CNP's new header; the RoCEv2
 //     ICRC as a CRC-32 hash over the masked fields of the packets the switch builds;
@@ -367,166 +369,204 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         meta.acct_len = standard_metadata.packet_length;
         meta.truncate_to_bytes = 0;
 
+        // Digests (v1model/BMv2): p4c makes one BMv2 learn list per digest()
+        // call, all named after the struct, while BMv2's P4Runtime server
+        // configures and acks a digest through ONE learn list found by that
+        // name; a second call site of the same digest would get BMv2's
+        // defaults (a 16-sample buffer flushed after 1 s) and unacked
+        // buffers. So each digest has exactly one call site, below step 4:
+        // every path that reports an event reaches it (no `return` before it
+        // but the one after it), and BMv2 samples the fields at the end of
+        // ingress anyway. The port event to report is in meta.event_* and
+        // meta.deferred_port_event (from egress through a recirculation, or
+        // made by step 4 of this pass); the CNP digest in meta.cnp_*.
+        bool done = false;              // the packet's fate is decided: stop after the digests
+        bit<1> send_cnp_digest = 0;
+        bool is_pause_frame = false;
+
         // ---- v1model glue: a recirculated E2E clone (or its resubmit) carries
         // what egress decided: digests, and possibly a finished switch CNP
-        // (Egress step 6). One digest per ingress pass (BMv2).
+        // (Egress step 6). One digest per ingress pass (BMv2); a pass with
+        // both resubmits itself for the second (the CNP digest).
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC) {
             if (meta.deferred_port_event != PORT_EVENT_NONE) {
-                digest<port_state_digest_t>(DIGEST_RECEIVER,
-                    { meta.event_port, meta.deferred_port_event, meta.event_queue_bytes,
-                      meta.event_rx_bytes, meta.event_timestamp_ns });
                 if (meta.deferred_cnp_digest == 1) {
                     resubmit_preserving_field_list(FL_RESUBMIT);
-                    return;
+                    done = true;
                 }
             } else if (meta.deferred_cnp_digest == 1) {
-                digest<cnp_digest_t>(DIGEST_RECEIVER,
-                    { meta.cnp_port, meta.cnp_flow_src_addr, meta.cnp_flow_dst_addr,
-                      meta.cnp_window_bytes, meta.cnp_queue_bytes, meta.cnp_timestamp_ns });
+                send_cnp_digest = 1;
             }
         } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RESUBMIT) {
+            send_cnp_digest = 1;
+        }
+        if (!done && (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC ||
+                      standard_metadata.instance_type == PKT_INSTANCE_TYPE_RESUBMIT)) {
+            if (meta.deferred_cnp == 0) {
+                // A digest carrier only: it has done its job.
+                mark_to_drop(standard_metadata);
+                done = true;
+            } else {
+                // A switch CNP: from here on an ordinary packet of length
+                // (Ethernet + IPv4 total length); the data packet's payload
+                // behind its ICRC is cut in egress.
+                FRAME_BYTES_FROM_IPV4(meta.acct_len)
+                meta.truncate_to_bytes = meta.acct_len;
+                // Like the Go pipeline, the CNP enters ingress on the congested
+                // port (BMv2 keeps the data packet's ingress port on
+                // recirculation).
+                in_port = (bit<32>)meta.cnp_port;
+            }
+        }
+
+        if (!done) {
+            if (standard_metadata.parser_error != error.NoError) {
+                // ---- Step 1: malformed or truncated.
+                malformed.count(in_port);
+                mark_to_drop(standard_metadata);
+                done = true;
+            } else if (hdr.packet_out.isValid()) {
+                // ---- Step 2: packet-out from the controller.
+                standard_metadata.egress_spec = hdr.packet_out.egress_port;
+                hdr.packet_out.setInvalid();
+                done = true;
+            } else if (hdr.announcement.isValid()) {
+                // ---- Step 3: announcement -> controller (spec 04 "Announcements").
+                announcements.count(in_port);
+                standard_metadata.egress_spec = CPU_PORT;
+                meta.punt_ingress_port = standard_metadata.ingress_port;
+                meta.punt_reason = PUNT_REASON_ANNOUNCEMENT;
+                done = true;
+            } else {
+                // ---- Steps 4-6 share the single port_config lookup (p4c/BMv2
+                // apply a table once per pass): keyed by the ingress port for
+                // PFC/PAUSE frames, by the egress port for IPv4.
+                // PFC (opcode 0x0101, its pause times parsed) or 802.3x PAUSE
+                // (0x0001); other MAC control opcodes are "not IPv4" (step 5).
+                bool is_pfc = hdr.pfc_times.isValid();
+                bool is_pause = hdr.mac_control.isValid() &&
+                                hdr.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE;
+                is_pause_frame = is_pfc || is_pause;
+                if (is_pause_frame) {
+                    meta.config_port = (port_id_t)in_port;
+                } else if (!hdr.ipv4.isValid()) {
+                    // Step 5: not IPv4 (no L2 forwarding).
+                    dropped.count(in_port);
+                    mark_to_drop(standard_metadata);
+                    done = true;
+                } else {
+                    // Step 6: class, route, TTL.
+                    traffic_class.apply();
+                    if (hdr.ipv4.ttl <= 1) {
+                        dropped.count(in_port);
+                        mark_to_drop(standard_metadata);
+                        done = true;
+                    } else {
+                        // A miss, or an entry whose action is drop: count and drop.
+                        bool routed = false;
+                        switch (ipv4_route.apply().action_run) {
+                            set_nexthop: { routed = true; }
+                        }
+                        if (!routed) {
+                            dropped.count(in_port);
+                            mark_to_drop(standard_metadata);
+                            done = true;
+                        } else {
+                            // TTL - 1 with an incremental checksum update (RFC
+                            // 1624), as the Go pipeline does: a packet's checksum
+                            // is never recomputed from scratch.
+                            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(
+                                hdr.ipv4.hdr_checksum,
+                                hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                                (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
+                            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                            meta.config_port = standard_metadata.egress_spec;
+                        }
+                    }
+                }
+                if (!done) {
+                    port_config.apply();
+                }
+
+                // ---- Step 4: PFC / PAUSE received on port p pauses our egress p
+                // (spec 01 events 1 and 3).
+                if (is_pause_frame) {
+                    bit<1>  applies = 0;
+                    bit<16> quanta = 0;
+                    if (is_pause) {
+                        applies = 1;
+                        quanta = hdr.mac_control.enable_or_time;    // 802.3x: the whole link
+                    } else if (((hdr.mac_control.enable_or_time >> meta.lossless_priority) & 1) == 1) {
+                        // PFC: the class-enable bit of the lossless priority is set.
+                        applies = 1;
+                        if      (meta.lossless_priority == 0) { quanta = hdr.pfc_times.time0; }
+                        else if (meta.lossless_priority == 1) { quanta = hdr.pfc_times.time1; }
+                        else if (meta.lossless_priority == 2) { quanta = hdr.pfc_times.time2; }
+                        else if (meta.lossless_priority == 3) { quanta = hdr.pfc_times.time3; }
+                        else if (meta.lossless_priority == 4) { quanta = hdr.pfc_times.time4; }
+                        else if (meta.lossless_priority == 5) { quanta = hdr.pfc_times.time5; }
+                        else if (meta.lossless_priority == 6) { quanta = hdr.pfc_times.time6; }
+                        else                                  { quanta = hdr.pfc_times.time7; }
+                    }
+                    if (applies == 1) {
+                        bit<1> paused;
+                        port_paused.read(paused, in_port);
+                        if (quanta > 0) {
+                            // Event 1: PAUSE.
+                            pfc_pause_rx.count(in_port);
+                            if (paused == 0) {
+                                bit<32> pause_queue_bytes;
+                                port_paused.write(in_port, 1);
+                                port_pause_start_ns.write(in_port, meta.now_ns);
+                                port_rx_bytes.write(in_port, 0);
+                                port_queue_bytes.read(pause_queue_bytes, in_port);
+                                meta.deferred_port_event = PORT_EVENT_PAUSE;
+                                meta.event_port = (port_id_t)in_port;
+                                meta.event_queue_bytes = pause_queue_bytes;
+                                meta.event_rx_bytes = 0;
+                                meta.event_timestamp_ns = meta.now_ns;
+                            }
+                            // pause_expire = now + q * pause_quantum_ps / 1000, the
+                            // division done exactly by multiply-and-shift (defines.p4).
+                            bit<128> pause_ps = (bit<128>)quanta * (bit<128>)meta.pause_quantum_ps;
+                            bit<128> pause_ns = (pause_ps * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT;
+                            port_pause_expire_ns.write(in_port, meta.now_ns + (time_ns_t)pause_ns);
+                        } else {
+                            // Event 3: RESUME (quanta 0).
+                            pfc_resume_rx.count(in_port);
+                            if (paused == 1) {
+                                bit<8>  resume_event;
+                                bit<32> resume_queue_bytes;
+                                bit<32> resume_rx_bytes;
+                                port_resume.apply(in_port, meta.now_ns, meta.qth_bytes,
+                                                  meta.rate_bytes_per_ms, meta.tcheck_ns,
+                                                  resume_event, resume_queue_bytes, resume_rx_bytes);
+                                meta.deferred_port_event = resume_event;
+                                meta.event_port = (port_id_t)in_port;
+                                meta.event_queue_bytes = resume_queue_bytes;
+                                meta.event_rx_bytes = resume_rx_bytes;
+                                meta.event_timestamp_ns = meta.now_ns;
+                            }
+                        }
+                    }
+                    // Consumed: dropped, not counted in `dropped`.
+                    mark_to_drop(standard_metadata);
+                    done = true;
+                }
+            }
+        }
+
+        // ---- The digests: the only call site of each (see above).
+        if (meta.deferred_port_event != PORT_EVENT_NONE) {
+            digest<port_state_digest_t>(DIGEST_RECEIVER,
+                { meta.event_port, meta.deferred_port_event, meta.event_queue_bytes,
+                  meta.event_rx_bytes, meta.event_timestamp_ns });
+        } else if (send_cnp_digest == 1) {
             digest<cnp_digest_t>(DIGEST_RECEIVER,
                 { meta.cnp_port, meta.cnp_flow_src_addr, meta.cnp_flow_dst_addr,
                   meta.cnp_window_bytes, meta.cnp_queue_bytes, meta.cnp_timestamp_ns });
         }
-        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC ||
-            standard_metadata.instance_type == PKT_INSTANCE_TYPE_RESUBMIT) {
-            if (meta.deferred_cnp == 0) {
-                // A digest carrier only: it has done its job.
-                mark_to_drop(standard_metadata);
-                return;
-            }
-            // A switch CNP: from here on an ordinary packet of length
-            // (Ethernet + IPv4 total length); the data packet's payload behind
-            // its ICRC is cut in egress.
-            FRAME_BYTES_FROM_IPV4(meta.acct_len)
-            meta.truncate_to_bytes = meta.acct_len;
-            // Like the Go pipeline, the CNP enters ingress on the congested port
-            // (BMv2 keeps the data packet's ingress port on recirculation).
-            in_port = (bit<32>)meta.cnp_port;
-        }
-
-        // ---- Step 1: malformed or truncated.
-        if (standard_metadata.parser_error != error.NoError) {
-            malformed.count(in_port);
-            mark_to_drop(standard_metadata);
-            return;
-        }
-
-        // ---- Step 2: packet-out from the controller.
-        if (hdr.packet_out.isValid()) {
-            standard_metadata.egress_spec = hdr.packet_out.egress_port;
-            hdr.packet_out.setInvalid();
-            return;
-        }
-
-        // ---- Step 3: announcement -> controller (spec 04 "Announcements").
-        if (hdr.announcement.isValid()) {
-            announcements.count(in_port);
-            standard_metadata.egress_spec = CPU_PORT;
-            meta.punt_ingress_port = standard_metadata.ingress_port;
-            meta.punt_reason = PUNT_REASON_ANNOUNCEMENT;
-            return;
-        }
-
-        // ---- Steps 4-6 share the single port_config lookup (p4c/BMv2 apply a
-        // table once per pass): keyed by the ingress port for PFC/PAUSE frames,
-        // by the egress port for IPv4.
-        bool is_pause_frame = hdr.pfc.isValid() || hdr.pause.isValid();
-        if (is_pause_frame) {
-            meta.config_port = (port_id_t)in_port;
-        } else {
-            // Step 5: not IPv4 (no L2 forwarding).
-            if (!hdr.ipv4.isValid()) {
-                dropped.count(in_port);
-                mark_to_drop(standard_metadata);
-                return;
-            }
-            // Step 6: class, route, TTL.
-            traffic_class.apply();
-            if (hdr.ipv4.ttl <= 1) {
-                dropped.count(in_port);
-                mark_to_drop(standard_metadata);
-                return;
-            }
-            // A miss, or an entry whose action is drop: count and drop.
-            bool routed = false;
-            switch (ipv4_route.apply().action_run) {
-                set_nexthop: { routed = true; }
-            }
-            if (!routed) {
-                dropped.count(in_port);
-                mark_to_drop(standard_metadata);
-                return;
-            }
-            // TTL - 1 with an incremental checksum update (RFC 1624), as the Go
-            // pipeline does: a packet's checksum is never recomputed from scratch.
-            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
-                hdr.ipv4.ttl ++ hdr.ipv4.protocol,
-                (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-            meta.config_port = standard_metadata.egress_spec;
-        }
-        port_config.apply();
-
-        // ---- Step 4: PFC / PAUSE received on port p pauses our egress p
-        // (spec 01 events 1 and 3).
-        if (is_pause_frame) {
-            bit<1>  applies = 0;
-            bit<16> quanta = 0;
-            if (hdr.pause.isValid()) {
-                applies = 1;
-                quanta = hdr.pause.pause_time;              // 802.3x: the whole link
-            } else if (((hdr.pfc.class_enable >> meta.lossless_priority) & 1) == 1) {
-                applies = 1;
-                if      (meta.lossless_priority == 0) { quanta = hdr.pfc.time0; }
-                else if (meta.lossless_priority == 1) { quanta = hdr.pfc.time1; }
-                else if (meta.lossless_priority == 2) { quanta = hdr.pfc.time2; }
-                else if (meta.lossless_priority == 3) { quanta = hdr.pfc.time3; }
-                else if (meta.lossless_priority == 4) { quanta = hdr.pfc.time4; }
-                else if (meta.lossless_priority == 5) { quanta = hdr.pfc.time5; }
-                else if (meta.lossless_priority == 6) { quanta = hdr.pfc.time6; }
-                else                                  { quanta = hdr.pfc.time7; }
-            }
-            if (applies == 1) {
-                bit<1> paused;
-                port_paused.read(paused, in_port);
-                if (quanta > 0) {
-                    // Event 1: PAUSE.
-                    pfc_pause_rx.count(in_port);
-                    if (paused == 0) {
-                        bit<32> queue_bytes;
-                        port_paused.write(in_port, 1);
-                        port_pause_start_ns.write(in_port, meta.now_ns);
-                        port_rx_bytes.write(in_port, 0);
-                        port_queue_bytes.read(queue_bytes, in_port);
-                        digest<port_state_digest_t>(DIGEST_RECEIVER,
-                            { (port_id_t)in_port, PORT_EVENT_PAUSE, queue_bytes,
-                              32w0, meta.now_ns });
-                    }
-                    // pause_expire = now + q * pause_quantum_ps / 1000, the
-                    // division done exactly by multiply-and-shift (defines.p4).
-                    bit<128> pause_ps = (bit<128>)quanta * (bit<128>)meta.pause_quantum_ps;
-                    bit<128> pause_ns = (pause_ps * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT;
-                    port_pause_expire_ns.write(in_port, meta.now_ns + (time_ns_t)pause_ns);
-                } else {
-                    // Event 3: RESUME (quanta 0).
-                    pfc_resume_rx.count(in_port);
-                    if (paused == 1) {
-                        bit<8>  event;
-                        bit<32> queue_bytes;
-                        bit<32> rx_bytes;
-                        port_resume.apply(in_port, meta.now_ns, meta.qth_bytes,
-                                          meta.rate_bytes_per_ms, meta.tcheck_ns,
-                                          event, queue_bytes, rx_bytes);
-                        digest<port_state_digest_t>(DIGEST_RECEIVER,
-                            { (port_id_t)in_port, event, queue_bytes, rx_bytes,
-                              meta.now_ns });
-                    }
-                }
-            }
-            // Consumed: dropped, not counted in `dropped`.
-            mark_to_drop(standard_metadata);
+        if (done) {
             return;
         }
 
@@ -640,9 +680,18 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
 
         // ---- Step 9: RESULT packets go by hash routing (spec 04 steps 4-5).
         if (hdr.inc_base.isValid() && (hdr.inc_base.flags & INC_FLAG_RESULT) != 0) {
+            // The INC ID comes from the IDS part, which every RESULT carries; a
+            // received RESULT without one hashes INC ID 0, as in the Go pipeline
+            // (fields of an invalid header are undefined).
+            bit<16> bucket_group_id = 0;
+            bit<16> bucket_message_id = 0;
+            if (hdr.inc_ids.isValid()) {
+                bucket_group_id = hdr.inc_ids.group_id;
+                bucket_message_id = hdr.inc_ids.message_id;
+            }
             bit<16> bucket_hash;
             hash(bucket_hash, HashAlgorithm.crc16, 16w0,
-                 { hdr.inc_ids.group_id, hdr.inc_ids.message_id, hdr.inc_base.version,
+                 { bucket_group_id, bucket_message_id, hdr.inc_base.version,
                    hdr.udp.dst_port },
                  32w0x10000);
             meta.inc_bucket = (bit<8>)(bucket_hash & (INC_BUCKETS - 1));
@@ -785,12 +834,12 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
         }
 
         // ---- Packet-in: header for the controller (announcements, step 3).
-        if (standard_metadata.egress_port == CPU_PORT) {
-            if (meta.punt_reason != 0) {
-                hdr.packet_in.setValid();
-                hdr.packet_in.ingress_port = meta.punt_ingress_port;
-                hdr.packet_in.reason = meta.punt_reason;
-            }
+        // Only punts stop here: a lossless packet that ipv4_route sent to the
+        // CPU port was accounted at enqueue and must be dequeued below.
+        if (standard_metadata.egress_port == CPU_PORT && meta.punt_reason != 0) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = meta.punt_ingress_port;
+            hdr.packet_in.reason = meta.punt_reason;
             return;
         }
 
