@@ -1,0 +1,278 @@
+// Command fastcnp-host is the fastcnp RoCEv2 host agent: a software RC
+// transport over one Linux interface (AF_PACKET) that sends and receives
+// RoCEv2 frames, runs DCQCN (optionally with the fastcnp switch window),
+// answers with RC ACKs and DCQCN NP CNPs, announces its connections to the
+// switch, and writes per-flow statistics as JSON lines.
+//
+//	fastcnp-host --iface eth0 --ip 10.0.0.1 --mac 02:00:00:00:00:01 \
+//	    --gateway-mac 02:00:00:00:00:fe --algo dcqcn-fastcnp --params nvidia-cx \
+//	    --line-rate 1Gb/s --flow dst=10.0.1.1,src_qpn=0x100,dst_qpn=0x200,size=10MB \
+//	    --stats stats.jsonl --exit-when-done
+//
+// See docs/host-agent.md for every flag, the frames and the statistics schema.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/host/agent/live"
+	"github.com/fastcnp/fastcnp/host/cc"
+	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/target/port"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+func main() {
+	log := logrus.New()
+	opts, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fastcnp-host: %v\n", err)
+		os.Exit(2)
+	}
+	log.SetLevel(opts.level)
+	if err := run(opts, log); err != nil {
+		log.WithError(err).Error("fastcnp-host failed")
+		os.Exit(1)
+	}
+}
+
+// options is the parsed command line.
+type options struct {
+	iface      string
+	statsPath  string
+	level      logrus.Level
+	cfg        live.Config
+	sendBuffer int
+}
+
+func run(opts options, log *logrus.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cfg := opts.cfg
+	cfg.Log = log.WithField("iface", opts.iface)
+	if opts.statsPath != "" {
+		var w io.Writer = os.Stdout
+		if opts.statsPath != "-" {
+			fh, err := os.Create(opts.statsPath)
+			if err != nil {
+				return fmt.Errorf("stats file: %w", err)
+			}
+			defer fh.Close()
+			w = fh
+		}
+		cfg.Stats = w
+	}
+	p, err := port.Open(opts.iface, port.Options{Log: cfg.Log, SendBuffer: opts.sendBuffer})
+	if err != nil {
+		return fmt.Errorf("open interface %s: %w", opts.iface, err)
+	}
+	defer p.Close()
+	a, err := live.New(cfg, p)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// flowList collects repeated --flow specs.
+type flowList []live.FlowConfig
+
+func (l *flowList) String() string { return "" }
+
+func (l *flowList) Set(v string) error {
+	f, err := live.ParseFlowSpec(v)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, f)
+	return nil
+}
+
+// parseArgs parses the command line into options; every error names the flag.
+func parseArgs(args []string, out io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("fastcnp-host", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var (
+		ip, mac, gw, peer, mode, algo, params, level string
+		lineRate, startRate, baseRTT, initWin, flows string
+		mss, ackEvery, burst                         int
+		rto, cnpInterval, interval, spin             string
+		announcePort                                 uint
+		noAnnounce, noCNPTarget, exitDone            bool
+		flowSpecs                                    flowList
+	)
+	fs.StringVar(&o.iface, "iface", "", "interface to send and receive on (required)")
+	fs.StringVar(&ip, "ip", "", "this host's IPv4 address (required; do not configure it on the interface, or the kernel answers RoCEv2 frames with ICMP)")
+	fs.StringVar(&mac, "mac", "", "this host's MAC (required: the interface's MAC)")
+	fs.StringVar(&gw, "gateway-mac", "", "next-hop MAC for everything the agent originates (the switch port); empty: each flow's dst_mac / --peer MAC")
+	fs.StringVar(&peer, "peer", "", "default peer IP[,MAC] for --flow specs without dst= / dst_mac=")
+	fs.StringVar(&mode, "mode", "both", "roles: sender, receiver, both or inc-worker")
+	fs.StringVar(&algo, "algo", "dcqcn-fastcnp", "sender algorithm: "+strings.Join(cc.Names(), ", "))
+	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", "))
+	fs.StringVar(&lineRate, "line-rate", "1Gb/s", "sender line rate C_host (pacing ceiling)")
+	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
+	fs.StringVar(&baseRTT, "base-rtt", "100us", "RTTbase; with the line rate it sets Winit = line rate x base RTT")
+	fs.StringVar(&initWin, "init-window", "", "Winit in bytes (overrides line rate x base RTT)")
+	fs.StringVar(&flows, "flows", "", "flow file (YAML or JSON, see docs/host-agent.md)")
+	fs.Var(&flowSpecs, "flow", "a flow, key=value pairs (repeatable): src,dst,dst_mac,src_qpn,dst_qpn,sport,size|sizes|duration,start,count,inc_*")
+	fs.StringVar(&o.statsPath, "stats", "", "write per-flow statistics as JSON lines to FILE (- = stdout)")
+	fs.StringVar(&interval, "stats-interval", "10ms", "statistics sampling period")
+	fs.UintVar(&announcePort, "announce-port", wire.DefaultAnnouncePort, "UDP port of RDMA-connection announcements")
+	fs.BoolVar(&noAnnounce, "no-announce", false, "do not send announcements")
+	fs.BoolVar(&noCNPTarget, "no-cnp-target", false, "announce connections without the CNP-target flag")
+	fs.IntVar(&mss, "mss", agent.DefaultMSS, "payload bytes per data packet")
+	fs.IntVar(&ackEvery, "ack-every", agent.DefaultAckEvery, "request an ACK every N packets (and on each message's last)")
+	fs.IntVar(&burst, "burst", agent.DefaultBurstPackets, "pacing token bucket depth, packets")
+	fs.StringVar(&rto, "rto", agent.DefaultRTO.String(), "first retransmission timeout")
+	fs.StringVar(&cnpInterval, "cnp-interval", "", "receiver NP cnpInterval (default: the parameter set's)")
+	fs.StringVar(&spin, "spin-below", "0", "spin instead of sleeping for waits shorter than this (pacing precision vs CPU)")
+	fs.IntVar(&o.sendBuffer, "send-buffer", 0, "socket send buffer bytes (0: port default 4 MiB)")
+	fs.BoolVar(&exitDone, "exit-when-done", false, "exit when every local sending flow is acknowledged (and INC results are complete)")
+	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.level, err = logrus.ParseLevel(level); err != nil {
+		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.iface == "" {
+		return o, errors.New("--iface is required")
+	}
+	c := &o.cfg
+	if ip == "" {
+		return o, errors.New("--ip is required")
+	}
+	if c.IP, err = parseIP(ip); err != nil {
+		return o, fmt.Errorf("--ip: %w", err)
+	}
+	if mac == "" {
+		return o, errors.New("--mac is required")
+	}
+	if c.MAC, err = live.ParseMAC(mac); err != nil {
+		return o, fmt.Errorf("--mac: %w", err)
+	}
+	if gw != "" {
+		if c.GatewayMAC, err = live.ParseMAC(gw); err != nil {
+			return o, fmt.Errorf("--gateway-mac: %w", err)
+		}
+	}
+	if c.Mode, err = live.ParseMode(mode); err != nil {
+		return o, fmt.Errorf("--mode: %w", err)
+	}
+	c.Algo = algo
+	if c.CC.DCQCN, err = cc.DCQCNPreset(params); err != nil {
+		return o, fmt.Errorf("--params: %w", err)
+	}
+	r, err := units.ParseRate(lineRate)
+	if err != nil {
+		return o, fmt.Errorf("--line-rate: %w", err)
+	}
+	c.CC.LineRate = float64(r)
+	if startRate != "" {
+		r, err := units.ParseRate(startRate)
+		if err != nil {
+			return o, fmt.Errorf("--start-rate: %w", err)
+		}
+		c.CC.StartRate = float64(r)
+	}
+	if c.CC.BaseRTT, err = units.ParseDuration(baseRTT); err != nil {
+		return o, fmt.Errorf("--base-rtt: %w", err)
+	}
+	if initWin != "" {
+		s, err := units.ParseSize(initWin)
+		if err != nil {
+			return o, fmt.Errorf("--init-window: %w", err)
+		}
+		c.CC.InitWindow = int64(s)
+	}
+	c.CC.MTU = int64(mss + agent.RoCEOverhead + wire.Dot1QLen)
+	if cnpInterval != "" {
+		if c.CC.DCQCN.CNPInterval, err = units.ParseDuration(cnpInterval); err != nil {
+			return o, fmt.Errorf("--cnp-interval: %w", err)
+		}
+	}
+	c.Sender = agent.SenderConfig{MSS: mss, AckEvery: ackEvery, BurstPackets: burst}
+	if c.Sender.RTO, err = units.ParseDuration(rto); err != nil {
+		return o, fmt.Errorf("--rto: %w", err)
+	}
+	if c.StatsInterval, err = units.ParseDuration(interval); err != nil {
+		return o, fmt.Errorf("--stats-interval: %w", err)
+	}
+	if c.SpinBelow, err = units.ParseDuration(spin); err != nil {
+		return o, fmt.Errorf("--spin-below: %w", err)
+	}
+	if announcePort == 0 || announcePort > 65535 || announcePort == wire.RoCEv2UDPPort {
+		return o, fmt.Errorf("--announce-port %d: want 1..65535, not 4791", announcePort)
+	}
+	c.AnnouncePort = uint16(announcePort)
+	c.NoAnnounce, c.NoCNPTarget, c.ExitWhenDone = noAnnounce, noCNPTarget, exitDone
+	if flows != "" {
+		data, err := os.ReadFile(flows)
+		if err != nil {
+			return o, fmt.Errorf("--flows: %w", err)
+		}
+		ff, err := live.ParseFlowFile(data)
+		if err != nil {
+			return o, fmt.Errorf("--flows %s: %w", flows, err)
+		}
+		c.Flows = append(c.Flows, ff...)
+	}
+	var peerIP, peerMAC string
+	if peer != "" {
+		peerIP, peerMAC, _ = strings.Cut(peer, ",")
+		if _, err := parseIP(peerIP); err != nil {
+			return o, fmt.Errorf("--peer: %w", err)
+		}
+		if peerMAC != "" {
+			if _, err := live.ParseMAC(peerMAC); err != nil {
+				return o, fmt.Errorf("--peer: %w", err)
+			}
+		}
+	}
+	for _, f := range flowSpecs {
+		if f.Src == "" {
+			f.Src = ip
+		}
+		if f.Dst == "" {
+			if peerIP == "" {
+				return o, errors.New("--flow without dst= needs --peer")
+			}
+			f.Dst = peerIP
+		}
+		if f.DstMAC == "" && f.Dst == peerIP {
+			f.DstMAC = peerMAC
+		}
+		c.Flows = append(c.Flows, f)
+	}
+	if len(c.Flows) == 0 {
+		return o, errors.New("no flows: give --flows FILE or --flow SPEC")
+	}
+	if _, err := live.Expand(c.Flows); err != nil {
+		return o, err
+	}
+	if _, err := cc.New(c.Algo, c.CC); err != nil {
+		return o, fmt.Errorf("--algo %s / --params %s / --line-rate %s: %w", algo, params, lineRate, err)
+	}
+	return o, nil
+}
+
+func parseIP(s string) (wire.Addr4, error) { return live.ParseIPv4(s) }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fastcnp/fastcnp/host/agent/live"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+func TestParseArgs(t *testing.T) {
+	base := []string{"--iface", "eth0", "--ip", "10.0.0.1", "--mac", "02:00:00:00:00:01"}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "flows.yaml")
+	if err := os.WriteFile(file, []byte("flows:\n  - {src: 10.0.0.1, dst: 10.0.0.2, dst_mac: 02:00:00:00:00:02, src_qpn: 1, dst_qpn: 2, size: 1MB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		want  string // error substring; "" = ok
+		check func(t *testing.T, o options)
+	}{
+		{"flow with peer", append(base, "--peer", "10.0.0.2,02:00:00:00:00:02", "--flow", "src_qpn=0x10,dst_qpn=0x20,size=1MB",
+			"--algo", "dcqcn", "--params", "paper2015", "--line-rate", "10Gb/s", "--mode", "sender", "--announce-port", "5000"), "",
+			func(t *testing.T, o options) {
+				c := o.cfg
+				if c.Algo != "dcqcn" || c.CC.DCQCN.Set != "paper2015" || c.CC.LineRate != 10e9 || c.Mode != live.ModeSender || c.AnnouncePort != 5000 {
+					t.Fatalf("cfg %+v", c)
+				}
+				f := c.Flows[0]
+				if f.Src != "10.0.0.1" || f.Dst != "10.0.0.2" || f.DstMAC != "02:00:00:00:00:02" || f.SrcQPN != 0x10 {
+					t.Fatalf("flow %+v", f)
+				}
+			}},
+		{"flows file, gateway, cnp interval", append(base, "--flows", file, "--gateway-mac", "02:00:00:00:00:fe", "--cnp-interval", "50us", "--rto", "5ms"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.GatewayMAC != (wire.MAC{2, 0, 0, 0, 0, 0xfe}) || o.cfg.CC.DCQCN.CNPInterval != 50*time.Microsecond ||
+					o.cfg.Sender.RTO != 5*time.Millisecond || len(o.cfg.Flows) != 1 || o.cfg.AnnouncePort != 4792 {
+					t.Fatalf("cfg %+v", o.cfg)
+				}
+			}},
+		{"no iface", []string{"--ip", "10.0.0.1"}, "--iface is required", nil},
+		{"no ip", []string{"--iface", "x"}, "--ip is required", nil},
+		{"bad ip", []string{"--iface", "x", "--ip", "300.1.1.1", "--mac", "02:00:00:00:00:01"}, "--ip", nil},
+		{"bad mac", []string{"--iface", "x", "--ip", "10.0.0.1", "--mac", "zz"}, "--mac", nil},
+		{"no flows", base, "no flows", nil},
+		{"flow without peer", append(base, "--flow", "src_qpn=1,dst_qpn=2,size=1"), "needs --peer", nil},
+		{"bad algo", append(base, "--flows", file, "--algo", "reno"), "--algo reno", nil},
+		{"bad params", append(base, "--flows", file, "--params", "fast"), "--params", nil},
+		{"bad rate", append(base, "--flows", file, "--line-rate", "fast"), "--line-rate", nil},
+		{"window below MTU", append(base, "--flows", file, "--line-rate", "10Mb/s"), "below one MTU", nil},
+		{"bad mode", append(base, "--flows", file, "--mode", "relay"), "--mode", nil},
+		{"bad announce port", append(base, "--flows", file, "--announce-port", "4791"), "--announce-port", nil},
+		{"missing file", append(base, "--flows", filepath.Join(dir, "nope")), "--flows", nil},
+		{"bad flow spec", append(base, "--flow", "dst=10.0.0.2,size=big"), "size", nil},
+		{"bad log level", append(base, "--flows", file, "--log-level", "loud"), "--log-level", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseArgs(tc.args, io.Discard)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.check(t, o)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,146 @@
+// Command fastcnpd is the fastcnp controller: it keeps every switch of its
+// configuration in its desired state over P4Runtime and serves the fastcnp
+// API and Prometheus metrics (docs/controller.md, docs/operations.md).
+//
+//	fastcnpd --config /etc/fastcnp/fastcnpd.yaml [--log-level info]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/daemon"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fastcnpd: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run runs fastcnpd until ctx ends; logs go to logOut.
+func run(ctx context.Context, args []string, logOut io.Writer) error {
+	fs := flag.NewFlagSet("fastcnpd", flag.ContinueOnError)
+	fs.SetOutput(logOut)
+	cfgPath := fs.String("config", "/etc/fastcnp/fastcnpd.yaml", "configuration file (docs/config.md)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fs.String("log-format", "text", "log format: text or json")
+	audit := fs.Duration("audit-interval", 30*time.Second, "read back and repair every switch this often (0 disables)")
+	offset := fs.Uint64("election-offset", 0, "added to every election ID's low half (a standby runs with a lower one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	log := logrus.New()
+	log.SetOutput(logOut)
+	lv, err := logrus.ParseLevel(*level)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log.SetLevel(lv)
+	switch *format {
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	case "text":
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", *format)
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	auditInterval := *audit
+	if auditInterval == 0 {
+		auditInterval = -1
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Registry: reg, AuditInterval: auditInterval,
+		ElectionOffset: *offset})
+	if err != nil {
+		return err
+	}
+	srv, err := daemon.NewGRPCServer(d, cfg.API.Auth)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := daemon.ServeAPI(ctx, srv, lis); err != nil {
+			errs <- err
+			cancel(err)
+		}
+	}()
+	log.WithField("listen", lis.Addr().String()).Info("API listening")
+	if cfg.Metrics.Listen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Addr: cfg.Metrics.Listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		mlis, err := net.Listen("tcp", cfg.Metrics.Listen)
+		if err != nil {
+			cancel(err)
+			wg.Wait()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := hs.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("metrics: %w", err)
+				cancel(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = hs.Shutdown(sctx)
+		}()
+		log.WithField("listen", mlis.Addr().String()).Info("metrics listening on /metrics")
+	}
+	runErr := d.Run(ctx)
+	cancel(nil)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		runErr = errors.Join(runErr, err)
+	}
+	log.Info("fastcnpd stopped")
+	return runErr
+}

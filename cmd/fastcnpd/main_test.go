@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/ctl"
+	"github.com/fastcnp/fastcnp/target/p4rtserver"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFastcnpd runs the daemon as the command does (flags, API, metrics)
+// against an in-process switch, drives it with fastcnpctl's code and
+// scrapes /metrics.
+func TestFastcnpd(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
+	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: 1, DataPlane: dp, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	sdone := make(chan struct{})
+	go func() { defer close(sdone); _ = srv.Serve(sctx, lis) }()
+	defer func() { scancel(); srv.Stop(); <-sdone }()
+
+	dir := t.TempDir()
+	api, metrics := freeAddr(t), freeAddr(t)
+	cfg := filepath.Join(dir, "fastcnpd.yaml")
+	err = os.WriteFile(cfg, []byte(fmt.Sprintf(`
+api: {listen: %q, auth: {insecure: true}}
+state_file: %s
+metrics: {listen: %q}
+switches:
+  - name: leaf1
+    address: %s
+    device_id: 1
+    tls: {insecure: true}
+    ports: [{port: 3, mac: "02:00:00:00:01:03"}]
+`, api, filepath.Join(dir, "state.json"), metrics, lis.Addr())), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--config", cfg, "--log-level", "debug", "--log-format", "json"}, logs)
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	var code int
+	var out bytes.Buffer
+	for {
+		out.Reset()
+		code = ctl.Run(context.Background(), []string{"--addr", api, "threshold", "set", "--switch", "leaf1",
+			"--port", "3", "--qth", "120KiB"}, &out, io.Discard)
+		if code == ctl.ExitOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code != ctl.ExitOK {
+		t.Fatalf("threshold set: exit %d; logs:\n%s", code, logs.String())
+	}
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`fastcnp_switch_primary{switch="leaf1"} 1`, `fastcnp_p4rt_updates_total{switch="leaf1",type="modify"}`,
+		"go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"port settings changed"`) {
+		t.Errorf("no JSON log of the change:\n%s", logs.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--log-format", "xml", "--config", "x"}, "--log-format"},
+		{[]string{"--config", "/nonexistent/fastcnpd.yaml"}, "no such file"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		err := run(context.Background(), tt.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

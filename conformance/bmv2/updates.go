@@ -1,0 +1,113 @@
+// Package bmv2 runs the conformance vectors (package conformance) against BMv2
+// simple_switch_grpc over P4Runtime, with veth pairs as ports: the vector's writes
+// become P4Runtime updates, its packets are sent on AF_PACKET sockets, outputs are
+// captured on the veth peers and compared under the vector's masks, packet-ins and
+// digests come from the P4Runtime stream, counters from P4Runtime reads. Vectors that
+// need what BMv2 cannot do (@go-only, @requires) are skipped with their reason.
+package bmv2
+
+import (
+	"fmt"
+
+	"github.com/fastcnp/fastcnp/conformance"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+)
+
+// IsWrite reports whether s is a control-plane write (as opposed to an event or an
+// expectation).
+func IsWrite(s *conformance.Stmt) bool {
+	switch s.Op {
+	case conformance.OpTable, conformance.OpDefault, conformance.OpClone, conformance.OpValueSet,
+		conformance.OpDigest, conformance.OpWindowTables:
+		return true
+	}
+	return false
+}
+
+// Updates converts one write statement into P4Runtime updates by P4Info name:
+// table entries are INSERTs, default actions and value sets MODIFYs (P4Runtime has
+// no INSERT for them), clone sessions and digest configs INSERTs (digests: lists of
+// one, sent at once, no ack timeout); window-tables expands to the generator's
+// entries.
+func Updates(info *p4rt.Info, s *conformance.Stmt) ([]*p4v1.Update, error) {
+	switch s.Op {
+	case conformance.OpTable, conformance.OpDefault:
+		e, err := tableEntity(info, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		if s.Op == conformance.OpDefault {
+			return p4rt.Modify(e), nil
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpClone:
+		e, err := p4rt.CloneSession(s.Session, 0, 0, p4rt.Replica{Port: uint32(s.Port)})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpValueSet:
+		members := make([][]p4rt.Match, 0, len(s.Values))
+		for _, v := range s.Values {
+			// The value set's single match field has no name in the P4Info.
+			members = append(members, []p4rt.Match{p4rt.Exact("", v)})
+		}
+		e, err := info.ValueSetEntry(s.Name, members...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Modify(e), nil
+	case conformance.OpDigest:
+		e, err := info.DigestConfig(s.Name, 0, 1, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpWindowTables:
+		writes := conformance.WindowTableWrites()
+		out := make([]*p4v1.Update, 0, len(writes))
+		for i := range writes {
+			e, err := tableEntity(info, &writes[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: window tables: %w", s.Where(), err)
+			}
+			out = append(out, p4rt.Insert(e)...)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: statement kind %d is not a write", s.Where(), s.Op)
+}
+
+// tableEntity builds the table entry (or default entry) of s.
+func tableEntity(info *p4rt.Info, s *conformance.Stmt) (*p4v1.Entity, error) {
+	b := info.TableEntry(s.Table)
+	if s.Op == conformance.OpDefault {
+		b = b.Default()
+	}
+	for _, m := range s.Match {
+		switch m.Kind {
+		case p4configv1.MatchField_EXACT:
+			b = b.Match(p4rt.Exact(m.Field, m.Value))
+		case p4configv1.MatchField_LPM:
+			b = b.Match(p4rt.LPM(m.Field, m.Value, m.PrefixLen))
+		case p4configv1.MatchField_TERNARY:
+			b = b.Match(p4rt.Ternary(m.Field, m.Value, m.Mask))
+		default:
+			return nil, fmt.Errorf("table %s field %s: match kind %v", s.Table, m.Field, m.Kind)
+		}
+	}
+	if s.Priority != 0 {
+		b = b.Priority(s.Priority)
+	}
+	params := make([]p4rt.Param, 0, len(s.Params))
+	for _, p := range s.Params {
+		params = append(params, p4rt.P(p.Name, p.Value))
+	}
+	e, err := b.Action(s.Action, params...).Entity()
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", s.Table, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,367 @@
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/daemon"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/target/p4rtserver"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			var leaks []string
+			for _, g := range strings.Split(string(buf), "\n\n") {
+				if strings.Contains(g, "TestMain") {
+					continue
+				}
+				for _, pkg := range []string{"controller/daemon", "controller/p4rt", "controller/ctl", "p4rtserver", "google.golang.org/grpc"} {
+					if strings.Contains(g, pkg) {
+						leaks = append(leaks, g)
+						break
+					}
+				}
+			}
+			if len(leaks) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintf(os.Stderr, "goroutine leak:\n%s\n", strings.Join(leaks, "\n\n"))
+				code = 1
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	os.Exit(code)
+}
+
+const (
+	adminToken = "s3cret-admin"
+	readToken  = "s3cret-read"
+)
+
+type env struct {
+	addr     string
+	switches map[string]*p4rtserver.LocalDataPlane
+}
+
+func quiet() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// startEnv runs two in-process switches, fastcnpd and its API on loopback.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{switches: map[string]*p4rtserver.LocalDataPlane{}}
+	addrs := map[string]string{}
+	for i, name := range []string{"s1", "s2"} {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
+		srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: uint64(i + 1), DataPlane: dp, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
+		t.Cleanup(func() { cancel(); srv.Stop(); <-done })
+		e.switches[name], addrs[name] = dp, lis.Addr().String()
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("# fastcnpd API tokens\nadmin "+adminToken+"\nread "+readToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api: {auth: {token_file: %s}}
+state_file: %s
+metrics: {listen: ""}
+switches:
+  - name: s1
+    address: %s
+    device_id: 1
+    tls: {insecure: true}
+    ports:
+      - {port: 1, mac: "02:00:00:00:01:01", subnets: [10.1.1.0/24]}
+      - {port: 3, mac: "02:00:00:00:01:03", link_rate: 400Gb/s}
+    routes: [{prefix: 10.0.0.0/8, port: 3, next_hop_mac: "02:00:00:00:03:01"}]
+  - name: s2
+    address: %s
+    device_id: 2
+    tls: {insecure: true}
+    ports:
+      - {port: 3, mac: "02:00:00:00:02:03"}
+      - {port: 4, mac: "02:00:00:00:02:04"}
+    inc:
+      next_hops: [{port: 3, mac: "02:00:00:00:03:02", weight: 3}, {port: 4, mac: "02:00:00:00:03:04", weight: 1}]
+`, tokens, filepath.Join(dir, "state.json"), addrs["s1"], addrs["s2"])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(daemon.Options{Config: cfg, Logger: quiet(), AuditInterval: -1,
+		ClientOptions: []p4rt.Option{p4rt.WithBackoff(p4rt.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := daemon.NewGRPCServer(d, cfg.API.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = lis.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = d.Run(ctx) }()
+	go func() { defer wg.Done(); _ = daemon.ServeAPI(ctx, gs, lis) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for _, st := range d.Switches() {
+			ok = ok && st.Primary && st.Entries > 0 && st.LastError == ""
+		}
+		if ok && e.count("s1", pipeline.TablePortConfig) == 2 && e.count("s2", pipeline.TableIncRoute) == 256 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("switches not installed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return e
+}
+
+func (e *env) entries(sw string, table uint32) []pipeline.TableEntry {
+	var out []pipeline.TableEntry
+	_ = e.switches[sw].Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		var err error
+		out, err = p.ReadEntries(table, nil)
+		return err
+	})
+	return out
+}
+
+func (e *env) count(sw string, table uint32) int { return len(e.entries(sw, table)) }
+
+func (e *env) qth(sw string, port uint64) uint64 {
+	for _, en := range e.entries(sw, pipeline.TablePortConfig) {
+		if en.Match[0].Value == port {
+			for _, p := range en.Action.Params {
+				if p.ID == 2 {
+					return p.Value
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// run runs fastcnpctl against the env with the admin token unless args
+// name another.
+func (e *env) run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	full := append([]string{"--addr", e.addr, "--token", adminToken}, args...)
+	code := Run(context.Background(), full, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestThresholdSet(t *testing.T) {
+	e := startEnv(t)
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stderr  string
+		wantQth uint64
+	}{
+		{"set", []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "120KiB"}, ExitOK, "", 122880},
+		{"flags after", []string{"threshold", "set", "--port", "3", "--qth", "100kB", "--switch", "s1", "-o", "json"}, ExitOK, "", 100000},
+		{"read-only token", []string{"--token", readToken, "threshold", "set", "--switch", "s1", "--port", "3", "--qth", "1KiB"}, ExitAuth, "admin token", 100000},
+		{"no token", []string{"--token", "", "threshold", "get", "--switch", "s1", "--port", "3"}, ExitAuth, "missing bearer token", 100000},
+		{"bad token", []string{"--token", "nope", "threshold", "get", "--switch", "s1", "--port", "3"}, ExitAuth, "invalid token", 100000},
+		{"unknown switch", []string{"threshold", "set", "--switch", "s9", "--port", "3", "--qth", "1KiB"}, ExitNotFound, `unknown switch "s9"`, 100000},
+		{"unknown port", []string{"threshold", "set", "--switch", "s1", "--port", "2", "--qth", "1KiB"}, ExitNotFound, "unknown port 2", 100000},
+		{"out of range", []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "8GiB"}, ExitInvalid, "out of range", 100000},
+		{"bad unit", []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "12QB"}, ExitUsage, "--qth", 100000},
+		{"port range", []string{"threshold", "set", "--switch", "s1", "--port", "600", "--qth", "1KiB"}, ExitUsage, "out of range", 100000},
+		{"missing switch", []string{"threshold", "set", "--port", "3", "--qth", "1KiB"}, ExitUsage, "--switch is required", 100000},
+		{"nothing", []string{"threshold", "set", "--switch", "s1", "--port", "3"}, ExitUsage, "nothing to set", 100000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := e.run(tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d stderr %q, want %d containing %q (stdout %q)", code, stderr, tt.code, tt.stderr, out)
+			}
+			if got := e.qth("s1", 3); got != tt.wantQth {
+				t.Errorf("switch s1 port 3 qth_bytes %d, want %d", got, tt.wantQth)
+			}
+		})
+	}
+	code, out, _ := e.run("threshold", "get", "--switch", "s1", "--port", "3")
+	if code != 0 || !strings.Contains(out, "100kB") || !strings.Contains(out, "400Gb/s") {
+		t.Errorf("get: %d %q", code, out)
+	}
+	code, out, _ = e.run("port", "set", "--switch", "s1", "--port", "1", "--mode", "ecn", "--red-kmin", "10KiB",
+		"--red-kmax", "100KiB", "--red-pmax", "0.2", "-o", "yaml")
+	var y map[string]any
+	if code != 0 || yaml.Unmarshal([]byte(out), &y) != nil || y["mode"] != "ecn" || y["installed"] != true {
+		t.Errorf("port set: %d %q", code, out)
+	}
+}
+
+func TestReadCommands(t *testing.T) {
+	e := startEnv(t)
+	code, out, stderr := e.run("--token", readToken, "ports", "-o", "json")
+	if code != 0 {
+		t.Fatalf("ports: %d %s", code, stderr)
+	}
+	var ports struct {
+		Ports []struct {
+			Switch   string
+			Port     int
+			Counters map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &ports); err != nil || len(ports.Ports) != 4 {
+		t.Fatalf("ports json: %v %q", err, out)
+	}
+	if len(ports.Ports[0].Counters) != 12 {
+		t.Errorf("%d counters on a port, want 12", len(ports.Ports[0].Counters))
+	}
+	if code, out, _ := e.run("ports", "--switch", "s2"); code != 0 || strings.Count(out, "\ns2 ") != 2 {
+		t.Errorf("ports --switch s2: %d %q", code, out)
+	}
+	code, out, _ = e.run("inc", "routes", "--switch", "s2")
+	if code != 0 || !strings.Contains(out, "75.0%") || !strings.Contains(out, "25.0%") {
+		t.Errorf("inc routes: %d %q", code, out)
+	}
+	if code, _, stderr := e.run("inc", "routes", "--switch", "zz"); code != ExitNotFound || !strings.Contains(stderr, "known: [s1 s2]") {
+		t.Errorf("inc routes unknown: %d %q", code, stderr)
+	}
+	if code, out, _ := e.run("switches"); code != 0 || strings.Count(out, "yes") != 4 {
+		t.Errorf("switches: %d %q", code, out)
+	}
+
+	// Connections: add, list, remove.
+	code, out, stderr = e.run("connections", "add", "--sender-ip", "10.1.1.5", "--udp-sport", "4000", "--dest-qp", "0x11",
+		"--sender-qpn", "0x22")
+	if code != 0 || !strings.Contains(out, "conn_index 0") {
+		t.Fatalf("connections add: %d %q %q", code, out, stderr)
+	}
+	for _, sw := range []string{"s1", "s2"} {
+		if n := e.count(sw, pipeline.TableRDMAConnection); n != 1 {
+			t.Errorf("%s: %d connections", sw, n)
+		}
+	}
+	code, out, _ = e.run("connections", "-o", "yaml")
+	var conns map[string][]map[string]any
+	if code != 0 || yaml.Unmarshal([]byte(out), &conns) != nil || len(conns["connections"]) != 1 {
+		t.Errorf("connections list: %d %q", code, out)
+	}
+	if code, _, stderr := e.run("connections", "add", "--sender-ip", "10.1.1.6", "--worker-rank", "40", "--flags", "1", "--inc-group", "1"); code != ExitInvalid {
+		t.Errorf("bad connection: %d %q", code, stderr)
+	}
+	if code, _, _ := e.run("connections", "remove", "--sender-ip", "10.1.1.5", "--udp-sport", "4000", "--dest-qp", "0x11"); code != 0 {
+		t.Errorf("remove: %d", code)
+	}
+	if code, _, _ := e.run("connections", "remove", "--sender-ip", "10.1.1.5", "--udp-sport", "4000", "--dest-qp", "0x11"); code != ExitNotFound {
+		t.Errorf("remove again: %d", code)
+	}
+	if n := e.count("s1", pipeline.TableRDMAConnection); n != 0 {
+		t.Errorf("s1: %d connections after remove", n)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	e := startEnv(t)
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- Run(context.Background(), []string{"--addr", e.addr, "--token", readToken, "events", "--for", "3s",
+			"--kind", "port_settings", "-o", "json"}, &out, &errb)
+	}()
+	time.Sleep(500 * time.Millisecond) // let the stream subscribe
+	if code, _, stderr := e.run("threshold", "set", "--switch", "s2", "--port", "4", "--qth", "64KiB"); code != 0 {
+		t.Fatalf("set: %d %s", code, stderr)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("events: %d %s", code, errb.String())
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &ev); err != nil ||
+		ev["kind"] != "port_settings" || ev["switch"] != "s2" {
+		t.Errorf("events output %q (%v)", out.String(), err)
+	}
+}
+
+func TestOffline(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("switches:\n  - name: s1\n    prots: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := lis.Addr().String()
+	lis.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"valid config", []string{"config", "validate", "../config/testdata/fastcnpd.yaml"}, ExitOK, "valid", ""},
+		{"invalid config", []string{"config", "validate", bad}, ExitConfig, "bad.yaml:3", "problem"},
+		{"missing file", []string{"config", "validate", filepath.Join(dir, "none")}, ExitUsage, "", "no such file"},
+		{"unreachable", []string{"--addr", dead, "ports"}, ExitUnreachable, "", "fastcnpd unreachable"},
+		{"unknown command", []string{"frobnicate"}, ExitUsage, "", "unknown command"},
+		{"bad output", []string{"-o", "xml", "ports"}, ExitUsage, "", "want table, json or yaml"},
+		{"completion", []string{"completion", "bash"}, ExitOK, "complete -F _fastcnpctl", ""},
+		{"help", []string{"help"}, ExitOK, "exit codes", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), tt.args, &out, &errb)
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Errorf("exit %d stdout %q stderr %q; want %d, %q, %q", code, out.String(), errb.String(), tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+}

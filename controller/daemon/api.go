@@ -1,0 +1,477 @@
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
+	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
+)
+
+// Role is what an API client may do.
+type Role int
+
+// Roles.
+const (
+	RoleNone Role = iota
+	RoleRead
+	RoleAdmin
+)
+
+// adminMethods change state and need RoleAdmin.
+var adminMethods = map[string]bool{
+	fastcnpv1.Fastcnp_SetPortSettings_FullMethodName:  true,
+	fastcnpv1.Fastcnp_AddConnection_FullMethodName:    true,
+	fastcnpv1.Fastcnp_RemoveConnection_FullMethodName: true,
+}
+
+// Authenticator decides a caller's role.
+type Authenticator struct {
+	insecure bool
+	mtls     bool
+	tokens   []tokenRole
+}
+
+type tokenRole struct {
+	token []byte
+	role  Role
+}
+
+// ParseTokens parses a token file: one token per line, optionally preceded
+// by its role ("admin <token>" or "read <token>"; a bare token is admin);
+// blank lines and lines starting with # are ignored.
+func ParseTokens(data string) ([]tokenRole, error) {
+	var out []tokenRole
+	for i, line := range strings.Split(data, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 1:
+			out = append(out, tokenRole{[]byte(f[0]), RoleAdmin})
+		case len(f) == 2 && (f[0] == "admin" || f[0] == "read"):
+			r := RoleRead
+			if f[0] == "admin" {
+				r = RoleAdmin
+			}
+			out = append(out, tokenRole{[]byte(f[1]), r})
+		default:
+			return nil, fmt.Errorf("line %d: want \"<token>\", \"admin <token>\" or \"read <token>\"", i+1)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no token")
+	}
+	return out, nil
+}
+
+// NewAuthenticator builds the API authentication of a config and, for mTLS,
+// the server's TLS credentials.
+func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error) {
+	switch {
+	case a.Insecure:
+		return &Authenticator{insecure: true}, nil, nil
+	case a.MTLS != nil:
+		cert, err := tls.LoadX509KeyPair(a.MTLS.Cert, a.MTLS.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: mtls: %w", err)
+		}
+		ca, err := os.ReadFile(a.MTLS.CA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: mtls: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, nil, fmt.Errorf("api: mtls: no certificate in %s", a.MTLS.CA)
+		}
+		tc := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+		return &Authenticator{mtls: true}, []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
+	case a.TokenFile != "":
+		data, err := os.ReadFile(a.TokenFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: token file: %w", err)
+		}
+		toks, err := ParseTokens(string(data))
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: token file %s: %w", a.TokenFile, err)
+		}
+		return &Authenticator{tokens: toks}, nil, nil
+	}
+	return nil, nil, errors.New("api: no authentication configured")
+}
+
+// role returns the caller's role.
+func (a *Authenticator) role(ctx context.Context) (Role, error) {
+	if a.insecure {
+		return RoleAdmin, nil
+	}
+	if a.mtls {
+		p, ok := peer.FromContext(ctx)
+		if ok {
+			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+				return RoleAdmin, nil
+			}
+		}
+		return RoleNone, status.Error(codes.Unauthenticated, "client certificate required")
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return RoleNone, status.Error(codes.Unauthenticated, "missing bearer token")
+	}
+	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok {
+		return RoleNone, status.Error(codes.Unauthenticated, "authorization is not a bearer token")
+	}
+	role := RoleNone
+	for _, t := range a.tokens { // compare with every token: no early exit
+		if subtle.ConstantTimeCompare(t.token, []byte(tok)) == 1 && t.role > role {
+			role = t.role
+		}
+	}
+	if role == RoleNone {
+		return RoleNone, status.Error(codes.Unauthenticated, "invalid token")
+	}
+	return role, nil
+}
+
+func (a *Authenticator) check(ctx context.Context, method string) error {
+	r, err := a.role(ctx)
+	if err != nil {
+		return err
+	}
+	if adminMethods[method] && r < RoleAdmin {
+		return status.Errorf(codes.PermissionDenied, "%s needs an admin token", method)
+	}
+	return nil
+}
+
+// NewGRPCServer returns a gRPC server with the fastcnp API of d registered,
+// authenticated as the config's api.auth says.
+func NewGRPCServer(d *Daemon, auth config.Auth) (*grpc.Server, error) {
+	a, opts, err := NewAuthenticator(auth)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := a.check(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := a.check(ss.Context(), info.FullMethod); err != nil {
+				return err
+			}
+			return h(srv, ss)
+		}))
+	s := grpc.NewServer(opts...)
+	fastcnpv1.RegisterFastcnpServer(s, &apiServer{d: d})
+	return s, nil
+}
+
+// ServeAPI serves the API on lis until ctx ends, then stops gracefully.
+func ServeAPI(ctx context.Context, s *grpc.Server, lis net.Listener) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		s.GracefulStop()
+	}()
+	err := s.Serve(lis)
+	wg.Wait()
+	if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("api: %w", err)
+	}
+	return nil
+}
+
+type apiServer struct {
+	fastcnpv1.UnimplementedFastcnpServer
+	d *Daemon
+}
+
+// grpcErr maps daemon errors to gRPC codes.
+func grpcErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
+		return err
+	}
+	c := codes.Internal
+	switch {
+	case errors.Is(err, ErrUnknownSwitch), errors.Is(err, ErrUnknownPort), errors.Is(err, fabric.ErrNoConn):
+		c = codes.NotFound
+	case errors.Is(err, ErrInvalid), errors.Is(err, fabric.ErrInvalidConn):
+		c = codes.InvalidArgument
+	case errors.Is(err, fabric.ErrTableFull):
+		c = codes.ResourceExhausted
+	case errors.Is(err, ErrNotInstalled):
+		c = codes.Aborted // saved, not installed everywhere (Unavailable would read as "fastcnpd down")
+	case errors.Is(err, ErrNotPrimary):
+		c = codes.FailedPrecondition
+	case errors.Is(err, context.Canceled):
+		c = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		c = codes.DeadlineExceeded
+	}
+	return status.Error(c, err.Error())
+}
+
+func (s *apiServer) ListSwitches(context.Context, *fastcnpv1.ListSwitchesRequest) (*fastcnpv1.ListSwitchesResponse, error) {
+	out := &fastcnpv1.ListSwitchesResponse{}
+	for _, st := range s.d.Switches() {
+		out.Switches = append(out.Switches, &fastcnpv1.SwitchStatus{Name: st.Name, Address: st.Address,
+			DeviceId: st.DeviceID, Connected: st.Connected, Primary: st.Primary, Entries: uint64(st.Entries),
+			LastError: st.LastError, Warnings: st.Warnings})
+	}
+	return out, nil
+}
+
+func portSettingsPB(pi PortInfo) *fastcnpv1.PortSettings {
+	s, p := pi.Settings, pi.Params
+	return &fastcnpv1.PortSettings{Switch: pi.Switch, Port: uint32(pi.Port), LinkRateBps: uint64(s.LinkRate),
+		QthBytes: uint64(s.Qth), TcheckNs: uint64(s.Tcheck), RttBaseNs: uint64(s.RTTBase), CnpGapNs: uint64(s.CNPGap),
+		Mode: string(s.Mode), RedKminBytes: uint64(s.RED.Kmin), RedKmaxBytes: uint64(s.RED.Kmax), RedPmax: s.RED.Pmax,
+		MtuBytes: uint64(s.MTU), Params: &fastcnpv1.PortParams{RateBytesPerMs: p.RateBytesPerMs, QthBytes: p.QthBytes,
+			TcheckNs: p.TcheckNs, CnpGapNs: p.CNPGapNs, Mode: uint32(p.Mode), RedKminBytes: p.REDKminBytes,
+			RedKmaxBytes: p.REDKmaxBytes, RedPmaxQ16: uint32(p.REDPmaxQ16), RttBaseNs: p.RTTBaseNs, BdpBytes: p.BDPBytes,
+			BdpLog2Q6: uint32(p.BDPLog2Q6), MtuBytes: uint32(p.MTUBytes), PauseQuantumPs: p.PauseQuantumPs,
+			SwitchId: uint32(p.SwitchID), LosslessPriority: uint32(p.LosslessPriority)}}
+}
+
+func portArg(p uint32) (uint16, error) {
+	if p < 1 || p > config.MaxPort {
+		return 0, status.Errorf(codes.InvalidArgument, "port %d out of range 1..%d", p, config.MaxPort)
+	}
+	return uint16(p), nil
+}
+
+func (s *apiServer) GetPortSettings(_ context.Context, req *fastcnpv1.GetPortSettingsRequest) (*fastcnpv1.PortSettings, error) {
+	port, err := portArg(req.GetPort())
+	if err != nil {
+		return nil, err
+	}
+	pi, err := s.d.PortSettings(req.GetSwitch(), port)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return portSettingsPB(pi), nil
+}
+
+func (s *apiServer) SetPortSettings(ctx context.Context, req *fastcnpv1.SetPortSettingsRequest) (*fastcnpv1.PortSettings, error) {
+	port, err := portArg(req.GetPort())
+	if err != nil {
+		return nil, err
+	}
+	o := PortOverride{QthBytes: req.QthBytes, TcheckNs: req.TcheckNs, CNPGapNs: req.CnpGapNs, Mode: req.Mode,
+		REDKminBytes: req.RedKminBytes, REDKmaxBytes: req.RedKmaxBytes, REDPmax: req.RedPmax}
+	pi, err := s.d.SetPortSettings(ctx, req.GetSwitch(), port, o)
+	if err != nil && !errors.Is(err, ErrNotInstalled) {
+		return nil, grpcErr(err)
+	}
+	out := portSettingsPB(pi)
+	out.Installed = err == nil
+	if err != nil {
+		out.InstallError = err.Error()
+	}
+	return out, nil
+}
+
+func (s *apiServer) ListPorts(ctx context.Context, req *fastcnpv1.ListPortsRequest) (*fastcnpv1.ListPortsResponse, error) {
+	ps, err := s.d.Ports(ctx, req.GetSwitch())
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	out := &fastcnpv1.ListPortsResponse{}
+	for _, p := range ps {
+		pb := &fastcnpv1.PortState{Switch: p.Switch, Port: uint32(p.Port), Mode: string(p.Settings.Mode),
+			QthBytes: uint64(p.Settings.Qth), LinkRateBps: uint64(p.Settings.LinkRate), State: p.State,
+			LastEvent: p.LastEvent, QueueBytes: p.Queue, Counters: map[string]*fastcnpv1.CounterValue{}}
+		if !p.EventTime.IsZero() {
+			pb.LastEventUnixNano = p.EventTime.UnixNano()
+		}
+		for name, c := range p.Counters {
+			pb.Counters[name] = &fastcnpv1.CounterValue{Packets: uint64(c.Packets), Bytes: uint64(c.Bytes)}
+		}
+		out.Ports = append(out.Ports, pb)
+	}
+	return out, nil
+}
+
+func connPB(c fabric.Connection) *fastcnpv1.Connection {
+	pb := &fastcnpv1.Connection{SenderIp: c.SenderIP.String(), UdpSrcPort: uint32(c.UDPSrcPort),
+		ReceiverQpn: c.ReceiverQPN, SenderQpn: c.SenderQPN, Flags: uint32(c.Flags), WorkerRank: uint32(c.WorkerRank),
+		IncGroup: uint32(c.INCGroup), ConnIndex: uint32(c.Index), Source: c.Source, Static: c.Static}
+	if c.ReceiverIP.IsValid() {
+		pb.ReceiverIp = c.ReceiverIP.String()
+	}
+	if !c.LastSeen.IsZero() {
+		pb.LastSeenUnixNano = c.LastSeen.UnixNano()
+	}
+	return pb
+}
+
+func (s *apiServer) ListConnections(context.Context, *fastcnpv1.ListConnectionsRequest) (*fastcnpv1.ListConnectionsResponse, error) {
+	out := &fastcnpv1.ListConnectionsResponse{}
+	for _, c := range s.d.Connections() {
+		out.Connections = append(out.Connections, connPB(c))
+	}
+	return out, nil
+}
+
+func connKeyArg(ip string, port, qpn uint32) (fabric.ConnKey, error) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return fabric.ConnKey{}, status.Errorf(codes.InvalidArgument, "sender_ip: %v", err)
+	}
+	if port > 0xffff {
+		return fabric.ConnKey{}, status.Errorf(codes.InvalidArgument, "udp_src_port %d exceeds 65535", port)
+	}
+	return fabric.ConnKey{SenderIP: a, UDPSrcPort: uint16(port), ReceiverQPN: qpn}, nil
+}
+
+func (s *apiServer) AddConnection(ctx context.Context, req *fastcnpv1.AddConnectionRequest) (*fastcnpv1.Connection, error) {
+	pc := req.GetConnection()
+	k, err := connKeyArg(pc.GetSenderIp(), pc.GetUdpSrcPort(), pc.GetReceiverQpn())
+	if err != nil {
+		return nil, err
+	}
+	if pc.GetFlags() > 0xff || pc.GetWorkerRank() > 0xff || pc.GetIncGroup() > 0xffff {
+		return nil, status.Error(codes.InvalidArgument, "flags, worker_rank or inc_group out of range")
+	}
+	c := fabric.Connection{ConnKey: k, SenderQPN: pc.GetSenderQpn(), Flags: uint8(pc.GetFlags()),
+		WorkerRank: uint8(pc.GetWorkerRank()), INCGroup: uint16(pc.GetIncGroup())}
+	if pc.GetReceiverIp() != "" {
+		if c.ReceiverIP, err = netip.ParseAddr(pc.GetReceiverIp()); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "receiver_ip: %v", err)
+		}
+	}
+	got, err := s.d.AddConnection(ctx, c)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return connPB(got), nil
+}
+
+func (s *apiServer) RemoveConnection(ctx context.Context, req *fastcnpv1.RemoveConnectionRequest) (*fastcnpv1.RemoveConnectionResponse, error) {
+	k, err := connKeyArg(req.GetSenderIp(), req.GetUdpSrcPort(), req.GetReceiverQpn())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.RemoveConnection(ctx, k); err != nil {
+		return nil, grpcErr(err)
+	}
+	return &fastcnpv1.RemoveConnectionResponse{}, nil
+}
+
+func (s *apiServer) GetINCRoutes(_ context.Context, req *fastcnpv1.GetINCRoutesRequest) (*fastcnpv1.INCRouteTable, error) {
+	t, hops, err := s.d.INCRoutes(req.GetSwitch())
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	out := &fastcnpv1.INCRouteTable{Switch: req.GetSwitch()}
+	counts := map[uint32]uint32{}
+	for _, h := range t {
+		out.Buckets = append(out.Buckets, h)
+		counts[h]++
+	}
+	for _, h := range hops {
+		out.NextHops = append(out.NextHops, &fastcnpv1.INCNextHop{Port: uint32(h.Port), Mac: h.MAC.String(),
+			Weight: h.Weight, Buckets: counts[uint32(h.Port)]})
+	}
+	return out, nil
+}
+
+func (s *apiServer) WatchEvents(req *fastcnpv1.WatchEventsRequest, stream grpc.ServerStreamingServer[fastcnpv1.Event]) error {
+	want := map[string]bool{}
+	for _, k := range req.GetKinds() {
+		want[k] = true
+	}
+	ch, cancel := s.d.Subscribe(256)
+	defer cancel()
+	ctx := stream.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if len(want) > 0 && !want[e.Kind] {
+				continue
+			}
+			if err := stream.Send(&fastcnpv1.Event{TimeUnixNano: e.Time.UnixNano(), Kind: e.Kind, Switch: e.Switch,
+				Port: uint32(e.Port), Message: e.Message, Fields: e.Fields}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *apiServer) ValidateConfig(_ context.Context, req *fastcnpv1.ValidateConfigRequest) (*fastcnpv1.ValidateConfigResponse, error) {
+	return ValidateConfig(req.GetName(), req.GetConfig()), nil
+}
+
+// ValidateConfig parses a configuration and computes every switch's desired
+// state with the embedded P4Info, so that problems of derived parameters
+// show up too. fastcnpctl runs it locally; the API runs it in the daemon.
+func ValidateConfig(name string, data []byte) *fastcnpv1.ValidateConfigResponse {
+	if name == "" {
+		name = "config"
+	}
+	out := &fastcnpv1.ValidateConfigResponse{}
+	cfg, err := config.ParseFile(name, data)
+	if err != nil {
+		out.Errors = strings.Split(err.Error(), "\n")
+		return out
+	}
+	p, err := p4src.P4Info()
+	var info *p4rt.Info
+	if err == nil {
+		info, err = p4rt.NewInfo(p)
+	}
+	if err != nil {
+		out.Errors = append(out.Errors, "embedded p4info: "+err.Error())
+		return out
+	}
+	for i := range cfg.Switches {
+		sw := &cfg.Switches[i]
+		res, err := fabric.Desired(info, fabric.Input{Config: cfg, Switch: sw})
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("%s: switch %s: %v", name, sw.Name, err))
+			continue
+		}
+		for _, w := range res.Warnings {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: switch %s: %s", name, sw.Name, w))
+		}
+	}
+	out.Valid = len(out.Errors) == 0
+	return out
+}

@@ -1,0 +1,569 @@
+// Package daemon is fastcnpd's runtime: it connects to every switch of the
+// configuration over P4Runtime, becomes primary, pushes the pipeline and
+// keeps each switch equal to its desired state (controller/fabric): it
+// installs changes in batches, repairs drift on reconnection and on a
+// periodic audit, learns RDMA connections from announcements (packet-in
+// reason 1), expires idle ones, persists the dynamic state atomically, and
+// turns digests into logs, Prometheus metrics and an event stream. API
+// serves the northbound gRPC API (proto/fastcnp/v1).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// Config is the validated configuration (required).
+	Config *config.Config
+	// Logger receives structured logs (default: logrus' standard logger).
+	Logger logrus.FieldLogger
+	// Registry receives the metrics (default: a new registry, see Registry).
+	Registry *prometheus.Registry
+	// AuditInterval is how often every switch is read back and repaired
+	// (default 30 s; negative disables the audit).
+	AuditInterval time.Duration
+	// ExpiryInterval is how often idle connections are looked for
+	// (default 1 s).
+	ExpiryInterval time.Duration
+	// ElectionOffset is added to the low half of every switch's election ID
+	// (a standby instance runs with a different one).
+	ElectionOffset uint64
+	// ChunkSize is the number of updates per WriteRequest (0: p4rt's 500).
+	ChunkSize int
+	// ClientOptions are extra p4rt options for every switch (tests: backoff).
+	ClientOptions []p4rt.Option
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Daemon is fastcnpd. Create it with New and run it with Run; its methods
+// are safe for concurrent use.
+type Daemon struct {
+	opts    Options
+	log     logrus.FieldLogger
+	reg     *prometheus.Registry
+	metrics *metrics
+	events  *broker
+
+	mu        sync.RWMutex
+	cfg       *config.Config // with the port overrides applied
+	base      *config.Config // as loaded
+	conns     *fabric.ConnTable
+	overrides map[string]map[uint16]PortOverride
+
+	saveMu   sync.Mutex // serialises state file writes
+	stamp    fileStamp  // the state file as last read or written (saveMu)
+	switches []*switchRunner
+	byName   map[string]*switchRunner
+}
+
+// Sentinel errors of the API methods (the gRPC layer maps them to codes).
+var (
+	ErrUnknownSwitch = errors.New("unknown switch")
+	ErrUnknownPort   = errors.New("unknown port")
+	ErrInvalid       = errors.New("invalid value")
+	ErrNotInstalled  = errors.New("not installed")
+	// ErrNotPrimary: this instance is a standby (primary of no switch, or
+	// not of the switch concerned); changes go to the primary instance.
+	ErrNotPrimary = errors.New("this fastcnpd is a standby, not the primary controller")
+)
+
+// primaryAnywhere reports whether this instance is the primary of some switch.
+func (d *Daemon) primaryAnywhere() bool {
+	for _, r := range d.switches {
+		if r.isPrimary() {
+			return true
+		}
+	}
+	return false
+}
+
+// New loads the state file and prepares every switch (pipeline files); it
+// does not connect yet.
+func New(opts Options) (*Daemon, error) {
+	if opts.Config == nil {
+		return nil, errors.New("daemon: no config")
+	}
+	if opts.Logger == nil {
+		opts.Logger = logrus.StandardLogger()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.AuditInterval == 0 {
+		opts.AuditInterval = 30 * time.Second
+	}
+	if opts.ExpiryInterval <= 0 {
+		opts.ExpiryInterval = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{}}
+	d.metrics = newMetrics(opts.Registry)
+	d.events = newBroker(d.metrics.eventsDropped.Inc)
+	if err := d.loadState(); err != nil {
+		return nil, err
+	}
+	for i := range d.cfg.Switches {
+		r, err := newSwitchRunner(d, d.cfg.Switches[i].Name)
+		if err != nil {
+			return nil, err
+		}
+		d.switches = append(d.switches, r)
+		d.byName[r.name] = r
+	}
+	return d, nil
+}
+
+// Registry returns the metrics registry.
+func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
+
+// loadState reads the state file and rebuilds the connections and port
+// overrides from it.
+func (d *Daemon) loadState() error {
+	fs, err := loadStateFile(d.base.StateFile)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	conns := fabric.NewConnTable(0)
+	for i, fc := range fs.Connections {
+		c, err := fromFile(fc)
+		if err == nil {
+			err = conns.Restore(c)
+		}
+		if err != nil {
+			return fmt.Errorf("daemon: state file %s: connection %d: %w", d.base.StateFile, i, err)
+		}
+	}
+	cfg, err := applyOverrides(d.base, fs.Ports)
+	if err != nil {
+		return fmt.Errorf("daemon: state file %s: %w", d.base.StateFile, err)
+	}
+	d.saveMu.Lock()
+	d.stamp = statStamp(d.base.StateFile)
+	d.saveMu.Unlock()
+	d.mu.Lock()
+	d.cfg, d.conns, d.overrides = cfg, conns, fs.Ports
+	if d.overrides == nil {
+		d.overrides = map[string]map[uint16]PortOverride{}
+	}
+	d.metrics.connections.Set(float64(conns.Len()))
+	d.mu.Unlock()
+	d.log.WithFields(logrus.Fields{"state_file": d.base.StateFile, "connections": conns.Len()}).Info("state loaded")
+	return nil
+}
+
+// saveLocked writes the state file; d.mu must be held (read or write).
+func (d *Daemon) saveLocked() error {
+	fs := &fileState{Version: stateVersion, Ports: d.overrides}
+	for _, c := range d.conns.List() {
+		fs.Connections = append(fs.Connections, toFile(c))
+	}
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	if err := saveStateFile(d.base.StateFile, fs); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.stamp = statStamp(d.base.StateFile)
+	return nil
+}
+
+// fileStamp identifies a version of the state file.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	ok   bool
+}
+
+func statStamp(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
+}
+
+// reloadIfChanged rereads the state file when another fastcnpd instance
+// (the previous primary, sharing the file) wrote it since this one last did.
+func (d *Daemon) reloadIfChanged() {
+	d.saveMu.Lock()
+	changed := statStamp(d.base.StateFile) != d.stamp
+	d.saveMu.Unlock()
+	if !changed {
+		return
+	}
+	if err := d.loadState(); err != nil {
+		d.log.WithError(err).Error("reloading the state file written by another instance")
+		return
+	}
+	d.kickAll()
+}
+
+// Run connects to every switch and keeps them in their desired state until
+// ctx ends; it returns once every goroutine it started has ended.
+func (d *Daemon) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, r := range d.switches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.run(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.expiryLoop(ctx)
+	}()
+	wg.Wait()
+	d.mu.RLock()
+	err := d.saveLocked()
+	d.mu.RUnlock()
+	return err
+}
+
+func (d *Daemon) expiryLoop(ctx context.Context) {
+	t := time.NewTicker(d.opts.ExpiryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.expire()
+		}
+	}
+}
+
+func (d *Daemon) expire() {
+	if !d.primaryAnywhere() {
+		return // a standby leaves the shared state to the primary
+	}
+	d.mu.Lock()
+	gone := d.conns.Expire(d.opts.Now(), d.cfg.Announce.IdleTimeout)
+	var err error
+	if len(gone) > 0 {
+		err = d.saveLocked()
+		d.metrics.connections.Set(float64(d.conns.Len()))
+	}
+	d.mu.Unlock()
+	for _, c := range gone {
+		d.log.WithFields(logrus.Fields{"connection": c.ConnKey.String(), "conn_index": c.Index}).Info("connection idle, removed")
+		d.publish(Event{Kind: EventConnectionRemoved, Message: "idle timeout", Fields: connFields(c)})
+	}
+	if err != nil {
+		d.log.WithError(err).Error("saving state")
+	}
+	if len(gone) > 0 {
+		d.kickAll()
+	}
+}
+
+func (d *Daemon) publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = d.opts.Now()
+	}
+	d.events.publish(e)
+}
+
+// Subscribe returns a stream of events and its cancel function.
+func (d *Daemon) Subscribe(buffer int) (<-chan Event, func()) { return d.events.subscribe(buffer) }
+
+func (d *Daemon) kickAll() {
+	for _, r := range d.switches {
+		r.kickNow()
+	}
+}
+
+// desired computes the desired state of a switch.
+func (d *Daemon) desired(r *switchRunner, prev incroute.Table) (*fabric.Result, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return fabric.Desired(r.info, fabric.Input{Config: d.cfg, Switch: d.cfg.Switch(r.name),
+		Connections: d.conns.List(), PrevINC: prev})
+}
+
+// SwitchStatus is a switch's connection state.
+type SwitchStatus struct {
+	Name, Address string
+	DeviceID      uint64
+	Connected     bool
+	Primary       bool
+	Entries       int
+	LastError     string
+	Warnings      []string
+}
+
+// Switches returns the status of every switch in config order.
+func (d *Daemon) Switches() []SwitchStatus {
+	out := make([]SwitchStatus, 0, len(d.switches))
+	for _, r := range d.switches {
+		out = append(out, r.status())
+	}
+	return out
+}
+
+func (d *Daemon) runner(name string) (*switchRunner, error) {
+	r, ok := d.byName[name]
+	if !ok {
+		names := make([]string, 0, len(d.byName))
+		for n := range d.byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownSwitch, name, names)
+	}
+	return r, nil
+}
+
+// PortInfo is a port's effective settings and data-plane parameters.
+type PortInfo struct {
+	Switch   string
+	Port     uint16
+	Settings config.PortSettings
+	Params   fabric.PortParams
+}
+
+// PortSettings returns the effective settings of a port.
+func (d *Daemon) PortSettings(sw string, port uint16) (PortInfo, error) {
+	if _, err := d.runner(sw); err != nil {
+		return PortInfo{}, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return portInfoLocked(d.cfg, sw, port)
+}
+
+func portInfoLocked(cfg *config.Config, sw string, port uint16) (PortInfo, error) {
+	s := cfg.Switch(sw)
+	p := s.Port(port)
+	if p == nil {
+		var known []uint16
+		for _, q := range s.Ports {
+			known = append(known, q.Number)
+		}
+		return PortInfo{}, fmt.Errorf("%w %d on switch %s (configured: %v)", ErrUnknownPort, port, sw, known)
+	}
+	pp, err := fabric.ComputePortParams(s, p, cfg.QoS.LosslessPriority)
+	if err != nil {
+		return PortInfo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return PortInfo{Switch: sw, Port: port, Settings: p.Settings, Params: pp}, nil
+}
+
+// SetPortSettings changes settings of a port, persists the change and
+// installs it. The returned error wraps ErrNotInstalled when the change was
+// saved but the switch could not take it now (it is installed when the
+// switch is back).
+func (d *Daemon) SetPortSettings(ctx context.Context, sw string, port uint16, o PortOverride) (PortInfo, error) {
+	r, err := d.runner(sw)
+	if err != nil {
+		return PortInfo{}, err
+	}
+	if r.isBackup() {
+		return PortInfo{}, fmt.Errorf("switch %s: %w", sw, ErrNotPrimary)
+	}
+	d.mu.Lock()
+	merged := mergeOverride(d.overrides[sw][port], o)
+	trial := map[string]map[uint16]PortOverride{sw: {port: merged}}
+	if d.cfg.Switch(sw).Port(port) == nil {
+		d.mu.Unlock()
+		_, err := d.PortSettings(sw, port)
+		return PortInfo{}, err
+	}
+	// Check the change on top of the current settings before keeping it.
+	cfg, err := applyOverrides(d.cfg, trial)
+	if err == nil {
+		_, err = portInfoLocked(cfg, sw, port)
+	}
+	if err != nil {
+		d.mu.Unlock()
+		return PortInfo{}, err
+	}
+	if d.overrides[sw] == nil {
+		d.overrides[sw] = map[uint16]PortOverride{}
+	}
+	d.overrides[sw][port] = merged
+	d.cfg = cfg
+	info, _ := portInfoLocked(cfg, sw, port)
+	err = d.saveLocked()
+	d.mu.Unlock()
+	if err != nil {
+		return info, err
+	}
+	d.log.WithFields(logrus.Fields{"switch": sw, "port": port, "qth_bytes": info.Params.QthBytes,
+		"mode": info.Settings.Mode}).Info("port settings changed")
+	d.publish(Event{Kind: EventPortSettings, Switch: sw, Port: port,
+		Message: fmt.Sprintf("qth %d B, mode %s", info.Params.QthBytes, info.Settings.Mode)})
+	if err := r.syncWait(ctx); err != nil {
+		return info, fmt.Errorf("%w on %s: %v", ErrNotInstalled, sw, err)
+	}
+	return info, nil
+}
+
+// Connections returns the connections ordered by conn_index.
+func (d *Daemon) Connections() []fabric.Connection {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.conns.List()
+}
+
+// AddConnection adds (or refreshes) a static connection on every switch.
+func (d *Daemon) AddConnection(ctx context.Context, c fabric.Connection) (fabric.Connection, error) {
+	if !d.primaryAnywhere() {
+		return fabric.Connection{}, ErrNotPrimary
+	}
+	c.Source, c.Static, c.LastSeen = "api", true, d.opts.Now()
+	got, changed, err := d.upsert(c)
+	if err != nil {
+		return got, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if changed {
+		return got, d.syncAll(ctx)
+	}
+	return got, nil
+}
+
+// RemoveConnection removes a connection from every switch.
+func (d *Daemon) RemoveConnection(ctx context.Context, k fabric.ConnKey) error {
+	if !d.primaryAnywhere() {
+		return ErrNotPrimary
+	}
+	d.mu.Lock()
+	c, err := d.conns.Remove(k)
+	if err == nil {
+		d.metrics.connections.Set(float64(d.conns.Len()))
+		err = d.saveLocked()
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	d.publish(Event{Kind: EventConnectionRemoved, Message: "removed", Fields: connFields(c)})
+	return d.syncAll(ctx)
+}
+
+func (d *Daemon) upsert(c fabric.Connection) (fabric.Connection, bool, error) {
+	d.mu.Lock()
+	got, changed, err := d.conns.Upsert(c)
+	if err == nil && changed {
+		d.metrics.connections.Set(float64(d.conns.Len()))
+		err = d.saveLocked()
+	}
+	d.mu.Unlock()
+	if err == nil && changed {
+		d.publish(Event{Kind: EventConnectionAdded, Message: got.Source, Fields: connFields(got)})
+	}
+	return got, changed, err
+}
+
+// syncAll installs the current desired state on every switch and waits.
+func (d *Daemon) syncAll(ctx context.Context) error {
+	var errs []error
+	for _, r := range d.switches {
+		if err := r.syncWait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrNotInstalled, errors.Join(errs...))
+	}
+	return nil
+}
+
+// INCRoutes returns a switch's INC route table (nil without INC) and its
+// next hops.
+func (d *Daemon) INCRoutes(sw string) (incroute.Table, []config.INCNextHop, error) {
+	r, err := d.runner(sw)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.mu.RLock()
+	s := d.cfg.Switch(sw)
+	var hops []config.INCNextHop
+	if s.INC != nil {
+		hops = append(hops, s.INC.NextHops...)
+	}
+	d.mu.RUnlock()
+	t := r.incTable()
+	if t == nil && len(hops) > 0 {
+		res, err := d.desired(r, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = res.INC
+	}
+	return t, hops, nil
+}
+
+// PortStatus is the state and counters of one port.
+type PortStatus struct {
+	Switch    string
+	Port      uint16
+	Settings  config.PortSettings
+	State     string
+	LastEvent string
+	EventTime time.Time
+	Queue     uint64
+	Counters  map[string]p4rt.CounterCell
+}
+
+// Ports returns the state of every configured port of a switch ("" = all
+// switches), with counters read from the switches that are connected.
+func (d *Daemon) Ports(ctx context.Context, sw string) ([]PortStatus, error) {
+	var rs []*switchRunner
+	if sw == "" {
+		rs = d.switches
+	} else {
+		r, err := d.runner(sw)
+		if err != nil {
+			return nil, err
+		}
+		rs = []*switchRunner{r}
+	}
+	var out []PortStatus
+	for _, r := range rs {
+		ps, err := r.portStatuses(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+func connFields(c fabric.Connection) map[string]string {
+	return map[string]string{
+		"sender_ip": c.SenderIP.String(), "udp_src_port": fmt.Sprint(c.UDPSrcPort),
+		"receiver_qpn": fmt.Sprint(c.ReceiverQPN), "sender_qpn": fmt.Sprint(c.SenderQPN),
+		"flags": fmt.Sprint(c.Flags), "conn_index": fmt.Sprint(c.Index), "inc_group": fmt.Sprint(c.INCGroup),
+		"worker_rank": fmt.Sprint(c.WorkerRank),
+	}
+}
+
+// subnetOf reports whether ip is in one of the subnets.
+func subnetOf(ip netip.Addr, subnets []netip.Prefix) bool {
+	for _, p := range subnets {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,436 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+const (
+	paramQth    = 2 // set_port_config.qth_bytes
+	syncTimeout = 20 * time.Second
+	qth120KiB   = 120 * 1024
+	defaultQth1 = 100_000
+	connSender  = "10.1.1.5"
+	spoofedIP   = "10.9.9.9"
+	otherSubnet = "10.1.2.7"
+	connSrcPort = 49152
+	connDestQP  = 0x123
+	connDestQP2 = 0x124
+)
+
+func twoSwitches(t *testing.T) (*testSwitch, *testSwitch, string) {
+	return startSwitch(t, "", 1), startSwitch(t, "", 2), filepath.Join(t.TempDir(), "state.json")
+}
+
+func waitInSync(t *testing.T, d *Daemon, switches map[string]*testSwitch) {
+	t.Helper()
+	for name, s := range switches {
+		waitFor(t, name+" in sync", syncTimeout, func() bool {
+			st := d.byName[name].status()
+			return st.Primary && st.Entries > 0 && inSync(t, d, name, s)
+		})
+	}
+}
+
+func updates(d *Daemon, sw, typ string) float64 {
+	return testutil.ToFloat64(d.metrics.updates.WithLabelValues(sw, typ))
+}
+
+func TestInstallAndSetThreshold(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	d := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	for name, s := range map[string]*testSwitch{"s1": s1, "s2": s2} {
+		if p := readBackPlan(t, d.Daemon, name, s); !p.Empty() {
+			t.Errorf("%s: read back differs: %d/%d/%d", name, len(p.Insert), len(p.Modify), len(p.Delete))
+		}
+	}
+	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != defaultQth1 {
+		t.Fatalf("s1 port 1 qth %d, want %d", q, defaultQth1)
+	}
+	qth := uint64(qth120KiB)
+	modifies := updates(d.Daemon, "s1", "modify")
+	pi, err := d.SetPortSettings(context.Background(), "s1", 1, PortOverride{QthBytes: &qth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pi.Params.QthBytes != qth120KiB {
+		t.Errorf("returned qth %d", pi.Params.QthBytes)
+	}
+	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+		t.Errorf("s1 port 1 qth after set: %d, want %d", q, qth120KiB)
+	}
+	if got := updates(d.Daemon, "s1", "modify") - modifies; got != 1 {
+		t.Errorf("%v modifies for one threshold change, want 1", got)
+	}
+	// Errors: unknown switch, unknown port, out of range, inconsistent RED.
+	big, kmin := uint64(1)<<33, uint64(500_000)
+	for _, tt := range []struct {
+		sw   string
+		port uint16
+		o    PortOverride
+		want error
+	}{
+		{"nope", 1, PortOverride{QthBytes: &qth}, ErrUnknownSwitch},
+		{"s1", 9, PortOverride{QthBytes: &qth}, ErrUnknownPort},
+		{"s1", 1, PortOverride{QthBytes: &big}, ErrInvalid},
+		{"s1", 1, PortOverride{REDKminBytes: &kmin}, ErrInvalid},
+	} {
+		if _, err := d.SetPortSettings(context.Background(), tt.sw, tt.port, tt.o); !errors.Is(err, tt.want) {
+			t.Errorf("%s/%d: %v, want %v", tt.sw, tt.port, err, tt.want)
+		}
+	}
+}
+
+func TestSwitchRestartAndDriftRepaired(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.AuditInterval = 100 * time.Millisecond })
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+
+	// Drift: an entry deleted, one modified, one extra, behind fastcnpd's back.
+	err := s2.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		es, err := p.ReadEntries(pipeline.TableIPv4Route, nil)
+		if err != nil {
+			return err
+		}
+		if err := p.DeleteEntry(&es[0]); err != nil {
+			return err
+		}
+		pc, err := p.ReadEntries(pipeline.TablePortConfig, nil)
+		if err != nil {
+			return err
+		}
+		pc[0].Action.Params[1].Value = 1
+		if err := p.ModifyEntry(&pc[0]); err != nil {
+			return err
+		}
+		extra := es[1]
+		extra.Match = []pipeline.FieldMatch{{FieldID: 1, Value: 0xC0A80000, PrefixLen: 16}}
+		return p.InsertEntry(&extra)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "drift repaired", syncTimeout, func() bool {
+		return testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s2")) > 0 && inSync(t, d.Daemon, "s2", s2)
+	})
+	if n := testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s2")); n != 3 {
+		t.Errorf("%v entries repaired, want 3", n)
+	}
+	if p := readBackPlan(t, d.Daemon, "s2", s2); !p.Empty() {
+		t.Errorf("s2 not repaired: %d/%d/%d", len(p.Insert), len(p.Modify), len(p.Delete))
+	}
+
+	// A switch restart comes back empty; fastcnpd pushes the pipeline and everything.
+	s1 = s1.restart()
+	if n := s1.count(pipeline.TablePortConfig); n != 0 {
+		t.Fatalf("restarted switch has %d port configs", n)
+	}
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1})
+	if p := readBackPlan(t, d.Daemon, "s1", s1); !p.Empty() {
+		t.Errorf("s1 after restart: %d/%d/%d", len(p.Insert), len(p.Modify), len(p.Delete))
+	}
+}
+
+func TestDaemonRestartKeepsState(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	ctx := context.Background()
+	var added []fabric.Connection
+	for i := uint32(0); i < 5; i++ {
+		c, err := d.AddConnection(ctx, fabric.Connection{ConnKey: fabric.ConnKey{
+			SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1000, ReceiverQPN: 100 + i},
+			SenderQPN: 7, Flags: pipeline.ConnFlagCNPTarget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, c)
+	}
+	qth := uint64(qth120KiB)
+	if _, err := d.SetPortSettings(ctx, "s2", 3, PortOverride{QthBytes: &qth}); err != nil {
+		t.Fatal(err)
+	}
+	d.stopNow()
+
+	d2 := startDaemon(t, cfg, nil)
+	waitInSync(t, d2.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	for _, sw := range []string{"s1", "s2"} {
+		for _, typ := range []string{"insert", "modify", "delete"} {
+			if n := updates(d2.Daemon, sw, typ); n != 0 {
+				t.Errorf("%s: restarted daemon wrote %v %s updates, want none", sw, n, typ)
+			}
+		}
+	}
+	got := d2.Connections()
+	if len(got) != len(added) {
+		t.Fatalf("%d connections after restart, want %d", len(got), len(added))
+	}
+	for i := range got {
+		if got[i].ConnKey != added[i].ConnKey || got[i].Index != added[i].Index {
+			t.Errorf("connection %d: %+v, want %+v", i, got[i], added[i])
+		}
+	}
+	for _, s := range []*testSwitch{s1, s2} {
+		if n := s.count(pipeline.TableRDMAConnection); n != len(added) {
+			t.Errorf("switch %d: %d connections", s.deviceID, n)
+		}
+	}
+	if q, _ := s2.param(pipeline.TablePortConfig, 3, paramQth); q != qth120KiB {
+		t.Errorf("s2 port 3 qth %d after restart", q)
+	}
+}
+
+func TestTwoInstancesFailover(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	a := startDaemon(t, cfg, func(o *Options) { o.ElectionOffset = 1 }) // higher election ID: primary
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, cfg, nil)
+	waitFor(t, "standby connected", syncTimeout, func() bool {
+		for _, st := range b.Switches() {
+			if !st.Connected || st.Primary {
+				return false
+			}
+		}
+		return true
+	})
+	ctx := context.Background()
+	if _, err := a.AddConnection(ctx, fabric.Connection{ConnKey: fabric.ConnKey{
+		SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}, SenderQPN: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// The standby refuses changes (they go to the primary) and writes nothing.
+	qth := uint64(qth120KiB)
+	if _, err := b.SetPortSettings(ctx, "s1", 1, PortOverride{QthBytes: &qth}); !errors.Is(err, ErrNotPrimary) {
+		t.Errorf("standby set: %v, want ErrNotPrimary", err)
+	}
+	for _, sw := range []string{"s1", "s2"} {
+		if n := updates(b.Daemon, sw, "insert") + updates(b.Daemon, sw, "modify"); n != 0 {
+			t.Errorf("standby wrote %v updates to %s", n, sw)
+		}
+	}
+	a.stopNow()
+	waitFor(t, "standby promoted", syncTimeout, func() bool {
+		for _, st := range b.Switches() {
+			if !st.Primary {
+				return false
+			}
+		}
+		return true
+	})
+	waitInSync(t, b.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	if n := s1.count(pipeline.TableRDMAConnection); n != 1 {
+		t.Errorf("after failover s1 has %d connections, want 1 (taken over from the shared state file)", n)
+	}
+	// The new primary takes changes.
+	if _, err := b.SetPortSettings(ctx, "s1", 1, PortOverride{QthBytes: &qth}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+		t.Errorf("qth %d after the new primary's change", q)
+	}
+}
+
+func TestAnnouncements(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	clk := &clock{}
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Now = clk.now })
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	ctx := context.Background()
+	accepted := func(reason string) float64 {
+		return testutil.ToFloat64(d.metrics.announcements.WithLabelValues("accepted", reason))
+	}
+	rejected := func(reason string) float64 {
+		return testutil.ToFloat64(d.metrics.announcements.WithLabelValues("rejected", reason))
+	}
+
+	// Through the switch: punted on port 1 of s1, installed on both switches.
+	if err := s1.dp.Receive(ctx, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP, nil), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*testSwitch{s1, s2} {
+		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 1 })
+	}
+	if accepted(AcceptUp) != 1 {
+		t.Errorf("accepted up = %v", accepted(AcceptUp))
+	}
+	// Spoofed through the switch: sender not behind port 1.
+	if err := s1.dp.Receive(ctx, announceFrame(t, wire.AnnounceUp, spoofedIP, 1, 1, nil), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "spoofed rejected", syncTimeout, func() bool { return rejected(ReasonSpoofed) == 1 })
+
+	// Directly, every rejection reason (the data plane drops some before they reach us).
+	frame := func(mod func(*wire.Announcement)) []byte {
+		return announceFrame(t, wire.AnnounceUp, connSender, 7, 7, mod)
+	}
+	mismatch := frame(nil)
+	mismatch[14+12+3] = 99 // IPv4 source 10.1.1.99 while the announcement says 10.1.1.5
+	tests := []struct {
+		name   string
+		port   uint16
+		reason uint8
+		frame  []byte
+		want   string
+	}{
+		{"packet-in reason", 1, 2, frame(nil), ReasonNotAnnouncement},
+		{"truncated", 1, 1, frame(nil)[:40], ReasonMalformed},
+		{"garbage", 1, 1, []byte{1, 2, 3}, ReasonMalformed},
+		{"bad magic", 1, 1, frame(func(a *wire.Announcement) { a.Magic = 1 }), ReasonBadMagic},
+		{"bad version", 1, 1, frame(func(a *wire.Announcement) { a.Version = 9 }), ReasonBadVersion},
+		{"unknown type", 1, 1, frame(func(a *wire.Announcement) { a.Type = 7 }), ReasonUnknownType},
+		{"sender mismatch", 1, 1, mismatch, ReasonSenderMismatch},
+		{"wrong port", 2, 1, frame(nil), ReasonSpoofed},
+		{"unknown port", 77, 1, frame(nil), ReasonSpoofed},
+		{"other subnet", 1, 1, announceFrame(t, wire.AnnounceUp, otherSubnet, 7, 7, nil), ReasonSpoofed},
+		{"rank", 1, 1, frame(func(a *wire.Announcement) {
+			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 1, 40
+		}), ReasonInvalid},
+		{"inc without group", 1, 1, frame(func(a *wire.Announcement) { a.Flags = wire.AnnounceFlagINCUplink }), ReasonInvalid},
+		{"down unknown", 1, 1, announceFrame(t, wire.AnnounceDown, connSender, 9, 9, nil), ReasonUnknownConn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := rejected(tt.want)
+			res := d.HandleAnnouncement("s1", tt.port, tt.reason, tt.frame)
+			if res.Accepted || res.Reason != tt.want {
+				t.Fatalf("got %+v, want rejected %s", res, tt.want)
+			}
+			if rejected(tt.want) != before+1 {
+				t.Errorf("counter %s not incremented", tt.want)
+			}
+		})
+	}
+	if n := len(d.Connections()); n != 1 {
+		t.Fatalf("%d connections after rejections, want 1", n)
+	}
+
+	// An INC connection adds an inc_group entry with its rank's bit.
+	res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP2,
+		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 9, 4 }))
+	if !res.Accepted || res.Conn.Index != 1 {
+		t.Fatalf("inc announcement: %+v", res)
+	}
+	waitFor(t, "inc group", syncTimeout, func() bool {
+		m, ok := s2.param(pipeline.TableIncGroup, 9, 1)
+		return ok && m == 1<<4
+	})
+	// Refresh, then down.
+	if res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP2,
+		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 9, 4 })); res.Reason != AcceptRefresh {
+		t.Errorf("refresh: %+v", res)
+	}
+	if res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceDown, connSender, connSrcPort, connDestQP2, nil)); res.Reason != AcceptDown {
+		t.Errorf("down: %+v", res)
+	}
+	for _, s := range []*testSwitch{s1, s2} {
+		waitFor(t, "down removed", syncTimeout, func() bool {
+			return s.count(pipeline.TableRDMAConnection) == 1 && s.count(pipeline.TableIncGroup) == 0
+		})
+	}
+	// Idle timeout: the last connection goes when not refreshed for 10 s.
+	clk.advance(11 * time.Second)
+	for _, s := range []*testSwitch{s1, s2} {
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+	}
+	if n := len(d.Connections()); n != 0 {
+		t.Errorf("%d connections after idle timeout", n)
+	}
+}
+
+func TestDigests(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	d := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	events, cancel := d.Subscribe(64)
+	defer cancel()
+	// A PFC PAUSE for the lossless priority (3) received on s1 port 1.
+	b := make([]byte, 64)
+	var quanta [8]uint16
+	quanta[3] = 1000
+	n, err := wire.BuildPFC(b, wire.MAC{2, 0, 0, 0, 0, 7}, 1<<3, quanta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.dp.Receive(context.Background(), b[:n], 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "PAUSE digest", syncTimeout, func() bool {
+		return testutil.ToFloat64(d.metrics.portEvents.WithLabelValues("s1", "1", "PAUSE")) == 1
+	})
+	if v := testutil.ToFloat64(d.metrics.portPaused.WithLabelValues("s1", "1")); v != 1 {
+		t.Errorf("fastcnp_port_paused = %v", v)
+	}
+	deadline := time.After(syncTimeout)
+	for found := false; !found; {
+		select {
+		case e := <-events:
+			found = e.Kind == EventPortState && e.Switch == "s1" && e.Port == 1 && e.Message == "PAUSE"
+		case <-deadline:
+			t.Fatal("no port_state event")
+		}
+	}
+	ps, err := d.Ports(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0].Port != 1 || ps[0].State != "paused" || ps[0].LastEvent != "PAUSE" {
+		t.Errorf("port 1: %+v", ps[0])
+	}
+	if c := ps[0].Counters["pfc_pause_rx"]; c.Packets != 1 {
+		t.Errorf("pfc_pause_rx = %+v", c)
+	}
+}
+
+// TestINCWeightChangeAcrossRestart: fastcnpd restarted with new INC weights
+// moves the fewest buckets from the table the switch holds.
+func TestINCWeightChangeAcrossRestart(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	d.stopNow()
+	before := map[uint64]uint64{}
+	for _, e := range s2.entries(pipeline.TableIncRoute) {
+		before[e.Match[0].Value] = e.Action.Params[0].Value
+	}
+	prev := make(incroute.Table, pipeline.IncBuckets)
+	for b, p := range before {
+		prev[b] = uint32(p)
+	}
+	cfg2 := testConfig(t, state, s1, s2)
+	cfg2.Switch("s2").INC.NextHops[1].Weight = 3 // 3:1 -> 3:3
+	hops := []incroute.Hop{{ID: 3, Weight: 3}, {ID: 4, Weight: 3}}
+	counts, err := incroute.Apportion(hops, pipeline.IncBuckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := incroute.MinMoves(prev, counts)
+	d2 := startDaemon(t, cfg2, nil)
+	waitInSync(t, d2.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	waitFor(t, "weights applied", syncTimeout, func() bool {
+		n := 0
+		for _, e := range s2.entries(pipeline.TableIncRoute) {
+			if e.Action.Params[0].Value == 4 {
+				n++
+			}
+		}
+		return n == counts[4]
+	})
+	if got := updates(d2.Daemon, "s2", "modify"); int(got) != want || want == 0 {
+		t.Errorf("%v buckets rewritten, want the minimum %d", got, want)
+	}
+}

@@ -1,0 +1,335 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/target/p4rtserver"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+// TestMain fails the run if goroutines of the daemon, p4rt, the server or
+// gRPC outlive the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if leaks := waitNoLeaks(5 * time.Second); leaks != "" {
+			fmt.Fprintf(os.Stderr, "goroutine leak:\n%s\n", leaks)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func waitNoLeaks(d time.Duration) string {
+	deadline := time.Now().Add(d)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaks []string
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "TestMain") || strings.Contains(g, "waitNoLeaks") {
+				continue
+			}
+			for _, pkg := range []string{"controller/daemon", "controller/p4rt", "p4rtserver", "google.golang.org/grpc"} {
+				if strings.Contains(g, pkg) {
+					leaks = append(leaks, g)
+					break
+				}
+			}
+		}
+		if len(leaks) == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return strings.Join(leaks, "\n\n")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func quietLogger() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	if os.Getenv("FASTCNP_TEST_LOG") != "" {
+		l.SetOutput(os.Stderr)
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+// testSwitch is an in-process fastcnp-switch on a loopback port.
+type testSwitch struct {
+	t        testing.TB
+	addr     string
+	deviceID uint64
+	dp       *p4rtserver.LocalDataPlane
+	srv      *p4rtserver.Server
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func startSwitch(t testing.TB, addr string, deviceID uint64) *testSwitch {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var lis net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the previous server's port may take a moment to free
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
+	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: deviceID, DataPlane: dp, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &testSwitch{t: t, addr: lis.Addr().String(), deviceID: deviceID, dp: dp, srv: srv, cancel: cancel,
+		done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_ = srv.Serve(ctx, lis)
+	}()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *testSwitch) stop() {
+	s.cancel()
+	s.srv.Stop()
+	<-s.done
+}
+
+// restart replaces the switch by a new, empty one on the same address.
+func (s *testSwitch) restart() *testSwitch {
+	s.stop()
+	return startSwitch(s.t, s.addr, s.deviceID)
+}
+
+func (s *testSwitch) entries(tableID uint32) []pipeline.TableEntry {
+	var out []pipeline.TableEntry
+	err := s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		var err error
+		out, err = p.ReadEntries(tableID, nil)
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("read table %#x: %v", tableID, err)
+	}
+	return out
+}
+
+func (s *testSwitch) count(tableID uint32) int {
+	var n int
+	err := s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		var err error
+		n, err = p.EntryCount(tableID)
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("count table %#x: %v", tableID, err)
+	}
+	return n
+}
+
+// param returns an action parameter of the single entry of a table whose
+// first match value is key.
+func (s *testSwitch) param(tableID uint32, key uint64, paramID uint32) (uint64, bool) {
+	for _, e := range s.entries(tableID) {
+		if e.Match[0].Value != key {
+			continue
+		}
+		for _, p := range e.Action.Params {
+			if p.ID == paramID {
+				return p.Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
+const testYAML = `
+api:
+  auth: {insecure: true}
+state_file: %s
+metrics: {listen: ""}
+announce: {udp_port: 4792, idle_timeout: 10s}
+switches:
+  - name: s1
+    address: %s
+    device_id: 1
+    election_id: 10
+    tls: {insecure: true}
+    ports:
+      - {port: 1, mac: "02:00:00:00:01:01", subnets: [10.1.1.0/24]}
+      - {port: 2, mac: "02:00:00:00:01:02", subnets: [10.1.2.0/24]}
+      - {port: 3, mac: "02:00:00:00:01:03", link_rate: 400Gb/s}
+    routes:
+      - {prefix: 10.1.1.0/24, port: 1, next_hop_mac: "02:00:00:00:aa:01"}
+      - {prefix: 10.1.2.0/24, port: 2, next_hop_mac: "02:00:00:00:aa:02"}
+      - {prefix: 10.0.0.0/8, port: 3, next_hop_mac: "02:00:00:00:03:01"}
+    inc:
+      next_hops: [{port: 3, mac: "02:00:00:00:03:01", weight: 1}]
+  - name: s2
+    address: %s
+    device_id: 2
+    election_id: 10
+    tls: {insecure: true}
+    ports:
+      - {port: 1, mac: "02:00:00:00:02:01", subnets: [10.2.1.0/24]}
+      - {port: 3, mac: "02:00:00:00:02:03"}
+      - {port: 4, mac: "02:00:00:00:02:04"}
+    routes:
+      - {prefix: 10.2.1.0/24, port: 1, next_hop_mac: "02:00:00:00:bb:01"}
+      - {prefix: 10.0.0.0/8, port: 3, next_hop_mac: "02:00:00:00:03:02"}
+    inc:
+      next_hops: [{port: 3, mac: "02:00:00:00:03:02", weight: 3}, {port: 4, mac: "02:00:00:00:03:04", weight: 1}]
+`
+
+func testConfig(t *testing.T, stateFile string, s1, s2 *testSwitch) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(testYAML, stateFile, s1.addr, s2.addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// testDaemon is a running Daemon.
+type testDaemon struct {
+	*Daemon
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// clock is a settable test clock.
+type clock struct{ off atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
+
+func startDaemon(t testing.TB, cfg *config.Config, mod func(*Options)) *testDaemon {
+	t.Helper()
+	opts := Options{Config: cfg, Logger: quietLogger(), AuditInterval: -1, ExpiryInterval: 20 * time.Millisecond,
+		ClientOptions: []p4rt.Option{p4rt.WithBackoff(p4rt.Backoff{Initial: 20 * time.Millisecond,
+			Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.1})}}
+	if mod != nil {
+		mod(&opts)
+	}
+	d, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	td := &testDaemon{Daemon: d, cancel: cancel, done: make(chan error, 1)}
+	go func() { td.done <- d.Run(ctx) }()
+	var once sync.Once
+	t.Cleanup(func() { once.Do(td.stopNow) })
+	return td
+}
+
+func (td *testDaemon) stopNow() {
+	td.cancel()
+	<-td.done
+	td.done <- nil // later stops return at once
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// inSync reports whether the switch holds exactly the daemon's desired state.
+func inSync(t *testing.T, d *Daemon, name string, s *testSwitch) bool {
+	t.Helper()
+	r := d.byName[name]
+	res, err := d.desired(r, r.incTable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint32]int{}
+	for _, e := range res.State.Entries() {
+		if te := e.Entity.GetTableEntry(); te != nil {
+			want[te.GetTableId()]++
+		}
+	}
+	for _, id := range []uint32{pipeline.TableIPv4Route, pipeline.TableTrafficClass, pipeline.TablePortConfig,
+		pipeline.TableRDMAConnection, pipeline.TableIncGroup, pipeline.TableIncRoute, pipeline.TableFlowBytesLog2,
+		pipeline.TablePortBytesLog2, pipeline.TableWindowExp2} {
+		if s.count(id) != want[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// readBackPlan reads the switch like an audit and returns the repair plan.
+func readBackPlan(t *testing.T, d *Daemon, name string, s *testSwitch) fabric.Plan {
+	t.Helper()
+	r := d.byName[name]
+	c, err := p4rt.Dial(context.Background(), s.addr, s.deviceID, p4rt.WithElectionID(p4rt.Uint128{Low: 1}),
+		p4rt.WithInfo(r.info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, unreadable, err := r.readBack(context.Background(), c)
+	if err != nil || len(unreadable) != 0 {
+		t.Fatalf("read back: %v, unreadable %v", err, unreadable)
+	}
+	res, err := d.desired(r, r.incTable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fabric.Diff(res.State, st)
+}
+
+func announceFrame(t *testing.T, typ uint8, src string, sport uint16, rqpn uint32, mod func(*wire.Announcement)) []byte {
+	t.Helper()
+	ip := net.ParseIP(src).To4()
+	a := wire.NewAnnouncement(typ, wire.AnnounceFlagCNPTarget)
+	copy(a.SenderIP[:], ip)
+	a.ReceiverIP = wire.Addr4{10, 2, 1, 9}
+	a.UDPSrcPort, a.ReceiverQPN, a.SenderQPN = sport, rqpn, 0x77
+	if mod != nil {
+		mod(&a)
+	}
+	env := &wire.Envelope{SrcMAC: wire.MAC{2, 0, 0, 0, 0, 9}, DstMAC: wire.MAC{2, 0, 0, 0, 1, 1},
+		DstIP: wire.Addr4{10, 2, 1, 9}, SrcPort: 5000}
+	copy(env.SrcIP[:], ip)
+	b := make([]byte, 128)
+	n, err := wire.BuildAnnouncement(b, env, &a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:n]
+}

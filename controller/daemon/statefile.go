@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fastcnp/fastcnp/controller/fabric"
+)
+
+// stateVersion is the state file format version.
+const stateVersion = 1
+
+// fileState is the dynamic part of the desired state, kept across restarts.
+type fileState struct {
+	Version     int              `json:"version"`
+	Connections []fileConnection `json:"connections"`
+	// Ports are the port settings changed through the API, by switch then
+	// port number; they override the config file.
+	Ports map[string]map[uint16]PortOverride `json:"ports,omitempty"`
+}
+
+type fileConnection struct {
+	SenderIP    string    `json:"sender_ip"`
+	UDPSrcPort  uint16    `json:"udp_src_port"`
+	ReceiverQPN uint32    `json:"receiver_qpn"`
+	ReceiverIP  string    `json:"receiver_ip,omitempty"`
+	SenderQPN   uint32    `json:"sender_qpn"`
+	Flags       uint8     `json:"flags"`
+	WorkerRank  uint8     `json:"worker_rank"`
+	INCGroup    uint16    `json:"inc_group"`
+	Index       uint16    `json:"conn_index"`
+	Source      string    `json:"source"`
+	Static      bool      `json:"static,omitempty"`
+	LastSeen    time.Time `json:"last_seen"`
+}
+
+// PortOverride holds port settings changed at run time (nil = unchanged).
+type PortOverride struct {
+	QthBytes     *uint64  `json:"qth_bytes,omitempty"`
+	TcheckNs     *uint64  `json:"tcheck_ns,omitempty"`
+	CNPGapNs     *uint64  `json:"cnp_gap_ns,omitempty"`
+	Mode         *string  `json:"mode,omitempty"`
+	REDKminBytes *uint64  `json:"red_kmin_bytes,omitempty"`
+	REDKmaxBytes *uint64  `json:"red_kmax_bytes,omitempty"`
+	REDPmax      *float64 `json:"red_pmax,omitempty"`
+}
+
+func toFile(c fabric.Connection) fileConnection {
+	fc := fileConnection{SenderIP: c.SenderIP.String(), UDPSrcPort: c.UDPSrcPort, ReceiverQPN: c.ReceiverQPN,
+		SenderQPN: c.SenderQPN, Flags: c.Flags, WorkerRank: c.WorkerRank, INCGroup: c.INCGroup, Index: c.Index,
+		Source: c.Source, Static: c.Static, LastSeen: c.LastSeen.UTC()}
+	if c.ReceiverIP.IsValid() {
+		fc.ReceiverIP = c.ReceiverIP.String()
+	}
+	return fc
+}
+
+func fromFile(fc fileConnection) (fabric.Connection, error) {
+	ip, err := netip.ParseAddr(fc.SenderIP)
+	if err != nil {
+		return fabric.Connection{}, fmt.Errorf("sender_ip: %w", err)
+	}
+	c := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: ip, UDPSrcPort: fc.UDPSrcPort, ReceiverQPN: fc.ReceiverQPN},
+		SenderQPN: fc.SenderQPN, Flags: fc.Flags, WorkerRank: fc.WorkerRank, INCGroup: fc.INCGroup, Index: fc.Index,
+		Source: fc.Source, Static: fc.Static, LastSeen: fc.LastSeen}
+	if fc.ReceiverIP != "" {
+		if c.ReceiverIP, err = netip.ParseAddr(fc.ReceiverIP); err != nil {
+			return c, fmt.Errorf("receiver_ip: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// loadStateFile reads the state file; a missing file is an empty state.
+func loadStateFile(path string) (*fileState, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &fileState{Version: stateVersion}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state file: %w", err)
+	}
+	var fs fileState
+	if err := json.Unmarshal(data, &fs); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if fs.Version != stateVersion {
+		return nil, fmt.Errorf("state file %s: version %d, want %d", path, fs.Version, stateVersion)
+	}
+	return &fs, nil
+}
+
+// writeFileAtomic writes data to path so that a crash leaves either the old
+// or the new file: write a temporary file in the same directory, fsync it,
+// rename it over path, fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("state file: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("state file: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("state file: close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("state file: rename: %w", err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+func saveStateFile(path string, fs *fileState) error {
+	data, err := json.MarshalIndent(fs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}

@@ -1,0 +1,673 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+)
+
+// retryDelay is how soon a failed install is retried.
+const retryDelay = time.Second
+
+type portRuntime struct {
+	state     string
+	lastEvent string
+	at        time.Time
+	queue     uint64
+}
+
+// switchRunner keeps one switch in its desired state.
+type switchRunner struct {
+	d         *Daemon
+	name      string
+	log       logrus.FieldLogger
+	addr      string
+	deviceID  uint64
+	opts      []p4rt.Option
+	info      *p4rt.Info
+	p4info    *p4configv1.P4Info
+	devConfig []byte
+	cookie    uint64
+
+	kick chan struct{}
+
+	mu        sync.Mutex
+	client    *p4rt.Client
+	primary   bool
+	waiters   []chan error
+	installed *fabric.State
+	pushed    bool // the pipeline was just pushed: the next sync is a full install, not a repair
+	inc       incroute.Table
+	entries   int
+	lastErr   string
+	warnings  []string
+	ports     map[uint16]*portRuntime
+}
+
+func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
+	sw := d.cfg.Switch(name)
+	r := &switchRunner{d: d, name: name, addr: sw.Address, deviceID: sw.DeviceID, kick: make(chan struct{}, 1),
+		ports: map[uint16]*portRuntime{}}
+	r.log = d.log.WithFields(logrus.Fields{"switch": name, "addr": sw.Address})
+	var err error
+	if sw.P4Info != "" {
+		r.p4info, err = p4rt.LoadP4InfoFile(sw.P4Info, p4rt.FormatAuto)
+	} else {
+		r.p4info, err = p4src.P4Info()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("daemon: switch %s: p4info: %w", name, err)
+	}
+	if sw.DeviceConfig != "" {
+		if r.devConfig, err = os.ReadFile(sw.DeviceConfig); err != nil {
+			return nil, fmt.Errorf("daemon: switch %s: device config: %w", name, err)
+		}
+	}
+	if r.info, err = p4rt.NewInfo(r.p4info); err != nil {
+		return nil, fmt.Errorf("daemon: switch %s: %w", name, err)
+	}
+	h := fnv.New64a()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.p4info)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: switch %s: %w", name, err)
+	}
+	h.Write(b)
+	h.Write(r.devConfig)
+	r.cookie = h.Sum64() | 1
+	r.opts = []p4rt.Option{
+		p4rt.WithElectionID(p4rt.Uint128{High: sw.ElectionID.High, Low: sw.ElectionID.Low + d.opts.ElectionOffset}),
+		p4rt.WithRole(sw.Role), p4rt.WithInfo(r.info), p4rt.WithLogger(r.log),
+	}
+	if !sw.TLS.Insecure {
+		r.opts = append(r.opts, p4rt.WithTLSFiles(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName))
+	}
+	if d.opts.ChunkSize > 0 {
+		r.opts = append(r.opts, p4rt.WithChunkSize(d.opts.ChunkSize))
+	}
+	r.opts = append(r.opts, d.opts.ClientOptions...)
+	for _, p := range sw.Ports {
+		r.ports[p.Number] = &portRuntime{state: "unknown"}
+	}
+	return r, nil
+}
+
+func (r *switchRunner) kickNow() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// syncWait asks the runner to install the desired state and waits for the
+// outcome.
+func (r *switchRunner) syncWait(ctx context.Context) error {
+	ch := make(chan error, 1)
+	r.mu.Lock()
+	switch {
+	case r.client == nil || !r.client.Status().Connected:
+		r.mu.Unlock()
+		return errors.New("switch not connected; the change is saved and installed when it is back")
+	case !r.primary:
+		r.mu.Unlock()
+		return errors.New("this fastcnpd is not the switch's primary controller")
+	}
+	r.waiters = append(r.waiters, ch)
+	r.mu.Unlock()
+	r.kickNow()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the install: %w", ctx.Err())
+	}
+}
+
+func (r *switchRunner) status() SwitchStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := SwitchStatus{Name: r.name, Address: r.addr, DeviceID: r.deviceID, Primary: r.primary,
+		Entries: r.entries, LastError: r.lastErr, Warnings: append([]string(nil), r.warnings...)}
+	if r.client != nil {
+		st.Connected = r.client.Status().Connected
+	}
+	return st
+}
+
+func (r *switchRunner) incTable() incroute.Table {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append(incroute.Table(nil), r.inc...)
+}
+
+func (r *switchRunner) setClient(c *p4rt.Client) {
+	r.mu.Lock()
+	r.client, r.primary = c, false
+	waiters := r.waiters
+	if c == nil {
+		r.waiters = nil
+	}
+	r.mu.Unlock()
+	if c == nil {
+		for _, w := range waiters {
+			w <- errors.New("switch connection closed")
+		}
+	}
+	up := 0.0
+	if c != nil {
+		up = 1
+	}
+	r.d.metrics.switchUp.WithLabelValues(r.name).Set(up)
+	r.d.metrics.switchPrimary.WithLabelValues(r.name).Set(0)
+}
+
+func (r *switchRunner) setPrimary(p bool) {
+	r.mu.Lock()
+	was := r.primary
+	r.primary = p
+	var waiters []chan error
+	if !p {
+		waiters, r.waiters = r.waiters, nil
+	}
+	r.mu.Unlock()
+	for _, w := range waiters {
+		w <- errors.New("no longer the primary controller")
+	}
+	v := 0.0
+	if p {
+		v = 1
+	}
+	r.d.metrics.switchPrimary.WithLabelValues(r.name).Set(v)
+	if p != was {
+		kind, msg := EventBackup, "backup controller"
+		if p {
+			kind, msg = EventPrimary, "primary controller"
+		}
+		r.log.WithField("primary", p).Info(msg)
+		r.d.publish(Event{Kind: kind, Switch: r.name, Message: msg})
+	}
+}
+
+// isBackup reports whether the switch is connected with another controller
+// as its primary.
+func (r *switchRunner) isBackup() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client != nil && r.client.Status().Connected && !r.primary
+}
+
+func (r *switchRunner) isPrimary() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.primary
+}
+
+// run connects, serves, and reconnects until ctx ends.
+func (r *switchRunner) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		c, err := p4rt.Dial(ctx, r.addr, r.deviceID, r.opts...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.WithError(err).Error("connecting to the switch")
+			r.setErr(err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+			continue
+		}
+		r.setClient(c)
+		r.d.publish(Event{Kind: EventSwitchConnected, Switch: r.name, Message: r.addr})
+		r.serve(ctx, c)
+		r.setClient(nil)
+		if err := c.Close(); err != nil {
+			r.log.WithError(err).Debug("closing the P4Runtime client")
+		}
+	}
+}
+
+func (r *switchRunner) setErr(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.lastErr = ""
+	} else {
+		r.lastErr = err.Error()
+	}
+}
+
+// serve handles one client until ctx ends or the client is closed.
+func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
+	var audit <-chan time.Time
+	if r.d.opts.AuditInterval > 0 {
+		t := time.NewTicker(r.d.opts.AuditInterval)
+		defer t.Stop()
+		audit = t.C
+	}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	resync := func(readBack bool) {
+		if err := r.sync(ctx, c, readBack); err != nil && ctx.Err() == nil {
+			retry.Reset(retryDelay)
+		}
+	}
+	becomePrimary := func() {
+		r.setPrimary(true)
+		r.d.reloadIfChanged()
+		if err := r.ensurePipeline(ctx, c); err != nil {
+			r.log.WithError(err).Error("pushing the pipeline")
+			r.setErr(err)
+			retry.Reset(retryDelay)
+			return
+		}
+		resync(true)
+	}
+	if c.IsPrimary() {
+		becomePrimary()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-c.Events():
+			if !ok {
+				return
+			}
+			switch ev.Type {
+			case p4rt.EventArbitration:
+				if ev.Status.Primary && !r.isPrimary() {
+					becomePrimary()
+				} else if !ev.Status.Primary && r.isPrimary() {
+					r.setPrimary(false)
+				}
+			case p4rt.EventDisconnected:
+				r.mu.Lock()
+				r.primary = false // not "backup": the switch is gone; it re-arbitrates on reconnection
+				r.mu.Unlock()
+				r.failWaiters(errors.New("switch disconnected"))
+				r.d.metrics.switchPrimary.WithLabelValues(r.name).Set(0)
+				r.d.metrics.switchUp.WithLabelValues(r.name).Set(0)
+				r.log.WithError(ev.Err).Warn("switch disconnected")
+				r.d.publish(Event{Kind: EventSwitchDisconnected, Switch: r.name, Message: fmt.Sprint(ev.Err)})
+			case p4rt.EventReconnected:
+				r.d.metrics.switchUp.WithLabelValues(r.name).Set(1)
+				r.d.publish(Event{Kind: EventSwitchConnected, Switch: r.name, Message: "reconnected"})
+				if ev.Reconcile && !r.isPrimary() {
+					becomePrimary()
+				}
+			case p4rt.EventStreamError:
+				r.log.WithField("stream_error", ev.StreamError.String()).Warn("switch reported a stream error")
+			}
+		case p, ok := <-c.Packets():
+			if !ok {
+				return
+			}
+			r.handlePacket(p)
+		case dl, ok := <-c.Digests():
+			if !ok {
+				return
+			}
+			r.handleDigest(dl)
+		case <-r.kick:
+			if r.isPrimary() {
+				resync(false)
+			} else {
+				r.failWaiters(errors.New("this fastcnpd is not the switch's primary controller"))
+			}
+		case <-retry.C:
+			if r.isPrimary() {
+				if err := r.ensurePipeline(ctx, c); err != nil {
+					r.setErr(err)
+					retry.Reset(retryDelay)
+					continue
+				}
+				resync(true)
+			}
+		case <-audit:
+			if r.isPrimary() {
+				resync(true)
+			}
+		}
+	}
+}
+
+func (r *switchRunner) failWaiters(err error) {
+	r.mu.Lock()
+	w := r.waiters
+	r.waiters = nil
+	r.mu.Unlock()
+	for _, ch := range w {
+		ch <- err
+	}
+}
+
+// ensurePipeline pushes the pipeline unless the switch already runs it
+// (same cookie), so that a restart of fastcnpd keeps the switch's state.
+func (r *switchRunner) ensurePipeline(ctx context.Context, c *p4rt.Client) error {
+	cfg, err := c.GetPipeline(ctx, p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY)
+	if err == nil && cfg.GetCookie().GetCookie() == r.cookie {
+		c.SetInfo(r.info)
+		return nil
+	}
+	if err := c.SetPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, r.p4info,
+		r.devConfig, r.cookie); err != nil {
+		return fmt.Errorf("switch %s: set pipeline: %w", r.name, err)
+	}
+	r.mu.Lock()
+	r.installed, r.pushed = nil, true
+	r.mu.Unlock()
+	r.log.WithField("cookie", r.cookie).Info("pipeline pushed")
+	return nil
+}
+
+// readBack reads every entity fastcnpd manages from the switch. Tables must
+// be readable; value sets, digest configs and clone sessions, which some
+// servers cannot read (UNIMPLEMENTED), are returned in unreadable instead.
+func (r *switchRunner) readBack(ctx context.Context, c *p4rt.Client) (*fabric.State, []fabric.Kind, error) {
+	type req struct {
+		e        *p4v1.Entity
+		optional fabric.Kind
+	}
+	var reqs []req
+	for _, t := range fabric.ManagedTables {
+		e, err := r.info.ReadTable(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
+		}
+		reqs = append(reqs, req{e: e})
+	}
+	vs, err := r.info.ReadValueSet(fabric.ValueSetAnnounce)
+	if err != nil {
+		return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
+	}
+	dg, err := r.info.ReadDigestConfig("")
+	if err != nil {
+		return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
+	}
+	reqs = append(reqs, req{vs, fabric.KindValueSet}, req{dg, fabric.KindDigestConfig},
+		req{p4rt.ReadCloneSessions(0), fabric.KindCloneSession})
+	st := fabric.NewState()
+	var unreadable []fabric.Kind
+	for _, q := range reqs {
+		err := c.ReadStream(ctx, func(e *p4v1.Entity) error {
+			if te := e.GetTableEntry(); te != nil && te.GetIsDefaultAction() {
+				return nil
+			}
+			return st.Put(e)
+		}, q.e)
+		if err != nil && q.optional != 0 && errors.Is(err, p4rt.ErrUnimplemented) {
+			unreadable = append(unreadable, q.optional)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("switch %s: read back: %w", r.name, err)
+		}
+	}
+	return st, unreadable, nil
+}
+
+// sync makes the switch equal to its desired state: against the last
+// installed state, or against a fresh read-back when readBack is set (or
+// the installed state is unknown).
+func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) (err error) {
+	r.mu.Lock()
+	waiters := r.waiters
+	r.waiters = nil
+	prev, installed, pushed := r.inc, r.installed, r.pushed
+	r.mu.Unlock()
+	kind := "install"
+	if readBack || installed == nil {
+		kind = "audit"
+	}
+	defer func() {
+		result := "ok"
+		if err != nil {
+			result = "error"
+			r.log.WithError(err).WithField("kind", kind).Error("sync failed")
+		}
+		r.setErr(err)
+		r.d.metrics.syncs.WithLabelValues(r.name, kind, result).Inc()
+		for _, w := range waiters {
+			w <- err
+		}
+	}()
+	actual := installed
+	var unreadable []fabric.Kind
+	if kind == "audit" {
+		if actual, unreadable, err = r.readBack(ctx, c); err != nil {
+			return err
+		}
+		if prev == nil {
+			// After a restart: move the fewest buckets from what the switch holds.
+			prev = r.incFromState(actual)
+		}
+	}
+	res, err := r.d.desired(r, prev)
+	if err != nil {
+		return fmt.Errorf("switch %s: desired state: %w", r.name, err)
+	}
+	for _, k := range unreadable {
+		// The server cannot read these back: after a pipeline push they are
+		// absent; otherwise take them as installed earlier (or as desired).
+		if !pushed {
+			actual.AssumeKind(k, installed, res.State)
+		}
+	}
+	plan := fabric.Diff(res.State, actual)
+	r.mu.Lock()
+	r.warnings = res.Warnings
+	r.entries = res.State.Len()
+	r.mu.Unlock()
+	r.d.metrics.desiredEntries.WithLabelValues(r.name).Set(float64(res.State.Len()))
+	if !plan.Empty() {
+		start := time.Now()
+		if err := c.Write(ctx, plan.Updates()); err != nil {
+			r.mu.Lock()
+			r.installed = nil // unknown now: read back next time
+			r.mu.Unlock()
+			return fmt.Errorf("switch %s: write: %w", r.name, err)
+		}
+		r.d.metrics.updates.WithLabelValues(r.name, "insert").Add(float64(len(plan.Insert)))
+		r.d.metrics.updates.WithLabelValues(r.name, "modify").Add(float64(len(plan.Modify)))
+		r.d.metrics.updates.WithLabelValues(r.name, "delete").Add(float64(len(plan.Delete)))
+		lf := logrus.Fields{"kind": kind, "insert": len(plan.Insert), "modify": len(plan.Modify),
+			"delete": len(plan.Delete), "took": time.Since(start).String()}
+		if kind == "audit" && !pushed {
+			r.d.metrics.repaired.WithLabelValues(r.name).Add(float64(plan.Len()))
+			r.log.WithFields(lf).Warn("switch state repaired")
+			r.d.publish(Event{Kind: EventRepaired, Switch: r.name, Message: fmt.Sprintf(
+				"%d inserted, %d modified, %d deleted", len(plan.Insert), len(plan.Modify), len(plan.Delete))})
+		} else {
+			r.log.WithFields(lf).Info("switch state installed")
+		}
+	}
+	r.mu.Lock()
+	r.installed, r.inc, r.pushed = res.State, res.INC, false
+	r.mu.Unlock()
+	return nil
+}
+
+// incFromState extracts the INC route table (bucket -> port) from a
+// read-back state; nil unless every bucket is present.
+func (r *switchRunner) incFromState(st *fabric.State) incroute.Table {
+	id, err := r.info.TableID(fabric.TableINCRoute)
+	if err != nil {
+		return nil
+	}
+	t := make(incroute.Table, pipeline.IncBuckets)
+	seen := 0
+	for _, e := range st.Entries() {
+		te := e.Entity.GetTableEntry()
+		if te == nil || te.GetTableId() != id {
+			continue
+		}
+		de, err := r.info.DecodeTableEntry(te)
+		if err != nil || len(de.Matches) != 1 {
+			return nil
+		}
+		b, err1 := p4rt.DecodeUint(de.Matches[0].Value)
+		port, err2 := p4rt.DecodeUint(de.Params["port"])
+		if err1 != nil || err2 != nil || b >= pipeline.IncBuckets {
+			return nil
+		}
+		t[b] = uint32(port)
+		seen++
+	}
+	if seen != pipeline.IncBuckets {
+		return nil
+	}
+	return t
+}
+
+func (r *switchRunner) handlePacket(p *p4rt.PacketIn) {
+	port, err1 := p.Uint("ingress_port")
+	reason, err2 := p.Uint("reason")
+	if err := errors.Join(err1, err2); err != nil {
+		r.d.metrics.announcements.WithLabelValues("rejected", ReasonMalformed).Inc()
+		r.log.WithError(err).Warn("packet-in without packet_in metadata")
+		return
+	}
+	r.d.HandleAnnouncement(r.name, uint16(port), uint8(reason), p.Payload)
+}
+
+// Port event names (docs/dataplane.md, "Port events").
+var portEventNames = map[uint64]string{
+	pipeline.EventPause: "PAUSE", pipeline.EventResumeNotCongested: "RESUME_NOT_CONGESTED",
+	pipeline.EventResumeCongested: "RESUME_CONGESTED", pipeline.EventResumeUndetermined: "RESUME_UNDETERMINED",
+	pipeline.EventCheckDrained: "CHECK_DRAINED", pipeline.EventCheckCongested: "CHECK_CONGESTED",
+}
+
+func portStateAfter(ev uint64) string {
+	switch ev {
+	case pipeline.EventPause:
+		return "paused"
+	case pipeline.EventResumeUndetermined:
+		return "undetermined"
+	}
+	return "determined"
+}
+
+func (r *switchRunner) handleDigest(dl *p4rt.DigestList) {
+	for i := range dl.Data {
+		m, err := dl.Struct(i)
+		if err != nil {
+			r.log.WithError(err).WithField("digest", dl.Name).Warn("undecodable digest")
+			continue
+		}
+		u := func(k string) uint64 { v, _ := p4rt.DecodeUint(m[k]); return v }
+		port := u("port")
+		ps := strconv.FormatUint(port, 10)
+		now := r.d.opts.Now()
+		switch dl.Name {
+		case fabric.DigestPortState:
+			ev := u("event")
+			name, ok := portEventNames[ev]
+			if !ok {
+				name = "EVENT_" + strconv.FormatUint(ev, 10)
+			}
+			q := u("queue_bytes")
+			r.mu.Lock()
+			pr := r.ports[uint16(port)]
+			if pr == nil {
+				pr = &portRuntime{}
+				r.ports[uint16(port)] = pr
+			}
+			pr.state, pr.lastEvent, pr.at, pr.queue = portStateAfter(ev), name, now, q
+			r.mu.Unlock()
+			r.d.metrics.portEvents.WithLabelValues(r.name, ps, name).Inc()
+			r.d.metrics.portQueue.WithLabelValues(r.name, ps).Set(float64(q))
+			paused := 0.0
+			if ev == pipeline.EventPause {
+				paused = 1
+			}
+			r.d.metrics.portPaused.WithLabelValues(r.name, ps).Set(paused)
+			r.log.WithFields(logrus.Fields{"port": port, "event": name, "queue_bytes": q,
+				"rx_bytes": u("rx_bytes"), "timestamp_ns": u("timestamp_ns")}).Debug("port state")
+			r.d.publish(Event{Kind: EventPortState, Switch: r.name, Port: uint16(port), Message: name,
+				Fields: map[string]string{"event": name, "queue_bytes": strconv.FormatUint(q, 10),
+					"rx_bytes": strconv.FormatUint(u("rx_bytes"), 10), "timestamp_ns": strconv.FormatUint(u("timestamp_ns"), 10)}})
+		case fabric.DigestCNP:
+			w, q := u("window_bytes"), u("queue_bytes")
+			src, dst := ip4(u("src_addr")), ip4(u("dst_addr"))
+			r.d.metrics.cnpDigests.WithLabelValues(r.name, ps).Inc()
+			r.d.metrics.cnpWindow.WithLabelValues(r.name, ps).Set(float64(w))
+			r.d.metrics.portQueue.WithLabelValues(r.name, ps).Set(float64(q))
+			r.log.WithFields(logrus.Fields{"port": port, "src": src, "dst": dst, "window_bytes": w,
+				"queue_bytes": q}).Debug("switch CNP")
+			r.d.publish(Event{Kind: EventCNP, Switch: r.name, Port: uint16(port),
+				Message: fmt.Sprintf("CNP %s -> %s window %d B", dst, src, w),
+				Fields: map[string]string{"src_addr": src, "dst_addr": dst, "window_bytes": strconv.FormatUint(w, 10),
+					"queue_bytes": strconv.FormatUint(q, 10), "timestamp_ns": strconv.FormatUint(u("timestamp_ns"), 10)}})
+		default:
+			r.log.WithField("digest", dl.Name).Debug("unknown digest")
+		}
+	}
+}
+
+func ip4(v uint64) string {
+	return fmt.Sprintf("%d.%d.%d.%d", byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// ports returns the configured ports' states and counters.
+func (r *switchRunner) portStatuses(ctx context.Context) ([]PortStatus, error) {
+	r.d.mu.RLock()
+	sw := r.d.cfg.Switch(r.name)
+	ports := append([]config.Port(nil), sw.Ports...)
+	r.d.mu.RUnlock()
+	sort.Slice(ports, func(i, j int) bool { return ports[i].Number < ports[j].Number })
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	counters := map[uint16]map[string]p4rt.CounterCell{}
+	if c != nil && c.Status().Connected {
+		cells, err := c.ReadCounters(ctx, "", p4rt.AllIndexes)
+		if err != nil {
+			return nil, fmt.Errorf("switch %s: reading counters: %w", r.name, err)
+		}
+		for _, cell := range cells {
+			p := uint16(cell.Index)
+			if counters[p] == nil {
+				counters[p] = map[string]p4rt.CounterCell{}
+			}
+			name := cell.Counter
+			if i := strings.LastIndexByte(name, '.'); i >= 0 {
+				name = name[i+1:]
+			}
+			counters[p][name] = cell
+		}
+	}
+	out := make([]PortStatus, 0, len(ports))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range ports {
+		ps := PortStatus{Switch: r.name, Port: p.Number, Settings: p.Settings, State: "unknown",
+			Counters: counters[p.Number]}
+		if pr := r.ports[p.Number]; pr != nil && pr.lastEvent != "" {
+			ps.State, ps.LastEvent, ps.EventTime, ps.Queue = pr.state, pr.lastEvent, pr.at, pr.queue
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}

@@ -1,0 +1,180 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/fastcnp/fastcnp/target/pipeline"
+)
+
+// ConnKey is the RDMA connection ID (spec 04): the rdma_connection key.
+type ConnKey struct {
+	SenderIP    netip.Addr
+	UDPSrcPort  uint16
+	ReceiverQPN uint32
+}
+
+// String formats the key as sender:port/qpn.
+func (k ConnKey) String() string {
+	return fmt.Sprintf("%s:%d/%d", k.SenderIP, k.UDPSrcPort, k.ReceiverQPN)
+}
+
+// Connection is one RDMA connection fastcnpd installs on every switch.
+type Connection struct {
+	ConnKey
+	// ReceiverIP is the peer's address (informational).
+	ReceiverIP netip.Addr
+	// SenderQPN is the QPN switch CNPs are addressed to (24 bits).
+	SenderQPN uint32
+	// Flags: bit0 INC uplink, bit1 CNP target.
+	Flags uint8
+	// WorkerRank is the rank in the INC group (0..31).
+	WorkerRank uint8
+	// INCGroup is the INC communication group, 0 = none.
+	INCGroup uint16
+	// Index is conn_index, allocated by ConnTable (unique, < CONN_TABLE_SIZE).
+	Index uint16
+	// Source says who added it: "announce" or "api".
+	Source string
+	// Static connections (added by the API) never expire.
+	Static bool
+	// LastSeen is the last announcement (or the API call).
+	LastSeen time.Time
+}
+
+// Errors of ConnTable.
+var (
+	ErrTableFull   = errors.New("connection table full")
+	ErrInvalidConn = errors.New("invalid connection")
+	ErrNoConn      = errors.New("no such connection")
+)
+
+// ConnTable holds the connections and allocates conn_index values. It is
+// not safe for concurrent use.
+type ConnTable struct {
+	size  int
+	conns map[ConnKey]*Connection
+	used  map[uint16]bool
+}
+
+// NewConnTable returns an empty table for size connections (0 means
+// CONN_TABLE_SIZE).
+func NewConnTable(size int) *ConnTable {
+	if size <= 0 || size > pipeline.ConnTableSize {
+		size = pipeline.ConnTableSize
+	}
+	return &ConnTable{size: size, conns: make(map[ConnKey]*Connection), used: make(map[uint16]bool)}
+}
+
+// Validate checks the fields the data plane cannot hold.
+func (c *Connection) Validate() error {
+	switch {
+	case !c.SenderIP.Is4():
+		return fmt.Errorf("%w: sender %s is not IPv4", ErrInvalidConn, c.SenderIP)
+	case c.ReceiverQPN >= 1<<24:
+		return fmt.Errorf("%w: receiver QPN %d exceeds 24 bits", ErrInvalidConn, c.ReceiverQPN)
+	case c.SenderQPN >= 1<<24:
+		return fmt.Errorf("%w: sender QPN %d exceeds 24 bits", ErrInvalidConn, c.SenderQPN)
+	case c.WorkerRank >= 32:
+		return fmt.Errorf("%w: worker rank %d >= 32", ErrInvalidConn, c.WorkerRank)
+	case c.Flags&^uint8(pipeline.ConnFlagINC|pipeline.ConnFlagCNPTarget) != 0:
+		return fmt.Errorf("%w: unknown flags %#x", ErrInvalidConn, c.Flags)
+	case c.Flags&pipeline.ConnFlagINC != 0 && c.INCGroup == 0:
+		return fmt.Errorf("%w: INC uplink without an INC group", ErrInvalidConn)
+	}
+	return nil
+}
+
+// Upsert adds c or refreshes the connection with its key (keeping its
+// index); it returns the stored connection and whether the table changed in
+// a way the switches see (new connection or different action data).
+func (t *ConnTable) Upsert(c Connection) (Connection, bool, error) {
+	if err := c.Validate(); err != nil {
+		return Connection{}, false, err
+	}
+	if old, ok := t.conns[c.ConnKey]; ok {
+		changed := old.SenderQPN != c.SenderQPN || old.Flags != c.Flags || old.WorkerRank != c.WorkerRank ||
+			old.INCGroup != c.INCGroup
+		c.Index = old.Index
+		c.Static = c.Static || old.Static
+		if c.LastSeen.Before(old.LastSeen) {
+			c.LastSeen = old.LastSeen
+		}
+		*old = c
+		return c, changed, nil
+	}
+	if len(t.conns) >= t.size {
+		return Connection{}, false, fmt.Errorf("%w: %d connections", ErrTableFull, t.size)
+	}
+	idx := -1
+	for i := 0; i < t.size; i++ {
+		if !t.used[uint16(i)] {
+			idx = i
+			break
+		}
+	}
+	c.Index = uint16(idx)
+	t.used[c.Index] = true
+	cc := c
+	t.conns[c.ConnKey] = &cc
+	return c, true, nil
+}
+
+// Restore adds a connection with its index as persisted; a clash is an error.
+func (t *ConnTable) Restore(c Connection) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if int(c.Index) >= t.size || t.used[c.Index] {
+		return fmt.Errorf("%w: conn_index %d unavailable", ErrInvalidConn, c.Index)
+	}
+	if _, ok := t.conns[c.ConnKey]; ok {
+		return fmt.Errorf("%w: duplicate %s", ErrInvalidConn, c.ConnKey)
+	}
+	t.used[c.Index] = true
+	cc := c
+	t.conns[c.ConnKey] = &cc
+	return nil
+}
+
+// Remove deletes the connection with key k.
+func (t *ConnTable) Remove(k ConnKey) (Connection, error) {
+	c, ok := t.conns[k]
+	if !ok {
+		return Connection{}, fmt.Errorf("%w: %s", ErrNoConn, k)
+	}
+	delete(t.conns, k)
+	delete(t.used, c.Index)
+	return *c, nil
+}
+
+// Expire removes the non-static connections last seen before now-idle and
+// returns them.
+func (t *ConnTable) Expire(now time.Time, idle time.Duration) []Connection {
+	var out []Connection
+	for k, c := range t.conns {
+		if !c.Static && now.Sub(c.LastSeen) > idle {
+			out = append(out, *c)
+			delete(t.conns, k)
+			delete(t.used, c.Index)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// Len returns the number of connections.
+func (t *ConnTable) Len() int { return len(t.conns) }
+
+// List returns the connections ordered by index.
+func (t *ConnTable) List() []Connection {
+	out := make([]Connection, 0, len(t.conns))
+	for _, c := range t.conns {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}

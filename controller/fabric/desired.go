@@ -1,0 +1,436 @@
+package fabric
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/target/pipeline/window"
+)
+
+// P4 object names used by the controller (docs/dataplane.md).
+const (
+	TableIPv4Route      = "FastcnpIngress.ipv4_route"
+	TableTrafficClass   = "FastcnpIngress.traffic_class"
+	TablePortConfig     = "FastcnpIngress.port_config"
+	TableRDMAConnection = "FastcnpIngress.rdma_connection"
+	TableINCGroup       = "FastcnpIngress.inc_group"
+	TableINCRoute       = "FastcnpIngress.inc_route"
+	TableFlowLog2       = "FastcnpEgress.flow_bytes_log2"
+	TablePortLog2       = "FastcnpEgress.port_bytes_log2"
+	TableWindowExp2     = "FastcnpEgress.window_exp2"
+	ValueSetAnnounce    = "FastcnpParser.announce_udp_port"
+	DigestPortState     = "port_state_digest_t"
+	DigestCNP           = "cnp_digest_t"
+)
+
+// ManagedTables are the tables whose entries fastcnpd owns (extra entries
+// in them are deleted by a repair).
+var ManagedTables = []string{
+	TableIPv4Route, TableTrafficClass, TablePortConfig, TableRDMAConnection, TableINCGroup,
+	TableINCRoute, TableFlowLog2, TablePortLog2, TableWindowExp2,
+}
+
+// ManagedDigests are the digests fastcnpd configures.
+var ManagedDigests = []string{DigestPortState, DigestCNP}
+
+// Digest list settings: one digest per list, sent at once, acked within 1 s.
+const (
+	DigestMaxTimeout  = time.Duration(0)
+	DigestMaxListSize = 1
+	DigestAckTimeout  = time.Second
+	// CloneReplicaPort is where the clone session's single replica goes
+	// (CPU_PORT, as docs/dataplane.md recommends).
+	CloneReplicaPort = pipeline.CPUPort
+)
+
+// PortParams are the set_port_config action parameters of one port.
+type PortParams struct {
+	Port             uint16
+	RateBytesPerMs   uint32
+	QthBytes         uint32
+	TcheckNs         uint32
+	CNPGapNs         uint32
+	Mode             uint8
+	REDKminBytes     uint32
+	REDKmaxBytes     uint32
+	REDPmaxQ16       uint16
+	RTTBaseNs        uint32
+	BDPBytes         uint32
+	BDPLog2Q6        uint16
+	MTUBytes         uint16
+	PauseQuantumPs   uint32
+	SwitchID         uint16
+	LosslessPriority uint8
+}
+
+func fit32(what string, v uint64) (uint32, error) {
+	if v > math.MaxUint32 {
+		return 0, fmt.Errorf("%s %d exceeds 32 bits", what, v)
+	}
+	return uint32(v), nil
+}
+
+func ns32(what string, d time.Duration) (uint32, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("%s %v is negative", what, d)
+	}
+	return fit32(what+" (ns)", uint64(d.Nanoseconds()))
+}
+
+// ModeValue is the set_port_config mode of a config mode.
+func ModeValue(m config.Mode) (uint8, error) {
+	switch m {
+	case config.ModeECN:
+		return pipeline.ModeECN, nil
+	case config.ModeFastCNP:
+		return pipeline.ModeFastcnp, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q", m)
+}
+
+// PmaxQ16 is Pmax * 65536 rounded, with 1.0 written as 65535.
+func PmaxQ16(p float64) uint16 {
+	v := math.Round(p * 65536)
+	if v >= 65535 {
+		return 65535
+	}
+	if v < 0 {
+		return 0
+	}
+	return uint16(v)
+}
+
+// ComputePortParams derives the set_port_config parameters of a port: the
+// rate in bytes per ms, the BDP and its q6 log2, the pause quantum (512 bit
+// times in ps) and Pmax in q16.
+func ComputePortParams(sw *config.Switch, p *config.Port, losslessPriority uint8) (PortParams, error) {
+	s := p.Settings
+	out := PortParams{Port: p.Number, LosslessPriority: losslessPriority}
+	if sw.DeviceID > math.MaxUint16 {
+		return out, fmt.Errorf("switch %s: device_id %d does not fit switch_id (16 bits)", sw.Name, sw.DeviceID)
+	}
+	out.SwitchID = uint16(sw.DeviceID)
+	var err error
+	if s.LinkRate < 8000 {
+		return out, fmt.Errorf("port %d: link rate %d b/s below 8000 b/s", p.Number, uint64(s.LinkRate))
+	}
+	if out.RateBytesPerMs, err = fit32("rate_bytes_per_ms", uint64(s.LinkRate)/8000); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.QthBytes, err = fit32("qth", uint64(s.Qth)); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.TcheckNs, err = ns32("tcheck", s.Tcheck); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.CNPGapNs, err = ns32("cnp_gap", s.CNPGap); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.RTTBaseNs, err = ns32("rtt_base", s.RTTBase); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.Mode, err = ModeValue(s.Mode); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.REDKminBytes, err = fit32("red.kmin", uint64(s.RED.Kmin)); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.REDKmaxBytes, err = fit32("red.kmax", uint64(s.RED.Kmax)); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	out.REDPmaxQ16 = PmaxQ16(s.RED.Pmax)
+	if s.MTU > math.MaxUint16 {
+		return out, fmt.Errorf("port %d: mtu %d exceeds 16 bits", p.Number, uint64(s.MTU))
+	}
+	out.MTUBytes = uint16(s.MTU)
+	bdp := window.BDPBytes(out.RateBytesPerMs, out.RTTBaseNs)
+	if bdp == 0 {
+		bdp = 1
+	}
+	if out.BDPBytes, err = fit32("bdp_bytes", bdp); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	if out.BDPLog2Q6, err = window.BDPLog2Q6(bdp); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	// 512 bit times at the rate, in ps: 512e12 / rate, rounded.
+	q := (512e12 + uint64(s.LinkRate)/2) / uint64(s.LinkRate)
+	if out.PauseQuantumPs, err = fit32("pause_quantum_ps", q); err != nil {
+		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	}
+	return out, nil
+}
+
+// Input is everything the desired state of one switch depends on.
+type Input struct {
+	// Config is the whole configuration (QoS and announce settings).
+	Config *config.Config
+	// Switch is the switch (an element of Config.Switches).
+	Switch *config.Switch
+	// Connections are installed on every switch.
+	Connections []Connection
+	// PrevINC is the switch's current INC route table (nil: build afresh);
+	// with the same length, the new table moves the fewest buckets.
+	PrevINC incroute.Table
+}
+
+// Result is a switch's desired state plus what was derived on the way.
+type Result struct {
+	State *State
+	// INC is the INC route table installed (nil without INC).
+	INC incroute.Table
+	// Ports are the port parameters, by port number order.
+	Ports []PortParams
+	// Warnings are config parts the data plane cannot express (IPv6 routes,
+	// an INC bucket count other than the data plane's).
+	Warnings []string
+}
+
+type builder struct {
+	info *p4rt.Info
+	st   *State
+	err  error
+}
+
+func (b *builder) table(t string, prio int32, ms []p4rt.Match, action string, ps ...p4rt.Param) {
+	if b.err != nil {
+		return
+	}
+	tb := b.info.TableEntry(t).Match(ms...)
+	if prio != 0 {
+		tb = tb.Priority(prio)
+	}
+	e, err := tb.Action(action, ps...).Entity()
+	if err != nil {
+		b.err = fmt.Errorf("fabric: %s: %w", t, err)
+		return
+	}
+	if err := b.st.Add(e); err != nil {
+		b.err = err
+	}
+}
+
+func (b *builder) add(e *p4v1.Entity, err error) {
+	if b.err != nil {
+		return
+	}
+	if err != nil {
+		b.err = fmt.Errorf("fabric: %w", err)
+		return
+	}
+	if err := b.st.Add(e); err != nil {
+		b.err = err
+	}
+}
+
+// Desired computes the desired state of one switch.
+func Desired(info *p4rt.Info, in Input) (*Result, error) {
+	if in.Config == nil || in.Switch == nil {
+		return nil, fmt.Errorf("fabric: config and switch are required")
+	}
+	sw := in.Switch
+	res := &Result{}
+	b := &builder{info: info, st: NewState()}
+
+	// Value set, clone session, digests.
+	b.add(info.ValueSetEntry(ValueSetAnnounce, []p4rt.Match{p4rt.Exact("", in.Config.Announce.UDPPort)}))
+	b.add(p4rt.CloneSession(pipeline.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
+	for _, d := range ManagedDigests {
+		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
+	}
+
+	// Traffic classes: untagged packets by DSCP, tagged ones by PCP.
+	qos := in.Config.QoS
+	if n := len(qos.DSCPPriority) + len(qos.PCPPriority); n > pipeline.TrafficClassSize {
+		return nil, fmt.Errorf("fabric: switch %s: %d traffic classes exceed the table size %d",
+			sw.Name, n, pipeline.TrafficClassSize)
+	}
+	for _, d := range sortedKeys(qos.DSCPPriority) {
+		prio := qos.DSCPPriority[d]
+		b.table(TableTrafficClass, 1, []p4rt.Match{p4rt.Exact("vlan_valid", 0), p4rt.Ternary("dscp", d, 0x3f)},
+			"set_traffic_class", p4rt.P("priority", prio), p4rt.P("lossless", b2u(prio == qos.LosslessPriority)))
+	}
+	for _, p := range sortedKeys(qos.PCPPriority) {
+		prio := qos.PCPPriority[p]
+		b.table(TableTrafficClass, 1, []p4rt.Match{p4rt.Exact("vlan_valid", 1), p4rt.Ternary("pcp", p, 0x7)},
+			"set_traffic_class", p4rt.P("priority", prio), p4rt.P("lossless", b2u(prio == qos.LosslessPriority)))
+	}
+
+	// Ports.
+	ports := append([]config.Port(nil), sw.Ports...)
+	sort.Slice(ports, func(i, j int) bool { return ports[i].Number < ports[j].Number })
+	for i := range ports {
+		pp, err := ComputePortParams(sw, &ports[i], qos.LosslessPriority)
+		if err != nil {
+			return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
+		}
+		res.Ports = append(res.Ports, pp)
+		b.table(TablePortConfig, 0, []p4rt.Match{p4rt.Exact("port", pp.Port)}, "set_port_config",
+			p4rt.P("rate_bytes_per_ms", pp.RateBytesPerMs), p4rt.P("qth_bytes", pp.QthBytes),
+			p4rt.P("tcheck_ns", pp.TcheckNs), p4rt.P("cnp_gap_ns", pp.CNPGapNs), p4rt.P("mode", pp.Mode),
+			p4rt.P("red_kmin_bytes", pp.REDKminBytes), p4rt.P("red_kmax_bytes", pp.REDKmaxBytes),
+			p4rt.P("red_pmax_q16", pp.REDPmaxQ16), p4rt.P("rtt_base_ns", pp.RTTBaseNs),
+			p4rt.P("bdp_bytes", pp.BDPBytes), p4rt.P("bdp_log2_q6", pp.BDPLog2Q6),
+			p4rt.P("mtu_bytes", pp.MTUBytes), p4rt.P("pause_quantum_ps", pp.PauseQuantumPs),
+			p4rt.P("switch_id", pp.SwitchID), p4rt.P("lossless_priority", pp.LosslessPriority))
+	}
+
+	// Routes (IPv4 only: the data plane has no IPv6 table).
+	v4 := 0
+	for _, r := range sw.Routes {
+		if !r.Prefix.Addr().Is4() {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("route %s skipped: the data plane routes IPv4 only", r.Prefix))
+			continue
+		}
+		v4++
+		port := sw.Port(r.Port)
+		if port == nil || port.MAC == nil {
+			return nil, fmt.Errorf("fabric: switch %s: route %s: port %d has no MAC", sw.Name, r.Prefix, r.Port)
+		}
+		ms := []p4rt.Match{p4rt.LPM("dst_addr", net.IP(r.Prefix.Addr().AsSlice()), int32(r.Prefix.Bits()))}
+		if r.Prefix.Bits() == 0 {
+			// A /0 is the default route: P4Runtime wants the field omitted.
+			ms = nil
+		}
+		b.table(TableIPv4Route, 0, ms, "set_nexthop", p4rt.P("port", r.Port), p4rt.P("src_mac", port.MAC),
+			p4rt.P("dst_mac", r.NextHopMAC))
+	}
+	if v4 > pipeline.RouteTableSize {
+		return nil, fmt.Errorf("fabric: switch %s: %d IPv4 routes exceed ROUTE_TABLE_SIZE %d", sw.Name, v4, pipeline.RouteTableSize)
+	}
+
+	// INC route table.
+	if sw.INC != nil {
+		if sw.INC.Buckets != pipeline.IncBuckets {
+			res.Warnings = append(res.Warnings, fmt.Sprintf(
+				"inc.buckets %d: the data plane hashes into %d buckets; installing %d", sw.INC.Buckets,
+				pipeline.IncBuckets, pipeline.IncBuckets))
+		}
+		hops := make([]incroute.Hop, 0, len(sw.INC.NextHops))
+		macs := make(map[uint32]config.INCNextHop)
+		for _, h := range sw.INC.NextHops {
+			hops = append(hops, incroute.Hop{ID: uint32(h.Port), Weight: h.Weight})
+			macs[uint32(h.Port)] = h
+		}
+		var t incroute.Table
+		var err error
+		if len(in.PrevINC) == pipeline.IncBuckets {
+			t, err = incroute.Update(in.PrevINC, hops)
+		} else {
+			t, err = incroute.Build(hops, pipeline.IncBuckets)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fabric: switch %s: inc routes: %w", sw.Name, err)
+		}
+		res.INC = t
+		for bucket, id := range t {
+			h := macs[id]
+			port := sw.Port(h.Port)
+			if port == nil || port.MAC == nil {
+				return nil, fmt.Errorf("fabric: switch %s: inc next hop port %d has no MAC", sw.Name, h.Port)
+			}
+			b.table(TableINCRoute, 0, []p4rt.Match{p4rt.Exact("bucket", bucket)}, "set_nexthop",
+				p4rt.P("port", h.Port), p4rt.P("src_mac", port.MAC), p4rt.P("dst_mac", h.MAC))
+		}
+	}
+
+	// Connections and INC groups.
+	masks := make(map[uint16]uint32)
+	for _, c := range in.Connections {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("fabric: connection %s: %w", c.ConnKey, err)
+		}
+		if int(c.Index) >= pipeline.ConnTableSize {
+			return nil, fmt.Errorf("fabric: connection %s: conn_index %d >= %d", c.ConnKey, c.Index, pipeline.ConnTableSize)
+		}
+		b.table(TableRDMAConnection, 0, []p4rt.Match{
+			p4rt.Exact("src_addr", net.IP(c.SenderIP.AsSlice())), p4rt.Exact("udp_sport", c.UDPSrcPort),
+			p4rt.Exact("dest_qp", c.ReceiverQPN)},
+			"set_connection", p4rt.P("sender_qpn", c.SenderQPN), p4rt.P("flags", c.Flags),
+			p4rt.P("conn_index", c.Index), p4rt.P("inc_group", c.INCGroup), p4rt.P("worker_rank", c.WorkerRank))
+		if c.Flags&pipeline.ConnFlagINC != 0 && c.INCGroup != 0 {
+			masks[c.INCGroup] |= 1 << c.WorkerRank
+		}
+	}
+	if len(masks) > pipeline.IncGroups {
+		return nil, fmt.Errorf("fabric: %d INC groups exceed INC_GROUPS %d", len(masks), pipeline.IncGroups)
+	}
+	for _, g := range sortedKeys(masks) {
+		b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
+			p4rt.P("contributors_mask", masks[g]))
+	}
+
+	// The window tables (the same for every switch: built once per P4Info).
+	if b.err == nil {
+		ws, err := windowEntries(info)
+		if err != nil {
+			return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
+		}
+		for _, e := range ws {
+			if err := b.st.addEntry(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if b.err != nil {
+		return nil, fmt.Errorf("switch %s: %w", sw.Name, b.err)
+	}
+	res.State = b.st
+	return res, nil
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[K ~uint8 | ~uint16, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
+}
+
+var windowCache sync.Map // *p4rt.Info -> []Entry
+
+// windowEntries returns the entries of the two log2 tables and window_exp2
+// (window.Log2Entries, window.Exp2Entries), cached per P4Info index. Entries
+// are immutable, so states share them.
+func windowEntries(info *p4rt.Info) ([]Entry, error) {
+	if v, ok := windowCache.Load(info); ok {
+		return v.([]Entry), nil
+	}
+	b := &builder{info: info, st: NewState()}
+	for _, e := range window.Log2Entries() {
+		b.table(TableFlowLog2, 0, []p4rt.Match{p4rt.LPM("bytes", e.Value, int32(e.PrefixLen))}, "set_flow_bytes_log2",
+			p4rt.P("log2_q6", e.Log2Q6))
+		b.table(TablePortLog2, 0, []p4rt.Match{p4rt.LPM("bytes", e.Value, int32(e.PrefixLen))}, "set_port_bytes_log2",
+			p4rt.P("log2_q6", e.Log2Q6))
+	}
+	for _, e := range window.Exp2Entries() {
+		b.table(TableWindowExp2, 0, []p4rt.Match{p4rt.Exact("log2_q6", e.K)}, "set_window",
+			p4rt.P("window_bytes", e.Window))
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	out := make([]Entry, 0, b.st.Len())
+	for _, e := range b.st.entries {
+		out = append(out, e)
+	}
+	windowCache.Store(info, out)
+	return out, nil
+}

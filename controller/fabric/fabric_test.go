@@ -1,0 +1,267 @@
+package fabric
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/target/pipeline/window"
+	"google.golang.org/protobuf/proto"
+)
+
+func testInfo(t *testing.T) *p4rt.Info {
+	t.Helper()
+	p, err := p4src.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := p4rt.NewInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func testConfig(t *testing.T) *config.Config {
+	t.Helper()
+	c, err := config.Load("../config/testdata/fastcnpd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func conn(ip string, sport uint16, qpn uint32) Connection {
+	return Connection{ConnKey: ConnKey{SenderIP: netip.MustParseAddr(ip), UDPSrcPort: sport, ReceiverQPN: qpn},
+		SenderQPN: 7, Flags: pipeline.ConnFlagCNPTarget}
+}
+
+func TestComputePortParams(t *testing.T) {
+	cfg := testConfig(t)
+	sw := cfg.Switch("leaf1")
+	tests := []struct {
+		port uint16
+		want PortParams
+	}{
+		{1, PortParams{Port: 1, RateBytesPerMs: 12_500_000, QthBytes: 100_000, TcheckNs: 8000, CNPGapNs: 4000,
+			Mode: pipeline.ModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
+			BDPBytes: 100_000, MTUBytes: 1500, PauseQuantumPs: 5120, SwitchID: 1, LosslessPriority: 3}},
+		{3, PortParams{Port: 3, RateBytesPerMs: 50_000_000, QthBytes: 400_000, TcheckNs: 8000, CNPGapNs: 4000,
+			Mode: pipeline.ModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
+			BDPBytes: 400_000, MTUBytes: 1500, PauseQuantumPs: 1280, SwitchID: 1, LosslessPriority: 3}},
+		{4, PortParams{Port: 4, RateBytesPerMs: 3_125_000, QthBytes: 25_000, TcheckNs: 8000, CNPGapNs: 4000,
+			Mode: pipeline.ModeECN, REDKminBytes: 10240, REDKmaxBytes: 102400, REDPmaxQ16: 13107, RTTBaseNs: 8000,
+			BDPBytes: 25_000, MTUBytes: 1500, PauseQuantumPs: 20480, SwitchID: 1, LosslessPriority: 3}},
+	}
+	for _, tt := range tests {
+		got, err := ComputePortParams(sw, sw.Port(tt.port), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt.want.BDPLog2Q6, _ = window.BDPLog2Q6(uint64(tt.want.BDPBytes))
+		if got != tt.want {
+			t.Errorf("port %d:\n got %+v\nwant %+v", tt.port, got, tt.want)
+		}
+	}
+}
+
+func TestPmaxQ16(t *testing.T) {
+	for _, tt := range []struct {
+		p    float64
+		want uint16
+	}{{1, 65535}, {0.5, 32768}, {0.01, 655}, {0.2, 13107}} {
+		if got := PmaxQ16(tt.p); got != tt.want {
+			t.Errorf("PmaxQ16(%v) = %d, want %d", tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestDesiredCounts(t *testing.T) {
+	info, cfg := testInfo(t), testConfig(t)
+	c1 := conn("10.1.1.5", 1000, 17)
+	inc := conn("10.1.2.6", 1001, 18)
+	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = pipeline.ConnFlagINC, 5, 3, 1
+	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(name string) string {
+		x, err := info.TableID(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return TablePrefix(x)
+	}
+	for _, tt := range []struct {
+		table string
+		want  int
+	}{
+		{TableIPv4Route, 3}, {TableTrafficClass, 4}, {TablePortConfig, 4}, {TableRDMAConnection, 2},
+		{TableINCGroup, 1}, {TableINCRoute, 256}, {TableFlowLog2, window.Log2EntryCount},
+		{TablePortLog2, window.Log2EntryCount}, {TableWindowExp2, window.Exp2Size},
+	} {
+		if got := res.State.CountByPrefix(id(tt.table)); got != tt.want {
+			t.Errorf("%s: %d entries, want %d", tt.table, got, tt.want)
+		}
+	}
+	for _, p := range []string{"v/", "c/", "d/"} {
+		if res.State.CountByPrefix(p) == 0 {
+			t.Errorf("no %s entity", p)
+		}
+	}
+	// spine1 asks for 1024 buckets: warned, 256 installed.
+	res2, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("spine1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res2.Warnings) != 1 || len(res2.INC) != pipeline.IncBuckets {
+		t.Errorf("spine1: warnings %q, %d buckets", res2.Warnings, len(res2.INC))
+	}
+}
+
+func TestDiff(t *testing.T) {
+	info, cfg := testInfo(t), testConfig(t)
+	base := Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{conn("10.1.1.5", 1000, 17)}}
+	desired, err := Desired(info, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := desired.State
+	// A copy of the desired state read back with padded bytestrings.
+	padded := NewState()
+	for _, e := range full.Entries() {
+		c := proto.Clone(e.Entity).(*p4v1.Entity)
+		if te := c.GetTableEntry(); te != nil {
+			for _, p := range te.GetAction().GetAction().GetParams() {
+				p.Value = append(make([]byte, 3), p.Value...)
+			}
+		}
+		if err := padded.Put(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The switch holds a different Qth on port 1, one connection too many and
+	// lacks the value set and the clone session.
+	cfg2 := testConfig(t)
+	cfg2.Switch("leaf1").Port(1).Settings.Qth = 120 * 1024
+	extra := base
+	extra.Config, extra.Switch = cfg2, cfg2.Switch("leaf1")
+	extra.Connections = append(extra.Connections, conn("10.1.1.9", 1, 2))
+	other, err := Desired(info, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := NewState()
+	for _, e := range other.State.Entries() {
+		if e.Kind == KindValueSet || e.Kind == KindCloneSession {
+			continue
+		}
+		_ = drifted.Put(e.Entity)
+	}
+	tests := []struct {
+		name                   string
+		actual                 *State
+		insert, modify, delete int
+	}{
+		{"empty switch", NewState(), full.Len() - 1, 1, 0},
+		{"in sync", full, 0, 0, 0},
+		{"padded bytestrings", padded, 0, 0, 0},
+		{"drifted", drifted, 1, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Diff(full, tt.actual)
+			if len(p.Insert) != tt.insert || len(p.Modify) != tt.modify || len(p.Delete) != tt.delete {
+				t.Fatalf("insert/modify/delete = %d/%d/%d, want %d/%d/%d", len(p.Insert), len(p.Modify),
+					len(p.Delete), tt.insert, tt.modify, tt.delete)
+			}
+			ups := p.Updates()
+			if len(ups) != p.Len() {
+				t.Fatalf("%d updates for a plan of %d", len(ups), p.Len())
+			}
+			for i, u := range ups { // deletes, then modifies, then inserts
+				want := p4v1.Update_INSERT
+				if i < len(p.Delete) {
+					want = p4v1.Update_DELETE
+				} else if i < len(p.Delete)+len(p.Modify) {
+					want = p4v1.Update_MODIFY
+				}
+				if u.Type != want {
+					t.Fatalf("update %d is %v, want %v", i, u.Type, want)
+				}
+			}
+		})
+	}
+}
+
+func TestConnTable(t *testing.T) {
+	tab := NewConnTable(2)
+	now := time.Unix(1000, 0)
+	a, b, c := conn("10.0.0.1", 1, 1), conn("10.0.0.2", 1, 1), conn("10.0.0.3", 1, 1)
+	a.LastSeen, b.LastSeen, c.LastSeen = now, now.Add(30*time.Second), now
+	ga, ch, err := tab.Upsert(a)
+	if err != nil || !ch || ga.Index != 0 {
+		t.Fatalf("first: %+v %v %v", ga, ch, err)
+	}
+	if _, ch, _ := tab.Upsert(a); ch {
+		t.Error("refresh reported a change")
+	}
+	gb, _, _ := tab.Upsert(b)
+	if gb.Index != 1 {
+		t.Errorf("second index %d", gb.Index)
+	}
+	if _, _, err := tab.Upsert(c); !errors.Is(err, ErrTableFull) {
+		t.Errorf("third: %v, want ErrTableFull", err)
+	}
+	exp := tab.Expire(now.Add(61*time.Second), time.Minute)
+	if len(exp) != 1 || exp[0].ConnKey != a.ConnKey {
+		t.Fatalf("expired %+v", exp)
+	}
+	gc, _, err := tab.Upsert(c)
+	if err != nil || gc.Index != 0 {
+		t.Fatalf("reuse: %+v %v", gc, err)
+	}
+	if _, err := tab.Remove(a.ConnKey); !errors.Is(err, ErrNoConn) {
+		t.Errorf("remove expired: %v", err)
+	}
+	bad := []Connection{
+		func() Connection { x := conn("10.0.0.4", 1, 1<<24); return x }(),
+		func() Connection { x := conn("10.0.0.4", 1, 1); x.WorkerRank = 32; return x }(),
+		func() Connection { x := conn("10.0.0.4", 1, 1); x.Flags = 0x80; return x }(),
+		func() Connection { x := conn("10.0.0.4", 1, 1); x.Flags = pipeline.ConnFlagINC; return x }(),
+		func() Connection { x := conn("fd00::1", 1, 1); return x }(),
+	}
+	for i, x := range bad {
+		if _, _, err := NewConnTable(0).Upsert(x); !errors.Is(err, ErrInvalidConn) {
+			t.Errorf("bad %d: %v", i, err)
+		}
+	}
+}
+
+func TestAssumeKind(t *testing.T) {
+	info, cfg := testInfo(t), testConfig(t)
+	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server that cannot read digest configs: the read-back lacks them.
+	readBack := NewState()
+	for _, e := range res.State.Entries() {
+		if e.Kind != KindDigestConfig {
+			_ = readBack.Put(e.Entity)
+		}
+	}
+	if p := Diff(res.State, readBack); len(p.Insert) != 2 {
+		t.Fatalf("without assumption: %d inserts, want the 2 digests", len(p.Insert))
+	}
+	readBack.AssumeKind(KindDigestConfig, nil, res.State)
+	if p := Diff(res.State, readBack); !p.Empty() {
+		t.Errorf("assumed digests: plan %d", p.Len())
+	}
+}

@@ -1,0 +1,867 @@
+// Package live is the real-time runtime of the fastcnp host agent: one
+// AF_PACKET port (target/port), a paced send loop, a receive loop, the
+// announcements, and per-flow statistics as JSON lines. The transport and
+// congestion-control logic is pure and lives in host/agent and host/cc.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/host/cc"
+	"github.com/fastcnp/fastcnp/target/port"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+// Mode selects the roles an agent plays for the flows it is part of.
+type Mode string
+
+// Modes.
+const (
+	ModeSender    Mode = "sender"     // send the flows whose src is the agent
+	ModeReceiver  Mode = "receiver"   // receive the flows whose dst is the agent
+	ModeBoth      Mode = "both"       // both of the above
+	ModeINCWorker Mode = "inc-worker" // INC flows only: send contributions, check RESULTs addressed to the agent
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeSender, ModeReceiver, ModeBoth, ModeINCWorker:
+		return m, nil
+	}
+	return "", fmt.Errorf("mode %q: want sender, receiver, both or inc-worker: %w", s, ErrFlowConfig)
+}
+
+// PortIO is what the agent needs from a port (*port.Port implements it).
+type PortIO interface {
+	ReadBatch(ctx context.Context, msgs []port.Message) (int, error)
+	WriteBatch(ctx context.Context, frames [][]byte) (int, error)
+	MaxFrameLen() int
+}
+
+// Defaults of Config.
+const (
+	// DefaultSleepBelow: waits below 2 ms use nanosleep.
+	DefaultSleepBelow = 2 * time.Millisecond
+	// DefaultBurstTime is the pacing bucket depth in time: the measured
+	// overshoot of a short nanosleep on the 2-core test VM is 60-100 us.
+	DefaultBurstTime = 100 * time.Microsecond
+)
+
+// Config configures an Agent.
+type Config struct {
+	// IP and MAC are the agent's addresses.
+	IP  wire.Addr4
+	MAC wire.MAC
+	// GatewayMAC, if non-zero, is the next hop of everything the agent
+	// sends first (data, announcements); otherwise each flow's DstMAC.
+	// Replies (ACKs, CNPs) go to the source MAC of the frame that caused them.
+	GatewayMAC wire.MAC
+	// Mode selects roles (default ModeBoth).
+	Mode Mode
+	// Algo is the host/cc algorithm name ("dcqcn", "dcqcn-fastcnp").
+	Algo string
+	// CC is the algorithm configuration (LineRate required, DCQCN params
+	// from a preset). Its DCQCN.CNPInterval is also the receivers' NP interval.
+	CC cc.Config
+	// Sender holds the transport settings of sending connections.
+	Sender agent.SenderConfig
+	// AnnouncePort is the UDP port of announcements (0 = 4792);
+	// NoAnnounce disables them.
+	AnnouncePort uint16
+	NoAnnounce   bool
+	// NoCNPTarget clears the CNP-target flag of announcements (the sender
+	// then gets only receiver NP CNPs through an ECN-marking switch).
+	NoCNPTarget bool
+	// Flows are the connections (both ends configured alike; see Expand).
+	Flows []FlowConfig
+	// Stats receives JSON lines (nil: none); StatsInterval is the sampling
+	// period (default 10ms); RTTPerSample caps the raw RTT samples listed
+	// in one sample record (default 64; summaries use all of them).
+	Stats         io.Writer
+	StatsInterval time.Duration
+	RTTPerSample  int
+	// ExitWhenDone makes Run return once every local sender flow is
+	// acknowledged and every local INC checker is complete (agents with
+	// only receiving flows run until ctx ends).
+	ExitWhenDone bool
+	// SpinBelow: waits shorter than this are spun (with runtime.Gosched)
+	// instead of sleeping on a timer, for pacing precision (default 0:
+	// always sleep). See docs/host-agent.md for the measured accuracy.
+	SpinBelow time.Duration
+	// SleepBelow: waits shorter than this use nanosleep(2) with a 1 ns
+	// timer slack instead of a Go timer, which rounds short sleeps up to
+	// about 1 ms (default DefaultSleepBelow; negative: never).
+	SleepBelow time.Duration
+	// Capture, if set, is called with every frame the agent sends and
+	// every RoCEv2 frame it accepts for a local flow (e.g. a pcap writer).
+	// It runs in the agent's loops: keep it short, copy the frame if kept.
+	Capture func(ts time.Time, frame []byte, sent bool)
+	// Log receives structured logs (default: the standard logrus logger).
+	Log logrus.FieldLogger
+}
+
+// flow is one local end of a connection.
+type flow struct {
+	cfg   FlowConfig
+	send  bool // this end sends
+	path  agent.Path
+	lqpn  uint32 // local QPN
+	rqpn  uint32 // remote QPN
+	snd   *agent.Sender
+	rcv   *agent.Receiver
+	inc   *agent.INCParams
+	start time.Duration
+	// sender state
+	started, stopped bool
+	stopAt           time.Duration
+	ann              wire.Announcement
+	// receiver state
+	learned  bool
+	rxOffset int64
+	badData  uint64
+	// statistics
+	prevWire, prevPay  int64
+	prevRx             int64
+	prevT              time.Duration
+	rtts               []time.Duration // all samples (capped at maxKeptRTT)
+	rttWin             []time.Duration // since the last sample record
+	msgs               []agent.MessageDone
+	doneAt             time.Duration
+	reported           bool
+	peakInflight       int64
+	intPeak            int64 // peak inflight since the last sample record
+	intWinMax          int64 // largest window a packet was admitted under since then
+	minWindow          int64
+	inflightSum, nInfl float64
+}
+
+const maxKeptRTT = 1 << 20
+
+// Agent is a running host agent.
+type Agent struct {
+	cfg   Config
+	p     PortIO
+	log   logrus.FieldLogger
+	epoch time.Time
+
+	mu       sync.Mutex
+	flows    []*flow
+	senders  []*flow
+	byQPN    map[uint32]*flow // local QPN -> flow (data: receivers; ACK/CNP: senders)
+	checkers []*agent.INCChecker
+	incRecv  map[uint32][]*agent.INCChecker // local QPN -> checkers
+	rr       int
+	rxStats  RxCounters
+
+	ran     atomic.Bool
+	kick    chan struct{}
+	statsMu sync.Mutex
+	enc     *jsonLines
+}
+
+// RxCounters count frames the receive loop saw.
+type RxCounters struct {
+	Frames      uint64 `json:"frames"`      // frames read from the port
+	NotForUs    uint64 `json:"not_for_us"`  // not RoCEv2 to the agent's IP
+	UnknownQP   uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
+	Malformed   uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
+	INCResults  uint64 `json:"inc_results"` // INC RESULT frames received
+	AcksSent    uint64 `json:"acks_sent"`
+	CNPsSent    uint64 `json:"cnps_sent"`
+	ReplyErrors uint64 `json:"reply_errors"`
+}
+
+// New checks cfg and builds the agent's flows. The agent is idle until Run.
+func New(cfg Config, p PortIO) (*Agent, error) {
+	if p == nil {
+		return nil, fmt.Errorf("agent: nil port: %w", agent.ErrConfig)
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeBoth
+	}
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	if cfg.StatsInterval <= 0 {
+		cfg.StatsInterval = 10 * time.Millisecond
+	}
+	if cfg.SleepBelow == 0 {
+		cfg.SleepBelow = DefaultSleepBelow
+	}
+	if cfg.Sender.BurstTime == 0 {
+		cfg.Sender.BurstTime = DefaultBurstTime
+	}
+	if cfg.RTTPerSample <= 0 {
+		cfg.RTTPerSample = 64
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.IP == (wire.Addr4{}) {
+		return nil, fmt.Errorf("agent: no IP address: %w", agent.ErrConfig)
+	}
+	mss := cfg.Sender.MSS
+	if mss == 0 {
+		mss = agent.DefaultMSS
+	}
+	if max(mss, agent.INCPayload(true))+agent.RoCEOverhead+wire.Dot1QLen > p.MaxFrameLen() {
+		return nil, fmt.Errorf("agent: MSS %d plus %d header bytes exceeds the port's largest frame (%d): %w",
+			mss, agent.RoCEOverhead, p.MaxFrameLen(), agent.ErrConfig)
+	}
+	flows, err := Expand(cfg.Flows)
+	if err != nil {
+		return nil, err
+	}
+	// Check the algorithm once, with a clear error.
+	if _, err := cc.New(cfg.Algo, cfg.CC); err != nil {
+		return nil, fmt.Errorf("agent: algorithm %q: %w", cfg.Algo, err)
+	}
+	a := &Agent{
+		cfg: cfg, p: p, log: cfg.Log.WithField("ip", cfg.IP.String()),
+		byQPN: map[uint32]*flow{}, incRecv: map[uint32][]*agent.INCChecker{},
+		kick: make(chan struct{}, 1),
+	}
+	if cfg.Stats != nil {
+		a.enc = newJSONLines(cfg.Stats)
+	}
+	incChk := map[[2]uint16]*agent.INCChecker{}
+	for i := range flows {
+		fc := flows[i]
+		isSrc, isDst := fc.src == cfg.IP, fc.dst == cfg.IP
+		inc := fc.INC != nil
+		wantSend := isSrc && (cfg.Mode == ModeSender || cfg.Mode == ModeBoth || (cfg.Mode == ModeINCWorker && inc))
+		wantRecv := isDst && (cfg.Mode == ModeReceiver || cfg.Mode == ModeBoth || (cfg.Mode == ModeINCWorker && inc))
+		if wantSend {
+			f, err := a.newSender(fc)
+			if err != nil {
+				return nil, fmt.Errorf("agent: flow %s: %w", fc.Name, err)
+			}
+			if o, dup := a.byQPN[f.lqpn]; dup {
+				return nil, fmt.Errorf("agent: flow %s: local QP %#x already used by %s: %w", fc.Name, f.lqpn, o.cfg.Name, agent.ErrConfig)
+			}
+			a.byQPN[f.lqpn] = f
+			a.flows = append(a.flows, f)
+			a.senders = append(a.senders, f)
+		}
+		if wantRecv && inc {
+			p := fc.INC.Params()
+			key := [2]uint16{p.Group, p.Message}
+			if incChk[key] == nil {
+				c, err := agent.NewINCChecker(p)
+				if err != nil {
+					return nil, fmt.Errorf("agent: flow %s: %w", fc.Name, err)
+				}
+				incChk[key] = c
+				a.checkers = append(a.checkers, c)
+				a.incRecv[fc.DstQPN] = append(a.incRecv[fc.DstQPN], c)
+			}
+		} else if wantRecv {
+			r, err := agent.NewReceiver(agent.ReceiverConfig{CNPInterval: cfg.CC.DCQCN.CNPInterval})
+			if err != nil {
+				return nil, fmt.Errorf("agent: flow %s: %w", fc.Name, err)
+			}
+			f := &flow{cfg: fc, lqpn: fc.DstQPN, rqpn: fc.SrcQPN, rcv: r,
+				path: agent.Path{SrcMAC: cfg.MAC, SrcIP: cfg.IP, DstIP: fc.src, SrcPort: fc.SPort}}
+			if o, dup := a.byQPN[f.lqpn]; dup {
+				return nil, fmt.Errorf("agent: flow %s: local QP %#x already used by %s: %w", fc.Name, f.lqpn, o.cfg.Name, agent.ErrConfig)
+			}
+			a.byQPN[f.lqpn] = f
+			a.flows = append(a.flows, f)
+		}
+	}
+	if len(a.flows) == 0 && len(a.checkers) == 0 {
+		a.log.Warn("no flow has this agent's IP as source or destination (for its mode): it will only count frames")
+	}
+	return a, nil
+}
+
+func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
+	next := a.cfg.GatewayMAC
+	if next == (wire.MAC{}) {
+		if fc.dstMAC == nil {
+			return nil, fmt.Errorf("no next-hop MAC: set the agent's gateway MAC or the flow's dst_mac: %w", agent.ErrConfig)
+		}
+		next = *fc.dstMAC
+	}
+	f := &flow{cfg: fc, send: true, lqpn: fc.SrcQPN, rqpn: fc.DstQPN, start: time.Duration(fc.Start), minWindow: cc.NoWindowCap,
+		path: agent.Path{SrcMAC: a.cfg.MAC, DstMAC: next, SrcIP: a.cfg.IP, DstIP: fc.dst, SrcPort: fc.SPort}}
+	alg, err := cc.New(a.cfg.Algo, a.cfg.CC)
+	if err != nil {
+		return nil, err
+	}
+	sc := a.cfg.Sender
+	sc.Overhead = f.path.Overhead()
+	flags := uint8(wire.AnnounceFlagCNPTarget)
+	if a.cfg.NoCNPTarget {
+		flags = 0
+	}
+	if fc.INC != nil {
+		p := fc.INC.Params()
+		f.inc = &p
+		sc.NoAck = true
+		sc.MSS = agent.INCPayload(false)
+		sc.PayloadFunc = func(seq uint64) int { return agent.INCPayload(seq == 0) }
+		flags |= wire.AnnounceFlagINCUplink
+	}
+	f.snd, err = agent.NewSender(sc, alg)
+	if err != nil {
+		return nil, err
+	}
+	f.ann = wire.NewAnnouncement(wire.AnnounceUp, flags)
+	f.ann.SenderQPN, f.ann.ReceiverQPN = fc.SrcQPN, fc.DstQPN
+	if f.inc != nil {
+		f.ann.INCGroup, f.ann.WorkerRank = f.inc.Group, f.inc.Rank
+	}
+	return f, nil
+}
+
+func (a *Agent) now() time.Duration { return time.Since(a.epoch) }
+
+// Run sends the announcements, runs the send loop, the receive loop and
+// the statistics sampler until ctx ends (or, with ExitWhenDone, until the
+// local flows are done), sends the "down" announcements and writes the
+// summary records. It returns ctx's error only if ctx ended before the
+// flows were done while ExitWhenDone was set.
+//
+// Run may be called once per Agent (its clock starts with Run).
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.ran.CompareAndSwap(false, true) {
+		return fmt.Errorf("agent: Run called twice: %w", agent.ErrState)
+	}
+	a.epoch = time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := a.announce(ctx, wire.AnnounceUp); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := a.recvLoop(ctx); err != nil {
+			errc <- err
+			cancel()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		a.statsLoop(ctx)
+	}()
+	sendErr := a.sendLoop(ctx)
+	cancel()
+	wg.Wait()
+	close(errc)
+	var errs []error
+	if sendErr != nil && !errors.Is(sendErr, context.Canceled) {
+		errs = append(errs, sendErr)
+	}
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	// Tear-down: a fresh context, the run's one is over.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	if err := a.announce(dctx, wire.AnnounceDown); err != nil {
+		errs = append(errs, err)
+	}
+	dcancel()
+	a.writeSummary()
+	return errors.Join(errs...)
+}
+
+// announce sends one announcement of type typ per local sending flow.
+func (a *Agent) announce(ctx context.Context, typ uint8) error {
+	if a.cfg.NoAnnounce || len(a.senders) == 0 {
+		return nil
+	}
+	buf := make([]byte, 128*len(a.senders))
+	var frames [][]byte
+	for i, f := range a.senders {
+		ann := f.ann
+		ann.Type = typ
+		b := buf[i*128 : (i+1)*128]
+		n, err := f.path.BuildAnnouncement(b, a.cfg.AnnouncePort, &ann)
+		if err != nil {
+			return fmt.Errorf("agent: flow %s: %w", f.cfg.Name, err)
+		}
+		frames = append(frames, b[:n])
+	}
+	if _, err := a.p.WriteBatch(ctx, frames); err != nil {
+		return fmt.Errorf("agent: send announcements: %w", err)
+	}
+	a.capture(frames, true)
+	a.log.WithFields(logrus.Fields{"type": typ, "count": len(frames), "port": a.cfg.AnnouncePort}).Info("announcements sent")
+	return nil
+}
+
+func (a *Agent) capture(frames [][]byte, sent bool) {
+	if a.cfg.Capture == nil {
+		return
+	}
+	ts := time.Now()
+	for _, f := range frames {
+		a.cfg.Capture(ts, f, sent)
+	}
+}
+
+// sendLoop runs the senders: starts flows at their start time, stops long
+// flows, collects the paced departures of all flows round-robin (one packet
+// per flow per pass, up to a batch) and writes them, then sleeps until the
+// earliest next departure or timer, or until the receive loop kicks it.
+func (a *Agent) sendLoop(ctx context.Context) error {
+	const batch = 64
+	frameLen := a.p.MaxFrameLen()
+	store := make([]byte, batch*frameLen)
+	frames := make([][]byte, 0, batch)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	if a.cfg.SleepBelow > 0 {
+		defer preciseSleepThread(a.log)()
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		frames = frames[:0]
+		a.mu.Lock()
+		now := a.now()
+		wake := agent.NoWake
+		var err error
+		for _, f := range a.senders {
+			if w, e := a.startStop(f, now); e != nil {
+				err = e
+			} else {
+				wake = min(wake, w)
+			}
+		}
+		for err == nil && len(frames) < batch {
+			progressed := false
+			for k := 0; k < len(a.senders) && len(frames) < batch; k++ {
+				f := a.senders[(a.rr+k)%len(a.senders)]
+				if !f.started {
+					continue
+				}
+				p, ok, e := f.snd.Next(now)
+				if e != nil {
+					err = fmt.Errorf("agent: flow %s: %w", f.cfg.Name, e)
+					break
+				}
+				if !ok {
+					continue
+				}
+				b := store[len(frames)*frameLen : (len(frames)+1)*frameLen]
+				var n int
+				if f.inc != nil {
+					n, e = f.path.BuildINC(b, f.rqpn, &p, f.snd.PSNOf(0), *f.inc)
+				} else {
+					n, e = f.path.BuildData(b, f.rqpn, &p)
+				}
+				if e != nil {
+					err = fmt.Errorf("agent: flow %s: %w", f.cfg.Name, e)
+					break
+				}
+				frames = append(frames, b[:n])
+				progressed = true
+				if !p.Probe { // a probe adds no bytes in flight
+					f.peakInflight = max(f.peakInflight, f.snd.Inflight())
+					f.intPeak = max(f.intPeak, f.snd.Inflight())
+					f.intWinMax = max(f.intWinMax, p.Window)
+				}
+			}
+			if !progressed {
+				break
+			}
+		}
+		if len(a.senders) > 0 {
+			a.rr = (a.rr + 1) % len(a.senders)
+		}
+		for _, f := range a.senders {
+			if f.started {
+				wake = min(wake, f.snd.NextWake())
+			}
+		}
+		done := a.cfg.ExitWhenDone && a.allDoneLocked()
+		a.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if len(frames) > 0 {
+			if _, err := a.p.WriteBatch(ctx, frames); err != nil {
+				return fmt.Errorf("agent: send: %w", err)
+			}
+			a.capture(frames, true)
+			continue
+		}
+		if done {
+			return nil
+		}
+		if err := a.wait(ctx, timer, wake); err != nil {
+			return err
+		}
+	}
+}
+
+// startStop posts a flow's messages at its start time and stops a long
+// flow at its end; it returns the flow's next such deadline.
+func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
+	if !f.started {
+		if now < f.start {
+			return f.start, nil
+		}
+		f.started = true
+		var err error
+		switch {
+		case f.inc != nil:
+			err = f.snd.Post(now, int64(f.inc.Offsets)*int64(f.snd.Config().MSS))
+		case f.cfg.Duration > 0:
+			err = f.snd.Post(now, agent.Unbounded)
+			f.stopAt = now + time.Duration(f.cfg.Duration)
+		case len(f.cfg.Sizes) > 0:
+			for _, s := range f.cfg.Sizes {
+				if err = f.snd.Post(now, int64(s)); err != nil {
+					break
+				}
+			}
+		default:
+			err = f.snd.Post(now, int64(f.cfg.Size))
+		}
+		if err != nil {
+			return agent.NoWake, fmt.Errorf("agent: flow %s: start: %w", f.cfg.Name, err)
+		}
+		f.prevT = now
+		a.log.WithField("flow", f.cfg.Name).Debug("flow started")
+	}
+	if f.cfg.Duration > 0 && !f.stopped {
+		if now < f.stopAt {
+			return f.stopAt, nil
+		}
+		f.stopped = true
+		if err := f.snd.Stop(now); err != nil {
+			return agent.NoWake, fmt.Errorf("agent: flow %s: stop: %w", f.cfg.Name, err)
+		}
+	}
+	if f.snd.Done() && f.doneAt == 0 {
+		f.doneAt = now
+		a.log.WithFields(logrus.Fields{"flow": f.cfg.Name, "fct": (now - f.start).String()}).Info("flow done")
+	}
+	return agent.NoWake, nil
+}
+
+func (a *Agent) allDoneLocked() bool {
+	if len(a.senders) == 0 && len(a.checkers) == 0 {
+		return false
+	}
+	for _, f := range a.senders {
+		if !f.snd.Done() {
+			return false
+		}
+	}
+	for _, c := range a.checkers {
+		if !c.Complete() {
+			return false
+		}
+	}
+	return true
+}
+
+// wait sleeps until wake (agent time), a kick, or ctx's end. Short waits
+// (below SleepBelow) use nanosleep(2) on the send loop's own OS thread with
+// a 1 ns timer slack, because Go timers round sub-millisecond sleeps up to
+// about a millisecond; they are not interrupted by kicks (they are short,
+// and a sender waiting for its pacer needs no ACK to proceed).
+func (a *Agent) wait(ctx context.Context, timer *time.Timer, wake time.Duration) error {
+	d := wake - a.now()
+	if d <= 0 {
+		return nil
+	}
+	if d < a.cfg.SpinBelow {
+		for a.now() < wake {
+			select {
+			case <-a.kick:
+				return nil
+			default:
+			}
+			runtime.Gosched()
+		}
+		return nil
+	}
+	if d < a.cfg.SleepBelow {
+		ts := unix.NsecToTimespec(int64(d))
+		for {
+			err := unix.Nanosleep(&ts, &ts)
+			if err != unix.EINTR {
+				return nil
+			}
+		}
+	}
+	if wake == agent.NoWake {
+		d = time.Hour
+	}
+	timer.Reset(d)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return ctx.Err()
+	case <-a.kick:
+		timer.Stop()
+	case <-timer.C:
+	}
+	return nil
+}
+
+// preciseSleepThread locks the calling goroutine to its thread and sets the
+// thread's timer slack to 1 ns; the returned function restores both.
+func preciseSleepThread(log logrus.FieldLogger) func() {
+	runtime.LockOSThread()
+	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err == nil {
+		err = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	}
+	if err != nil {
+		log.WithError(err).Debug("timer slack unchanged")
+		return runtime.UnlockOSThread
+	}
+	return func() {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+		runtime.UnlockOSThread()
+	}
+}
+
+func (a *Agent) kickSender() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// recvLoop reads frames, runs them through the state machines, and sends
+// the replies (ACKs, NAKs, CNPs) they call for.
+func (a *Agent) recvLoop(ctx context.Context) error {
+	msgs := make([]port.Message, 64)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, a.p.MaxFrameLen())
+	}
+	replyStore := make([]byte, 64*replySlot)
+	var replies [][]byte
+	var pf wire.Frame
+	var ev agent.Event
+	var accepted [][]byte
+	for {
+		n, err := a.p.ReadBatch(ctx, msgs)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, port.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("agent: receive: %w", err)
+		}
+		replies, accepted = replies[:0], accepted[:0]
+		kick := false
+		a.mu.Lock()
+		now := a.now()
+		for i := 0; i < n; i++ {
+			frame := msgs[i].Buf[:msgs[i].N]
+			a.rxStats.Frames++
+			if err := agent.Decode(frame, &pf, &ev); err != nil {
+				a.rxStats.Malformed++ // truncated or malformed headers (any destination)
+				continue
+			}
+			if ev.Kind == agent.KindOther || ev.DstIP != a.cfg.IP {
+				a.rxStats.NotForUs++
+				continue
+			}
+			rb := replyStore[i*replySlot : (i+1)*replySlot]
+			r, k, err := a.handle(now, &ev, rb)
+			if err != nil {
+				a.rxStats.ReplyErrors++
+				a.log.WithError(err).Warn("receive")
+				continue
+			}
+			accepted = append(accepted, frame)
+			kick = kick || k
+			replies = append(replies, r...)
+		}
+		a.mu.Unlock()
+		a.capture(accepted, false)
+		if kick {
+			a.kickSender()
+		}
+		if len(replies) > 0 {
+			if _, err := a.p.WriteBatch(ctx, replies); err != nil {
+				if ctx.Err() != nil || errors.Is(err, port.ErrClosed) {
+					return nil
+				}
+				return fmt.Errorf("agent: send replies: %w", err)
+			}
+			a.capture(replies, true)
+		}
+	}
+}
+
+// replySlot is the reply buffer space per received frame: an ACK (62
+// bytes, padded to 64) and a CNP (74 bytes).
+const replySlot = 64 + 128
+
+// handle processes one decoded frame under a.mu. rb (replySlot bytes) holds the
+// replies it builds (at most an ACK and a CNP); kick asks the sender loop
+// to re-examine its flows.
+func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte) (replies [][]byte, kick bool, err error) {
+	if ev.Kind == agent.KindINCResult {
+		a.rxStats.INCResults++
+		cs := a.incRecv[ev.DestQP]
+		for _, c := range cs {
+			if ev.HasIDs && c.Matches(&ev.IDs) {
+				if !c.OnResult(&ev.IDs, &ev.Vector) {
+					a.log.WithFields(logrus.Fields{"group": ev.IDs.GroupID, "message": ev.IDs.MessageID, "offset": ev.IDs.FirstPSN}).Warn("INC RESULT differs from the expected sum")
+				}
+				return nil, true, nil
+			}
+		}
+		a.rxStats.UnknownQP++
+		return nil, false, nil
+	}
+	f := a.byQPN[ev.DestQP]
+	if f == nil {
+		a.rxStats.UnknownQP++
+		return nil, false, nil
+	}
+	switch ev.Kind {
+	case agent.KindAck:
+		if !f.send {
+			a.rxStats.UnknownQP++
+			return nil, false, nil
+		}
+		if err := f.snd.OnAck(now, ev.PSN, ev.AETH.Syndrome); err != nil {
+			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+		}
+		f.collectRTT()
+		return nil, true, nil
+	case agent.KindCNP:
+		if !f.send {
+			a.rxStats.UnknownQP++
+			return nil, false, nil
+		}
+		if err := f.snd.OnCNP(now, ev.CNP); err != nil {
+			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+		}
+		f.minWindow = min(f.minWindow, f.snd.Algorithm().Window())
+		return nil, true, nil
+	case agent.KindData:
+		if f.send || ev.SrcIP != f.cfg.src {
+			a.rxStats.UnknownQP++
+			return nil, false, nil
+		}
+		if !f.learned || f.path.DstMAC != ev.SrcMAC {
+			f.path.DstMAC, f.learned = ev.SrcMAC, true
+		}
+		rep, err := f.rcv.OnData(agent.Arrival{Now: now, PSN: ev.PSN, AckReq: ev.AckReq, CE: ev.CE, Payload: len(ev.Payload)})
+		if err != nil {
+			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+		}
+		if rep.Accept {
+			if !agent.CheckPattern(ev.Payload, f.rxOffset) {
+				f.badData++
+			}
+			f.rxOffset += int64(len(ev.Payload))
+		}
+		off := 0
+		if rep.Ack {
+			n, err := f.path.BuildAck(rb[off:64], f.rqpn, &rep)
+			if err != nil {
+				return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+			}
+			replies = append(replies, rb[off:off+n])
+			off = 64
+			a.rxStats.AcksSent++
+		}
+		if rep.CNP {
+			n, err := f.path.BuildCNP(rb[off:], f.rqpn, nil)
+			if err != nil {
+				return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+			}
+			replies = append(replies, rb[off:off+n])
+			a.rxStats.CNPsSent++
+		}
+		return replies, false, nil
+	}
+	a.rxStats.NotForUs++
+	return nil, false, nil
+}
+
+func (f *flow) collectRTT() {
+	start := len(f.rttWin)
+	f.rttWin = f.snd.DrainRTT(f.rttWin)
+	if room := maxKeptRTT - len(f.rtts); room > 0 {
+		add := f.rttWin[start:]
+		f.rtts = append(f.rtts, add[:min(len(add), room)]...)
+	}
+	if len(f.rttWin) > 1<<16 { // nobody samples: keep it bounded
+		f.rttWin = f.rttWin[:0]
+	}
+}
+
+// Counters returns the receive-loop counters.
+func (a *Agent) Counters() RxCounters {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rxStats
+}
+
+// FlowStatus is a snapshot of one local flow end.
+type FlowStatus struct {
+	Name     string
+	Sender   bool
+	Done     bool
+	Send     agent.SenderStats
+	Recv     agent.ReceiverStats
+	BadData  uint64
+	Window   int64
+	Inflight int64
+	Messages []agent.MessageDone
+	RTTs     []time.Duration
+}
+
+// Status returns a snapshot of every local flow (RTTs: all samples kept).
+func (a *Agent) Status() []FlowStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]FlowStatus, 0, len(a.flows))
+	for _, f := range a.flows {
+		s := FlowStatus{Name: f.cfg.Name, Sender: f.send, BadData: f.badData}
+		if f.send {
+			f.collectRTT()
+			f.msgs = append(f.msgs, f.snd.DrainDone()...)
+			s.Done, s.Send = f.snd.Done(), f.snd.Stats()
+			s.Window, s.Inflight = f.snd.Algorithm().Window(), f.snd.Inflight()
+			s.Messages = slices.Clone(f.msgs)
+			s.RTTs = slices.Clone(f.rtts)
+		} else {
+			s.Recv = f.rcv.Stats()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// INCStatus returns the counters of the local INC checkers.
+func (a *Agent) INCStatus() []agent.INCStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []agent.INCStats
+	for _, c := range a.checkers {
+		out = append(out, c.Stats())
+	}
+	return out
+}

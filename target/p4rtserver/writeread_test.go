@@ -1,0 +1,200 @@
+package p4rtserver
+
+import (
+	"testing"
+
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+)
+
+// one reads exactly one entity back.
+func one(t *testing.T, h *harness, e *p4v1.Entity) *p4v1.Entity {
+	t.Helper()
+	got := h.mustRead(t, e)
+	if len(got) != 1 {
+		t.Fatalf("read %v: %d entities, want 1: %v", e, len(got), got)
+	}
+	return got[0]
+}
+
+func equal(t *testing.T, what string, got, want proto.Message) {
+	t.Helper()
+	if !proto.Equal(got, want) {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
+}
+
+// TestTableEntryRoundTrip: insert, read (specific and wildcard), modify, delete for
+// an LPM, a ternary and an exact table, with controller metadata, in canonical form.
+func TestTableEntryRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	r := route(b(10, 1, 0, 0), 16, b(1, 0x2c)) // port 300
+	r.GetTableEntry().ControllerMetadata = 77
+	r.GetTableEntry().Metadata = []byte("meta")
+	tc := te(pipeline.TableTrafficClass, 5, act(pipeline.ActionSetTrafficClass, param(1, b(3)), param(2, b(1))),
+		exact(1, b(0)), ternary(3, b(0x1a), b(0x3f)))
+	conn := te(pipeline.TableRDMAConnection, 0, act(pipeline.ActionSetConnection, param(1, b(0, 0, 9)), param(2, b(2)), param(3, b(7)), param(4, b(0)), param(5, b(0))),
+		exact(1, b(10, 0, 0, 1)), exact(2, b(0x12, 0x34)), exact(3, b(0, 0, 0x42)))
+	h.mustWrite(t, ins(r), ins(tc), ins(conn))
+
+	// Non-canonical input (leading zeros) reads back canonical.
+	wantConn := proto.Clone(conn).(*p4v1.Entity)
+	wantConn.GetTableEntry().Action = act(pipeline.ActionSetConnection, param(1, b(9)), param(2, b(2)), param(3, b(7)), param(4, b(0)), param(5, b(0)))
+	wantConn.GetTableEntry().Match = []*p4v1.FieldMatch{exact(1, b(10, 0, 0, 1)), exact(2, b(0x12, 0x34)), exact(3, b(0x42))}
+	equal(t, "exact entry", one(t, h, te(pipeline.TableRDMAConnection, 0, nil, conn.GetTableEntry().GetMatch()...)), wantConn)
+	equal(t, "lpm entry", one(t, h, te(pipeline.TableIPv4Route, 0, nil, lpm(1, b(10, 1, 0, 0), 16))), r)
+	equal(t, "ternary entry", one(t, h, te(pipeline.TableTrafficClass, 5, nil, exact(1, b(0)), ternary(3, b(0x1a), b(0x3f)))), tc)
+	if got := h.mustRead(t, te(0, 0, nil)); len(got) != 3 {
+		t.Fatalf("wildcard over all tables: %d entries", len(got))
+	}
+	if got := h.mustRead(t, te(pipeline.TableIPv4Route, 0, nil)); len(got) != 1 {
+		t.Fatalf("wildcard over one table: %d entries", len(got))
+	}
+	// A key that is not there reads nothing.
+	if got := h.mustRead(t, te(pipeline.TableIPv4Route, 0, nil, lpm(1, b(10, 2, 0, 0), 16))); len(got) != 0 {
+		t.Fatalf("absent entry read: %v", got)
+	}
+
+	// MODIFY replaces the action and the metadata.
+	r2 := route(b(10, 1, 0, 0), 16, b(5))
+	h.mustWrite(t, mod(r2))
+	equal(t, "modified", one(t, h, te(pipeline.TableIPv4Route, 0, nil, lpm(1, b(10, 1, 0, 0), 16))), r2)
+
+	h.mustWrite(t, del(te(pipeline.TableIPv4Route, 0, nil, lpm(1, b(10, 1, 0, 0), 16))), del(tc), del(conn))
+	if got := h.mustRead(t, te(0, 0, nil)); len(got) != 0 {
+		t.Fatalf("after delete: %v", got)
+	}
+}
+
+// TestDefaultEntry: read, modify and reset a table's default action.
+func TestDefaultEntry(t *testing.T) {
+	h, _ := ready(t)
+	readDef := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: pipeline.TableIPv4Route, IsDefaultAction: true}}}
+	want := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: pipeline.TableIPv4Route, IsDefaultAction: true, Action: act(pipeline.ActionDrop)}}}
+	equal(t, "program default", one(t, h, readDef), want)
+
+	set := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: pipeline.TableIPv4Route, IsDefaultAction: true,
+		Action: act(pipeline.ActionSetNexthop, param(1, b(4)), param(2, b(5)), param(3, b(6)))}}}
+	h.mustWrite(t, mod(set))
+	equal(t, "modified default", one(t, h, readDef), set)
+
+	reset := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: pipeline.TableIPv4Route, IsDefaultAction: true}}}
+	h.mustWrite(t, mod(reset))
+	equal(t, "reset default", one(t, h, readDef), want)
+
+	all := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{IsDefaultAction: true}}}
+	if got := h.mustRead(t, all); len(got) != len(pipeline.ProgramSchema().Tables) {
+		t.Fatalf("defaults of all tables: %d", len(got))
+	}
+}
+
+func TestCounterRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	h.mustWrite(t, mod(counterEnt(pipeline.CounterDropped, 7, 11, 1500)))
+	equal(t, "cell", one(t, h, counterEnt(pipeline.CounterDropped, 7, 0, 0)), counterEnt(pipeline.CounterDropped, 7, 11, 1500))
+	all := h.mustRead(t, counterEnt(pipeline.CounterDropped, -1, 0, 0))
+	if len(all) != pipeline.NumPorts || all[7].GetCounterEntry().GetData().GetByteCount() != 1500 || all[6].GetCounterEntry().GetData().GetByteCount() != 0 {
+		t.Fatalf("wildcard index: %d cells", len(all))
+	}
+	// A wildcard write sets every cell.
+	h.mustWrite(t, mod(counterEnt(pipeline.CounterDropped, -1, 0, 0)))
+	equal(t, "cleared", one(t, h, counterEnt(pipeline.CounterDropped, 7, 0, 0)), counterEnt(pipeline.CounterDropped, 7, 0, 0))
+	if got := h.mustRead(t, counterEnt(0, -1, 0, 0)); len(got) != len(pipeline.ProgramSchema().Counters)*pipeline.NumPorts {
+		t.Fatalf("every counter: %d cells", len(got))
+	}
+}
+
+func TestRegisterRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	h.mustWrite(t, mod(registerEnt(pipeline.RegPortPauseStart, 9, b(0xff, 0xff, 0xff, 0xff, 0xff, 0xff))))
+	equal(t, "48-bit cell", one(t, h, registerEnt(pipeline.RegPortPauseStart, 9, nil)), registerEnt(pipeline.RegPortPauseStart, 9, b(0xff, 0xff, 0xff, 0xff, 0xff, 0xff)))
+	all := h.mustRead(t, registerEnt(pipeline.RegFlowBytes, -1, nil))
+	if len(all) != pipeline.FlowSlots {
+		t.Fatalf("wildcard register read: %d", len(all))
+	}
+	h.mustWrite(t, mod(registerEnt(pipeline.RegPortPaused, -1, b(1))))
+	equal(t, "wildcard write", one(t, h, registerEnt(pipeline.RegPortPaused, 511, nil)), registerEnt(pipeline.RegPortPaused, 511, b(1)))
+}
+
+func TestValueSetRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	h.mustWrite(t, mod(valueSetEnt(pipeline.AnnounceUDPPortID, b(0x12, 0xb8), b(0, 0x50), b(0x12, 0xb8))))
+	equal(t, "members (deduplicated, canonical)", one(t, h, valueSetEnt(pipeline.AnnounceUDPPortID)), valueSetEnt(pipeline.AnnounceUDPPortID, b(0x12, 0xb8), b(0x50)))
+	h.mustWrite(t, mod(valueSetEnt(pipeline.AnnounceUDPPortID)))
+	equal(t, "emptied", one(t, h, valueSetEnt(0)), valueSetEnt(pipeline.AnnounceUDPPortID))
+}
+
+func TestDigestConfigRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	cfg := &p4v1.DigestEntry_Config{MaxTimeoutNs: 1000, MaxListSize: 8, AckTimeoutNs: 5000}
+	h.mustWrite(t, ins(digestEnt(pipeline.DigestCNP, cfg)))
+	equal(t, "inserted", one(t, h, digestEnt(pipeline.DigestCNP, nil)), digestEnt(pipeline.DigestCNP, cfg))
+	cfg2 := &p4v1.DigestEntry_Config{MaxListSize: 1}
+	h.mustWrite(t, mod(digestEnt(pipeline.DigestCNP, cfg2)))
+	equal(t, "modified", one(t, h, digestEnt(0, nil)), digestEnt(pipeline.DigestCNP, cfg2))
+	h.mustWrite(t, del(digestEnt(pipeline.DigestCNP, nil)))
+	if got := h.mustRead(t, digestEnt(0, nil)); len(got) != 0 {
+		t.Fatalf("after delete: %v", got)
+	}
+}
+
+func TestPRERoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	cs := cloneEnt(pipeline.CNPCloneSession, replica(3, 1))
+	cs.GetPacketReplicationEngineEntry().GetCloneSessionEntry().ClassOfService = 2
+	cs.GetPacketReplicationEngineEntry().GetCloneSessionEntry().PacketLengthBytes = 128
+	legacy := cloneEnt(5, &p4v1.Replica{PortKind: &p4v1.Replica_EgressPort{EgressPort: 9}})
+	mg := mcastEnt(1, replica(1, 0), replica(2, 0), replica(2, 1))
+	h.mustWrite(t, ins(cs), ins(legacy), ins(mg))
+	equal(t, "clone session", one(t, h, cloneEnt(pipeline.CNPCloneSession)), cs)
+	equal(t, "legacy egress_port form", one(t, h, cloneEnt(5)), legacy)
+	equal(t, "multicast group", one(t, h, mcastEnt(1)), mg)
+	if got := h.mustRead(t, cloneEnt(0), mcastEnt(0)); len(got) != 3 {
+		t.Fatalf("PRE wildcards: %v", got)
+	}
+	cs2 := cloneEnt(pipeline.CNPCloneSession, replica(4, 0))
+	mg2 := mcastEnt(1, replica(7, 0))
+	h.mustWrite(t, mod(cs2), mod(mg2))
+	equal(t, "clone modified", one(t, h, cloneEnt(pipeline.CNPCloneSession)), cs2)
+	equal(t, "group modified", one(t, h, mcastEnt(1)), mg2)
+	h.mustWrite(t, del(cloneEnt(pipeline.CNPCloneSession)), del(cloneEnt(5)), del(mcastEnt(1)))
+	if got := h.mustRead(t, cloneEnt(0), mcastEnt(0)); len(got) != 0 {
+		t.Fatalf("after delete: %v", got)
+	}
+}
+
+// TestBatchContinueOnError: updates are applied in order; a failing one does not stop
+// the others and the status carries one p4.v1.Error per update, OK ones included.
+func TestBatchContinueOnError(t *testing.T) {
+	h, _ := ready(t)
+	r1 := route(b(10, 0, 0, 0), 8, b(1))
+	r2 := route(b(11, 0, 0, 0), 8, b(1))
+	err := h.write(t, 10, ins(r1), ins(r1), ins(route(b(12, 0, 0, 1), 8, b(1))), ins(r2), del(r1))
+	got := updateErrors(t, err)
+	want := []codes.Code{codes.OK, codes.AlreadyExists, codes.InvalidArgument, codes.OK, codes.OK}
+	if len(got) != len(want) {
+		t.Fatalf("errors %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("errors %v, want %v", got, want)
+		}
+	}
+	ents := h.mustRead(t, te(0, 0, nil))
+	if len(ents) != 1 || !proto.Equal(ents[0], r2) {
+		t.Fatalf("state after the batch: %v", ents)
+	}
+}
+
+// TestReadManyEntities: one request, several entity kinds, answered in order.
+func TestReadManyEntities(t *testing.T) {
+	h, _ := ready(t)
+	h.mustWrite(t, ins(route(b(10, 0, 0, 0), 8, b(1))), mod(valueSetEnt(pipeline.AnnounceUDPPortID, b(1))))
+	got := h.mustRead(t, te(pipeline.TableIPv4Route, 0, nil), valueSetEnt(0), counterEnt(pipeline.CounterDropped, 1, 0, 0),
+		&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{}}})
+	if len(got) != 3 || got[0].GetTableEntry() == nil || got[1].GetValueSetEntry() == nil || got[2].GetCounterEntry() == nil {
+		t.Fatalf("read of three kinds: %v", got)
+	}
+}

@@ -1,0 +1,222 @@
+// Command fastcnp-testbed runs a testbed topology (testbed/topologies/*.json)
+// on network namespaces with fastcnp-switch, fastcnpd and fastcnp-host, once
+// per congestion-feedback mode, and writes a side-by-side table, CSV, JSON
+// and PNG plots into an output directory. It needs root.
+//
+//	fastcnp-testbed -topo testbed/topologies/s1-victim.json -modes ecn,fastcnp -out results/demo
+//
+// Without -bin it builds the commands with `go build` into a temporary
+// directory (it must run inside the fastcnp module then).
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/testbed"
+	"github.com/fastcnp/fastcnp/testbed/report"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "fastcnp-testbed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	topoPath := flag.String("topo", "testbed/topologies/s1-victim.json", "topology file")
+	modes := flag.String("modes", "ecn,fastcnp", "comma-separated modes to run, in order: ecn, fastcnp")
+	out := flag.String("out", "", "output directory (default results/<topology>-<UTC timestamp>)")
+	binDir := flag.String("bin", "", "directory with prebuilt fastcnp-switch, fastcnp-host and fastcnpd (default: go build)")
+	duration := flag.Duration("duration", 0, "override the topology's run duration")
+	params := flag.String("dcqcn-params", "", "fastcnp-host --params (DCQCN parameter set)")
+	level := flag.String("log-level", "info", "log level")
+	plan := flag.String("plan", "", "only write DIR/plan.json, DIR/fastcnpd.yaml and DIR/flows.json for the first of -modes (for mininet/fastcnp_mininet.py) and exit")
+	target := flag.String("target", string(testbed.TargetFastcnp), "switch target of -plan: fastcnp-switch or bmv2")
+	p4info := flag.String("p4info", "", "P4Info file for -plan -target bmv2 (fastcnpd pushes it)")
+	devConfig := flag.String("device-config", "", "BMv2 JSON for -plan -target bmv2 (fastcnpd pushes it)")
+	replot := flag.Bool("replot", false, "do not run: read -out/result-<mode>.json of -modes and rewrite the tables and plots")
+	flag.Parse()
+
+	log := logrus.New()
+	lvl, err := logrus.ParseLevel(*level)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log.SetLevel(lvl)
+	topo, err := testbed.Load(*topoPath)
+	if err != nil {
+		return err
+	}
+	var ms []config.Mode
+	for _, m := range strings.Split(*modes, ",") {
+		switch mm := config.Mode(strings.TrimSpace(m)); mm {
+		case config.ModeECN, config.ModeFastCNP:
+			ms = append(ms, mm)
+		default:
+			return fmt.Errorf("-modes: unknown mode %q (ecn, fastcnp)", m)
+		}
+	}
+	if *plan != "" {
+		pl, err := topo.WritePlan(*plan, testbed.ControllerOptions{Mode: ms[0], Target: testbed.Target(*target),
+			P4Info: *p4info, DeviceConfig: *devConfig})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\n", filepath.Join(filepath.Dir(pl.ControllerConfig), "plan.json"))
+		return nil
+	}
+	if *replot {
+		if *out == "" {
+			return errors.New("-replot needs -out")
+		}
+		var runs []*testbed.Result
+		for _, m := range ms {
+			b, err := os.ReadFile(filepath.Join(*out, "result-"+string(m)+".json"))
+			if err != nil {
+				return fmt.Errorf("replot: %w", err)
+			}
+			var r testbed.Result
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("replot: %w", err)
+			}
+			runs = append(runs, &r)
+		}
+		return writeOutputs(runs, topo, ms, *out)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (it creates network namespaces and veth pairs); run it with sudo")
+	}
+	if *out == "" {
+		*out = filepath.Join("results", topo.Name+"-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	bins, cleanup, err := binaries(ctx, *binDir, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var runs []*testbed.Result
+	for _, m := range ms {
+		log.WithFields(logrus.Fields{"topology": topo.Name, "mode": m}).Info("running")
+		res, err := testbed.Run(ctx, testbed.Options{Topology: topo, Mode: m, Binaries: bins,
+			WorkDir: filepath.Join(*out, string(m)), Duration: *duration, DCQCNParams: *params, Log: log})
+		if err != nil {
+			return fmt.Errorf("mode %s: %w", m, err)
+		}
+		runs = append(runs, res)
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("result: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(*out, "result-"+string(m)+".json"), b, 0o644); err != nil {
+			return fmt.Errorf("result: %w", err)
+		}
+	}
+	return writeOutputs(runs, topo, ms, *out)
+}
+
+// writeOutputs prints the table and writes table.txt, table.md, flows.csv
+// and the plots into out.
+func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, ms []config.Mode, out string) error {
+	var table bytes.Buffer
+	if err := testbed.WriteTable(&table, runs); err != nil {
+		return err
+	}
+	fmt.Print(table.String())
+	fmt.Println()
+	if err := testbed.WriteSummaryMarkdown(&table, runs); err != nil {
+		return err
+	}
+	if err := testbed.WriteSummaryMarkdown(os.Stdout, runs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "table.txt"), table.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# %s: %s\n\n%s\n\n", topo.Name, strings.Join(modeNames(ms), " vs "), topo.Description)
+	if err := testbed.WriteMarkdown(&md, runs); err != nil {
+		return err
+	}
+	md.WriteString("\n")
+	if err := testbed.WriteSummaryMarkdown(&md, runs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "table.md"), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	var csvb bytes.Buffer
+	if err := testbed.WriteCSV(&csvb, runs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "flows.csv"), csvb.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("csv: %w", err)
+	}
+	files, err := report.Plots(runs, out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nresults in %s: table.txt table.md flows.csv result-*.json %s\n", out, strings.Join(files, " "))
+	return nil
+}
+
+func modeNames(ms []config.Mode) []string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, string(m))
+	}
+	return s
+}
+
+// binaries returns prebuilt commands from dir, or builds them into a
+// temporary directory that cleanup removes.
+func binaries(ctx context.Context, dir string, log logrus.FieldLogger) (testbed.Binaries, func(), error) {
+	nop := func() {}
+	if dir != "" {
+		b := testbed.Binaries{Switch: filepath.Join(dir, "fastcnp-switch"), Host: filepath.Join(dir, "fastcnp-host"),
+			Controller: filepath.Join(dir, "fastcnpd")}
+		if _, err := os.Stat(b.Controller); err != nil {
+			log.Warn("no fastcnpd in " + dir + ": the controller runs in-process")
+			b.Controller = ""
+		}
+		return b, nop, nil
+	}
+	root, err := testbed.ModuleRoot(ctx)
+	if err != nil {
+		return testbed.Binaries{}, nop, err
+	}
+	tmp, err := os.MkdirTemp("", "fastcnp-testbed-bin-")
+	if err != nil {
+		return testbed.Binaries{}, nop, fmt.Errorf("temp dir: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	b, err := testbed.BuildBinaries(ctx, root, tmp)
+	if err != nil {
+		if b.Switch == "" || b.Host == "" {
+			cleanup()
+			return b, nop, err
+		}
+		log.WithError(err).Warn("fastcnpd not built: the controller runs in-process")
+	}
+	return b, cleanup, nil
+}

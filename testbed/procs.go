@@ -1,0 +1,234 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/internal/netns"
+)
+
+// Binaries are the paths of the commands a run starts.
+type Binaries struct {
+	// Switch is fastcnp-switch.
+	Switch string
+	// Host is fastcnp-host.
+	Host string
+	// Controller is fastcnpd.
+	Controller string
+}
+
+// Commands are the packages BuildBinaries builds, relative to the module root.
+var Commands = map[string]string{
+	"fastcnp-switch": "./cmd/fastcnp-switch",
+	"fastcnp-host":   "./cmd/fastcnp-host",
+	"fastcnpd":       "./cmd/fastcnpd",
+}
+
+// ErrMissingCommand reports a command whose package does not exist (yet).
+var ErrMissingCommand = errors.New("testbed: command not available")
+
+// ModuleRoot returns the directory of the go.mod of the current module
+// (`go env GOMOD`), for building the commands.
+func ModuleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("testbed: go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("testbed: not inside a Go module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// BuildBinaries builds fastcnp-switch, fastcnp-host and fastcnpd from the
+// module at root into dir with `go build`. A command whose package is
+// missing yields an error wrapping ErrMissingCommand (the others are still
+// built and returned).
+func BuildBinaries(ctx context.Context, root, dir string) (Binaries, error) {
+	var b Binaries
+	var errs []error
+	for name, pkg := range Commands {
+		if _, err := os.Stat(filepath.Join(root, pkg, "main.go")); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s (%s has no main.go)", ErrMissingCommand, name, pkg))
+			continue
+		}
+		out := filepath.Join(dir, name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: go build %s: %w: %s", pkg, err, strings.TrimSpace(string(msg))))
+			continue
+		}
+		switch name {
+		case "fastcnp-switch":
+			b.Switch = out
+		case "fastcnp-host":
+			b.Host = out
+		case "fastcnpd":
+			b.Controller = out
+		}
+	}
+	return b, errors.Join(errs...)
+}
+
+// proc is a command started inside a namespace, its output in a log file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+	err  error
+}
+
+// startProc runs argv inside ns (`ip netns exec`, which execs the command:
+// the PID is the command's own), with stdout and stderr in logPath.
+func startProc(ns *netns.NS, name, logPath string, argv []string, log logrus.FieldLogger) (*proc, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %s log: %w", name, err)
+	}
+	full := argv
+	if !ns.IsHost() {
+		full = append([]string{ipTool(), "netns", "exec", ns.Name()}, argv...)
+	}
+	cmd := exec.Command(full[0], full[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("testbed: start %s (%s): %w", name, strings.Join(argv, " "), err)
+	}
+	log.WithFields(logrus.Fields{"proc": name, "pid": cmd.Process.Pid, "netns": ns.String()}).Debug("started: " + strings.Join(argv, " "))
+	p := &proc{name: name, cmd: cmd, log: f, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, waits up to grace, then SIGKILL; it returns the
+// exit error unless the process ended because of our signal.
+func (p *proc) stop(grace time.Duration) error {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			return fmt.Errorf("testbed: %s (pid %d) ignored SIGTERM for %v: killed", p.name, p.cmd.Process.Pid, grace)
+		}
+	}
+	return p.exitErr()
+}
+
+// exitErr returns the process's exit error, ignoring SIGTERM/SIGINT ends
+// and exit status 0.
+func (p *proc) exitErr() error {
+	if p.err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
+			(ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGINT) {
+			return nil
+		}
+	}
+	return fmt.Errorf("testbed: %s: %w (see %s)", p.name, p.err, p.log.Name())
+}
+
+// tail returns the last n bytes of the process's log, for error messages.
+func (p *proc) tail(n int64) string {
+	b, err := os.ReadFile(p.log.Name())
+	if err != nil {
+		return ""
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// procSet stops its processes in reverse start order.
+type procSet struct {
+	mu    sync.Mutex
+	procs []*proc
+}
+
+func (s *procSet) add(p *proc) {
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+}
+
+func (s *procSet) stopAll(grace time.Duration) error {
+	s.mu.Lock()
+	procs := s.procs
+	s.procs = nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(grace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ipTool() string {
+	for _, p := range []string{"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "ip"
+}
+
+// waitFor polls cond every interval until it returns true, ctx ends or
+// timeout passes; the last error of cond is returned on failure.
+func waitFor(ctx context.Context, timeout, interval time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("testbed: %s: not ready after %v: %w (last: %w)", what, timeout, ctx.Err(), last)
+			}
+			return fmt.Errorf("testbed: %s: not ready after %v: %w", what, timeout, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}

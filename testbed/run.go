@@ -1,0 +1,603 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/internal/netns"
+	"github.com/fastcnp/fastcnp/internal/units"
+)
+
+// Options configure Run.
+type Options struct {
+	// Topology is the validated topology to build.
+	Topology *Topology
+	// Mode is the congestion-feedback mode: ecn (switch ports mark, hosts
+	// run plain DCQCN) or fastcnp (switch CNPs with a window, hosts run
+	// DCQCN with the fastcnp window).
+	Mode config.Mode
+	// Binaries are the commands to run (see BuildBinaries).
+	Binaries Binaries
+	// WorkDir receives configurations, logs and statistics (required).
+	WorkDir string
+	// Duration overrides the topology's run duration.
+	Duration time.Duration
+	// SampleInterval is how often switch queues are sampled (default 100ms).
+	SampleInterval time.Duration
+	// StatsInterval is the host agents' sampling period (default 100ms).
+	StatsInterval time.Duration
+	// HostArgs and SwitchArgs are extra command-line arguments of every
+	// fastcnp-host and fastcnp-switch.
+	HostArgs, SwitchArgs []string
+	// DCQCNParams is fastcnp-host's --params (default: the agent's).
+	DCQCNParams string
+	// Log receives progress (nil: a logger at warning level).
+	Log logrus.FieldLogger
+}
+
+// FlowResult is one flow's outcome.
+type FlowResult struct {
+	Name   string `json:"name"`
+	Src    string `json:"src"`
+	Dst    string `json:"dst"`
+	Victim bool   `json:"victim,omitempty"`
+	// FairShareBps is the flow's max-min fair share (FairShares).
+	FairShareBps float64 `json:"fair_share_bps"`
+	// ThroughputBps is the receiver's in-order payload rate: for flows with
+	// a size, bytes over completion time; for the others the mean of the
+	// rate samples over the flow's steady part (after a warm-up of a
+	// quarter of its time, at most 1 s).
+	ThroughputBps float64 `json:"throughput_bps"`
+	// ShareOfFair is ThroughputBps / FairShareBps.
+	ShareOfFair float64 `json:"share_of_fair"`
+	// BytesReceived is in-order payload at the receiver.
+	BytesReceived int64 `json:"bytes_received"`
+	// CNPsSwitch and CNPsNP are the CNPs the sender received from switches
+	// (fastcnp) and from the receiver's notification point (ecn).
+	CNPsSwitch uint64 `json:"cnps_switch"`
+	CNPsNP     uint64 `json:"cnps_np"`
+	// ECNMarks are CE-marked packets that reached the receiver.
+	ECNMarks uint64 `json:"ecn_marks"`
+	// Retransmits and Timeouts are the sender's.
+	Retransmits uint64 `json:"retransmits"`
+	Timeouts    uint64 `json:"timeouts"`
+	// Done reports that a sized flow completed; FCTMs its completion time.
+	Done  bool    `json:"done"`
+	FCTMs float64 `json:"fct_ms,omitempty"`
+	// RTTMeanUs, RTTP99Us, RTTMaxUs summarise the sender's RTT samples.
+	RTTMeanUs float64 `json:"rtt_mean_us,omitempty"`
+	RTTP99Us  float64 `json:"rtt_p99_us,omitempty"`
+	RTTMaxUs  float64 `json:"rtt_max_us,omitempty"`
+	// Sized reports a flow with a size (it ends when done).
+	Sized bool `json:"sized,omitempty"`
+	// Series is the flow's rate over time (agent time).
+	Series []RatePoint `json:"series"`
+}
+
+// Result is what a run measured.
+type Result struct {
+	Topology string        `json:"topology"`
+	Mode     config.Mode   `json:"mode"`
+	Target   Target        `json:"target"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	// Flows in the order of the topology.
+	Flows []FlowResult `json:"flows"`
+	// Switches in the order of device ID.
+	Switches []SwitchCounters `json:"switches"`
+	// Queues are the switch egress queues over time.
+	Queues []QueueSample `json:"queues"`
+	// WorkDir holds the configurations, logs and raw statistics.
+	WorkDir string `json:"work_dir"`
+}
+
+// Flow returns the result of the named flow, or nil.
+func (r *Result) Flow(name string) *FlowResult {
+	for i := range r.Flows {
+		if r.Flows[i].Name == name {
+			return &r.Flows[i]
+		}
+	}
+	return nil
+}
+
+// Victim returns the first flow marked as victim, or nil.
+func (r *Result) Victim() *FlowResult {
+	for i := range r.Flows {
+		if r.Flows[i].Victim {
+			return &r.Flows[i]
+		}
+	}
+	return nil
+}
+
+// LosslessDrops sums the lossless-class drops of every switch.
+func (r *Result) LosslessDrops() uint64 {
+	var n uint64
+	for _, s := range r.Switches {
+		n += s.LosslessDrops
+	}
+	return n
+}
+
+// Totals sums a switch counter over every switch.
+func (r *Result) Totals() SwitchCounters {
+	t := SwitchCounters{Name: "total"}
+	for _, s := range r.Switches {
+		t.PauseTx += s.PauseTx
+		t.PauseRx += s.PauseRx
+		t.SwitchCNPs += s.SwitchCNPs
+		t.ECNMarks += s.ECNMarks
+		t.Drops += s.Drops
+		t.LosslessDrops += s.LosslessDrops
+		t.NoRouteDrops += s.NoRouteDrops
+		t.HostEdgeLosslessDrops += s.HostEdgeLosslessDrops
+		t.FabricLosslessDrops += s.FabricLosslessDrops
+	}
+	return t
+}
+
+// debugPortOffset: a switch's debug endpoint listens on its gRPC port
+// plus this, on the fabric namespace's loopback.
+const debugPortOffset = 1000
+
+// hostAlgo is the sender algorithm of a mode.
+func hostAlgo(m config.Mode) string {
+	if m == config.ModeECN {
+		return "dcqcn"
+	}
+	return "dcqcn-fastcnp"
+}
+
+// Run builds the topology in fresh network namespaces, starts the
+// switches, fastcnpd and the host agents, runs the flows for the
+// topology's duration, collects the statistics and tears everything
+// down (namespaces included) before returning. It needs root.
+func Run(ctx context.Context, o Options) (res *Result, err error) {
+	if o.Topology == nil || o.WorkDir == "" {
+		return nil, errors.New("testbed: Run needs a topology and a work directory")
+	}
+	if o.Binaries.Switch == "" || o.Binaries.Host == "" {
+		return nil, fmt.Errorf("%w: need fastcnp-switch and fastcnp-host (got %+v)", ErrMissingCommand, o.Binaries)
+	}
+	if o.Mode == "" {
+		o.Mode = config.ModeFastCNP
+	}
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = 100 * time.Millisecond
+	}
+	if o.StatsInterval <= 0 {
+		o.StatsInterval = 100 * time.Millisecond
+	}
+	log := o.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetLevel(logrus.WarnLevel)
+		log = l
+	}
+	t := o.Topology
+	p := t.Params()
+	dur := p.Duration
+	if o.Duration > 0 {
+		dur = o.Duration
+	}
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("testbed: work dir: %w", err)
+	}
+	log = log.WithFields(logrus.Fields{"topology": t.Name, "mode": o.Mode})
+
+	tb, err := netns.NewTestbed(log)
+	if err != nil {
+		return nil, err
+	}
+	var procs procSet
+	// Teardown order: processes first (they hold sockets in the
+	// namespaces), then the namespaces.
+	defer func() {
+		if serr := procs.stopAll(5 * time.Second); serr != nil && err == nil {
+			err = serr
+		}
+		if cerr := tb.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("testbed: cleanup: %w", cerr))
+		}
+	}()
+
+	fab, hostNS, err := build(ctx, tb, t)
+	if err != nil {
+		return nil, err
+	}
+	log.Debug("namespaces and links ready")
+
+	// Switches.
+	type swInfo struct {
+		name      string
+		debugAddr string
+		grpcAddr  string
+		proc      *proc
+		peers     map[uint16]Endpoint
+	}
+	var sws []*swInfo
+	for _, name := range t.SwitchNames() {
+		sw := t.Switches[name]
+		si := &swInfo{name: name, peers: map[uint16]Endpoint{},
+			grpcAddr:  grpcAddr(sw.GRPCPort),
+			debugAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sw.GRPCPort+debugPortOffset))}
+		argv := []string{o.Binaries.Switch, "--device-id", strconv.FormatUint(sw.DeviceID, 10)}
+		for _, sp := range t.SwitchPorts(name) {
+			argv = append(argv, "-i", fmt.Sprintf("%d@%s", sp.Port, sp.IfName(name)))
+			si.peers[sp.Port] = sp.Peer
+		}
+		argv = append(argv, "--grpc-server-addr", si.grpcAddr, "--debug-addr", si.debugAddr)
+		argv = append(argv, t.switchArgs(name)...)
+		argv = append(argv, o.SwitchArgs...)
+		if si.proc, err = startProc(fab, name, filepath.Join(o.WorkDir, name+".log"), argv, log); err != nil {
+			return nil, err
+		}
+		procs.add(si.proc)
+		sws = append(sws, si)
+	}
+	client := nsHTTPClient(fab)
+	defer client.CloseIdleConnections()
+	for _, si := range sws {
+		err := waitFor(ctx, 15*time.Second, 50*time.Millisecond, "switch "+si.name, func() (bool, error) {
+			if si.proc.exited() {
+				return false, fmt.Errorf("exited: %v: %s", si.proc.err, si.proc.tail(2000))
+			}
+			_, err := fetchDump(ctx, client, si.debugAddr)
+			return err == nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	log.Debug("switches up")
+
+	// Controller.
+	cfg, err := t.ControllerConfig(ControllerOptions{
+		Mode: o.Mode, APIListen: "127.0.0.1:9560", MetricsListen: "",
+		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	yml, err := cfg.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("testbed: controller config: %w", err)
+	}
+	cfgPath := filepath.Join(o.WorkDir, "fastcnpd.yaml")
+	if err := os.WriteFile(cfgPath, yml, 0o644); err != nil {
+		return nil, fmt.Errorf("testbed: controller config: %w", err)
+	}
+	ctl, err := startController(ctx, o, fab, cfg, cfgPath, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := ctl.stop(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	for _, name := range t.SwitchNames() {
+		sw := t.Switches[name]
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sw.GRPCPort))
+		want := len(cfg.Switch(name).Routes)
+		err := waitFor(ctx, 20*time.Second, 100*time.Millisecond, "fastcnpd programming "+name, func() (bool, error) {
+			if cerr := ctl.failed(); cerr != nil {
+				return false, cerr
+			}
+			n, err := countEntries(ctx, fab, addr, sw.DeviceID, tableIPv4Route)
+			if err != nil {
+				return false, err
+			}
+			return n >= want, fmt.Errorf("%d of %d routes", n, want)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	log.Debug("fastcnpd programmed the switches")
+
+	// Hosts.
+	flowsPath := filepath.Join(o.WorkDir, "flows.json")
+	if err := writeFlowFile(flowsPath, t, dur); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	var hosts []*proc
+	for _, h := range t.HostNames() {
+		args, err := t.hostArgs(h, hostAlgo(o.Mode), flowsPath, o.StatsInterval, o.DCQCNParams)
+		if err != nil {
+			return nil, err
+		}
+		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl")}, args...)
+		argv = append(argv, o.HostArgs...)
+		hp, err := startProc(hostNS[h], h, filepath.Join(o.WorkDir, h+".log"), argv, log)
+		if err != nil {
+			return nil, err
+		}
+		procs.add(hp)
+		hosts = append(hosts, hp)
+	}
+	log.WithField("duration", dur).Info("flows running")
+
+	// Sample the queues while the flows run.
+	var queues []QueueSample
+	var qmu sync.Mutex
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(o.SampleInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-tick.C:
+			}
+			now := time.Since(started).Seconds()
+			for _, si := range sws {
+				d, err := fetchDump(sctx, client, si.debugAddr)
+				if err != nil {
+					continue
+				}
+				qmu.Lock()
+				queues = append(queues, queueSample(now, si.name, d))
+				qmu.Unlock()
+			}
+		}
+	}()
+	runErr := func() error {
+		timer := time.NewTimer(dur)
+		defer timer.Stop()
+		check := time.NewTicker(250 * time.Millisecond)
+		defer check.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+				return nil
+			case <-check.C:
+				if cerr := ctl.failed(); cerr != nil {
+					return fmt.Errorf("testbed: the controller died during the run: %w", cerr)
+				}
+				for _, pr := range hosts {
+					if pr.exited() && pr.exitErr() != nil {
+						return fmt.Errorf("testbed: %s died during the run: %w: %s", pr.name, pr.exitErr(), pr.tail(2000))
+					}
+				}
+				for _, si := range sws {
+					if si.proc.exited() {
+						return fmt.Errorf("testbed: switch %s died during the run: %v: %s", si.name, si.proc.err, si.proc.tail(2000))
+					}
+				}
+			}
+		}
+	}()
+	stopSampling()
+	wg.Wait()
+	if runErr != nil {
+		return nil, runErr
+	}
+	// RDMA connections fastcnpd learned from the agents' announcements
+	// (what switch CNPs are addressed with), read before the agents stop.
+	conns := map[string]int{}
+	for _, name := range t.SwitchNames() {
+		sw := t.Switches[name]
+		n, err := countEntries(ctx, fab, net.JoinHostPort("127.0.0.1", strconv.Itoa(sw.GRPCPort)), sw.DeviceID, tableRDMAConnection)
+		if err != nil {
+			log.WithError(err).Warn("reading rdma_connection")
+		}
+		conns[name] = n
+	}
+	// Stop the hosts first so that they write their summaries, then read
+	// the switch counters while the switches still run.
+	var errs []error
+	for _, hp := range hosts {
+		if err := hp.stop(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res = &Result{Topology: t.Name, Mode: o.Mode, Target: TargetFastcnp, Started: started,
+		Duration: time.Since(started), Queues: queues, WorkDir: o.WorkDir}
+	for _, si := range sws {
+		d, err := fetchDump(ctx, client, si.debugAddr)
+		if err != nil {
+			return nil, err
+		}
+		if b, err := jsonIndent(d); err == nil {
+			_ = os.WriteFile(filepath.Join(o.WorkDir, si.name+"-counters.json"), b, 0o644)
+		}
+		sc := switchCounters(si.name, d, si.peers)
+		sc.RDMAConnections = conns[si.name]
+		res.Switches = append(res.Switches, sc)
+	}
+	if err := collectFlows(res, t, o.WorkDir, dur); err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return res, errors.Join(errs...)
+	}
+	return res, nil
+}
+
+// build creates the fabric namespace, one namespace per host and the
+// links: host end "eth0" in the host's namespace, switch ends
+// "<switch>-p<port>" in the fabric namespace. No IP addresses are
+// configured: the host agents speak RoCEv2 through raw sockets, and a
+// kernel that owned the addresses would answer RoCEv2 frames with ICMP.
+func build(ctx context.Context, tb *netns.Testbed, t *Topology) (*netns.NS, map[string]*netns.NS, error) {
+	fab, err := tb.Namespace(ctx, "fabric")
+	if err != nil {
+		return nil, nil, err
+	}
+	hostNS := map[string]*netns.NS{}
+	for _, h := range t.HostNames() {
+		if hostNS[h], err = tb.Namespace(ctx, h); err != nil {
+			return nil, nil, err
+		}
+	}
+	mtu := t.Params().MTU
+	end := func(e Endpoint) netns.LinkConfig {
+		if e.IsHost() {
+			return netns.LinkConfig{NS: hostNS[e.Node], Name: "eth0", MAC: t.Hosts[e.Node].mac, MTU: mtu, DisableIPv6: true}
+		}
+		return netns.LinkConfig{NS: fab, Name: fmt.Sprintf("%s-p%d", e.Node, e.Port), MAC: t.PortMAC(e.Node, e.Port), MTU: mtu, DisableIPv6: true}
+	}
+	for _, l := range t.Links {
+		if _, err := tb.Veth(ctx, end(l.a), end(l.b)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return fab, hostNS, nil
+}
+
+// flowFile mirrors fastcnp-host's --flows file (host/agent/live.FlowFile).
+type flowFile struct {
+	Flows []flowEntry `json:"flows"`
+}
+
+type flowEntry struct {
+	Name     string `json:"name"`
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	SrcQPN   uint32 `json:"src_qpn"`
+	DstQPN   uint32 `json:"dst_qpn"`
+	Size     string `json:"size,omitempty"`
+	Duration string `json:"duration,omitempty"`
+	Start    string `json:"start,omitempty"`
+}
+
+// flowEntries returns the fastcnp-host flow definitions of the topology:
+// every flow once (both of its agents read the same file), QP numbers
+// 0x100+i at the sender and 0x200+i at the receiver, unbounded flows
+// running until their duration or the end of the run.
+func (t *Topology) flowEntries(runFor time.Duration) []flowEntry {
+	var out []flowEntry
+	for i, f := range t.Flows {
+		e := flowEntry{Name: f.Name, Src: t.Hosts[f.Src].addr.Addr().String(), Dst: t.Hosts[f.Dst].addr.Addr().String(),
+			SrcQPN: uint32(0x100 + i), DstQPN: uint32(0x200 + i), Start: units.FormatDuration(f.start)}
+		switch {
+		case f.size > 0:
+			e.Size = units.FormatSize(f.size)
+		case f.duration > 0:
+			e.Duration = units.FormatDuration(min(f.duration, runFor-f.start))
+		default:
+			e.Duration = units.FormatDuration(runFor - f.start)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func writeFlowFile(path string, t *Topology, runFor time.Duration) error {
+	b, err := jsonIndent(flowFile{Flows: t.flowEntries(runFor)})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("testbed: flow file: %w", err)
+	}
+	return nil
+}
+
+// collectFlows reads the agents' statistics files and fills res.Flows.
+func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) error {
+	stats := map[string]*flowStats{}
+	for _, h := range t.HostNames() {
+		f, err := os.Open(filepath.Join(dir, h+".jsonl"))
+		if err != nil {
+			return fmt.Errorf("testbed: statistics of %s: %w", h, err)
+		}
+		err = parseHostStats(f, stats)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	shares, err := t.FairShares()
+	if err != nil {
+		return err
+	}
+	for i, f := range t.Flows {
+		fr := FlowResult{Name: f.Name, Src: f.Src, Dst: f.Dst, Victim: f.Victim, FairShareBps: shares[i], Sized: f.size > 0}
+		fs := stats[f.Name]
+		if fs == nil {
+			fs = &flowStats{}
+		}
+		fr.Series = mergeSeries(fs)
+		if r := fs.recvRecord(); r != nil && r.Recv != nil {
+			fr.BytesReceived = r.Recv.Bytes
+			fr.ECNMarks = r.Recv.CE
+		}
+		if s := fs.sendRecord(); s != nil {
+			fr.CNPsSwitch, fr.CNPsNP = u64(s.CNPSwitch), u64(s.CNPNP)
+			fr.Retransmits, fr.Timeouts = u64(s.Retransmits), u64(s.Timeouts)
+			if s.RTT != nil {
+				fr.RTTMeanUs, fr.RTTP99Us, fr.RTTMaxUs = s.RTT.MeanUs, s.RTT.P99Us, s.RTT.MaxUs
+			}
+			if s.Done != nil {
+				fr.Done = *s.Done
+			}
+			if s.FCTUs != nil {
+				fr.FCTMs = *s.FCTUs / 1e3
+			}
+		}
+		start := f.start.Seconds()
+		end := runFor.Seconds()
+		if f.duration > 0 {
+			end = min(end, (f.start + f.duration).Seconds())
+		}
+		switch {
+		case f.size > 0 && fr.FCTMs > 0:
+			fr.ThroughputBps = float64(fr.BytesReceived) * 8 / (fr.FCTMs / 1e3)
+		case f.size > 0:
+			if d := end - start; d > 0 {
+				fr.ThroughputBps = float64(fr.BytesReceived) * 8 / d
+			}
+		default:
+			warm := min(1.0, (end-start)/4)
+			if v, ok := meanRate(fs.recv, start+warm, end); ok {
+				fr.ThroughputBps = v
+			} else if d := end - start; d > 0 {
+				fr.ThroughputBps = float64(fr.BytesReceived) * 8 / d
+			}
+		}
+		if fr.FairShareBps > 0 {
+			fr.ShareOfFair = fr.ThroughputBps / fr.FairShareBps
+		}
+		res.Flows = append(res.Flows, fr)
+	}
+	return nil
+}
+
+// mergeSeries joins a flow's receiver samples with the nearest sender
+// sample (the two agents sample independently).
+func mergeSeries(fs *flowStats) []RatePoint {
+	out := append([]RatePoint(nil), fs.recv...)
+	j := 0
+	for i := range out {
+		for j+1 < len(fs.send) && fs.send[j+1].T <= out[i].T {
+			j++
+		}
+		if j < len(fs.send) {
+			out[i].SendBps, out[i].CCBps = fs.send[j].SendBps, fs.send[j].CCBps
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, fs.send...)
+	}
+	return out
+}

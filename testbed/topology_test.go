@@ -1,0 +1,240 @@
+package testbed
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+)
+
+func TestMaxMinFair(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name     string
+		capacity []float64
+		paths    [][]int
+		demand   []float64
+		want     []float64
+		wantErr  bool
+	}{
+		{name: "one link shared equally", capacity: []float64{90}, paths: [][]int{{0}, {0}, {0}}, want: []float64{30, 30, 30}},
+		{
+			// The classic example: flow 0 crosses both links, flows 1 and 2
+			// one each; link 0 is the tighter one.
+			name: "parking lot", capacity: []float64{10, 20},
+			paths: [][]int{{0, 1}, {0}, {1}}, want: []float64{5, 5, 15},
+		},
+		{
+			// S1 in miniature: three senders and a victim share an uplink of
+			// 100, the senders also a 40 bottleneck, every host link is 40.
+			name: "victim", capacity: []float64{100, 40, 40, 40, 40, 40, 40, 40},
+			paths: [][]int{{2, 0, 1}, {3, 0, 1}, {4, 0, 1}, {5, 0, 6}},
+			want:  []float64{40.0 / 3, 40.0 / 3, 40.0 / 3, 40},
+		},
+		{
+			name: "demand limits release capacity", capacity: []float64{100},
+			paths: [][]int{{0}, {0}, {0}}, demand: []float64{10, inf, 20}, want: []float64{10, 70, 20},
+		},
+		{name: "zero capacity", capacity: []float64{0, 10}, paths: [][]int{{0, 1}, {1}}, want: []float64{0, 10}},
+		{name: "no flows", capacity: []float64{10}, paths: nil, want: []float64{}},
+		{name: "unlimited flow without links", capacity: []float64{10}, paths: [][]int{{}}, wantErr: true},
+		{name: "flow with no links but a demand", capacity: []float64{10}, paths: [][]int{{}}, demand: []float64{3}, want: []float64{3}},
+		{name: "unknown link", capacity: []float64{10}, paths: [][]int{{1}}, wantErr: true},
+		{name: "link twice", capacity: []float64{10}, paths: [][]int{{0, 0}}, wantErr: true},
+		{name: "negative capacity", capacity: []float64{-1}, paths: [][]int{{0}}, wantErr: true},
+		{name: "demand count", capacity: []float64{1}, paths: [][]int{{0}}, demand: []float64{1, 2}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := MaxMinFair(tt.capacity, tt.paths, tt.demand)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("MaxMinFair = %v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MaxMinFair: %v", err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("MaxMinFair = %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if math.Abs(got[i]-tt.want[i]) > 1e-6 {
+					t.Fatalf("MaxMinFair = %v, want %v", got, tt.want)
+				}
+			}
+			// Max-min property: no link over capacity.
+			used := make([]float64, len(tt.capacity))
+			for f, p := range tt.paths {
+				for _, l := range p {
+					used[l] += got[f]
+				}
+			}
+			for l := range used {
+				if used[l] > tt.capacity[l]+1e-6 {
+					t.Errorf("link %d carries %v > capacity %v", l, used[l], tt.capacity[l])
+				}
+			}
+		})
+	}
+}
+
+func loadTopo(t *testing.T, name string) *Topology {
+	t.Helper()
+	topo, err := Load(filepath.Join("topologies", name))
+	if err != nil {
+		t.Fatalf("Load(%s): %v", name, err)
+	}
+	return topo
+}
+
+func TestFairSharesOfShippedTopologies(t *testing.T) {
+	tests := []struct {
+		file string
+		want map[string]float64 // flow name -> b/s
+	}{
+		{"s1-victim.json", map[string]float64{"h1-h5": 100e6 / 3, "h2-h5": 100e6 / 3, "h3-h5": 100e6 / 3, "victim": 100e6}},
+		{"s2-incast.json", map[string]float64{"h1-r": 12.5e6, "h8-r": 12.5e6}},
+		{"s2-incast-4.json", map[string]float64{"h1-r": 25e6, "h4-r": 25e6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			topo := loadTopo(t, tt.file)
+			shares, err := topo.FairShares()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range topo.Flows {
+				want, ok := tt.want[f.Name]
+				if !ok {
+					continue
+				}
+				if math.Abs(shares[i]-want) > 1 {
+					t.Errorf("fair share of %s = %.0f b/s, want %.0f", f.Name, shares[i], want)
+				}
+				delete(tt.want, f.Name)
+			}
+			if len(tt.want) != 0 {
+				t.Errorf("flows not in topology: %v", tt.want)
+			}
+		})
+	}
+}
+
+func TestPathAndRoutes(t *testing.T) {
+	topo := loadTopo(t, "s1-victim.json")
+	path, err := topo.Path("h4", "h6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range path {
+		got = append(got, h.From.String()+">"+h.To.String())
+	}
+	if want := "h4>s1-p4 s1-p5>s2-p3 s2-p2>h6"; strings.Join(got, " ") != want {
+		t.Errorf("path h4 -> h6 = %q, want %q", strings.Join(got, " "), want)
+	}
+	cfg, err := topo.ControllerConfig(ControllerOptions{Mode: config.ModeECN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Switches) != 2 {
+		t.Fatalf("switches = %d, want 2", len(cfg.Switches))
+	}
+	s1 := cfg.Switch("s1")
+	routes := map[string]uint16{}
+	for _, r := range s1.Routes {
+		routes[r.Prefix.String()] = r.Port
+	}
+	wantRoutes := map[string]uint16{"10.0.0.1/32": 1, "10.0.0.4/32": 4, "10.0.0.5/32": 5, "10.0.0.6/32": 5}
+	for p, port := range wantRoutes {
+		if routes[p] != port {
+			t.Errorf("s1 route %s -> port %d, want %d", p, routes[p], port)
+		}
+	}
+	up := s1.Port(5)
+	if up == nil || up.Settings.LinkRate != 250_000_000 || up.Settings.Mode != config.ModeECN || len(up.Subnets) != 0 {
+		t.Errorf("s1 uplink port = %+v", up)
+	}
+	if p1 := s1.Port(1); p1 == nil || p1.Settings.LinkRate != 100_000_000 || len(p1.Subnets) != 1 {
+		t.Errorf("s1 port 1 = %+v", p1)
+	}
+	// Route to h6 on s1 leads to s2's port MAC.
+	for _, r := range s1.Routes {
+		if r.Prefix.String() == "10.0.0.6/32" && r.NextHopMAC.String() != topo.PortMAC("s2", 3).String() {
+			t.Errorf("next hop MAC to h6 = %s, want s2-p3's %s", r.NextHopMAC, topo.PortMAC("s2", 3))
+		}
+	}
+	if d := topo.LinkDelay("s1"); d.Microseconds() != 20 {
+		t.Errorf("link delay = %v, want 20us", d)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	base := `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"},"h2":{"ip":"10.0.0.2","mac":"02:00:00:00:00:02"}},
+"switches":{"s1":{"device_id":1,"grpc_port":50001}},
+"links":[{"a":"h1","b":"s1-p1"},{"a":"h2","b":"s1-p2"}]%s}`
+	tests := []struct {
+		name, extra, want string
+	}{
+		{"ok", `,"flows":[{"src":"h1","dst":"h2"}]`, ""},
+		{"unknown field", `,"flowz":[]`, "unknown field"},
+		{"unknown host in flow", `,"flows":[{"src":"h1","dst":"h9"}]`, "two different hosts"},
+		{"bad size", `,"flows":[{"src":"h1","dst":"h2","size":"2QB"}]`, "flows[0].size"},
+		{"late start", `,"flows":[{"src":"h1","dst":"h2","start":"1h"}]`, "not before the run ends"},
+		{"bad rate", `,"defaults":{"rate":"fast"}`, "defaults.rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(strings.Replace(base, "%s", tt.extra, 1)))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrTopology) {
+				t.Fatalf("Parse error = %v, want ErrTopology containing %q", err, tt.want)
+			}
+		})
+	}
+	graphErrs := []struct{ name, json, want string }{
+		{"host on two links", `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"}},"switches":{"s1":{"device_id":1,"grpc_port":50001}},"links":[{"a":"h1","b":"s1-p1"},{"a":"h1","b":"s1-p2"}]}`, "already used"},
+		{"duplicate device id", `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"}},"switches":{"s1":{"device_id":1,"grpc_port":50001},"s2":{"device_id":1,"grpc_port":50002}},"links":[{"a":"h1","b":"s1-p1"}]}`, "device_id 1: also used"},
+		{"cpu port", `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"}},"switches":{"s1":{"device_id":1,"grpc_port":50001}},"links":[{"a":"h1","b":"s1-p255"}]}`, "CPU port"},
+		{"multicast mac", `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"01:00:00:00:00:01"}},"switches":{"s1":{"device_id":1,"grpc_port":50001}},"links":[{"a":"h1","b":"s1-p1"}]}`, "unicast"},
+		{"no path", `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"},"h2":{"ip":"10.0.0.2","mac":"02:00:00:00:00:02"}},"switches":{"s1":{"device_id":1,"grpc_port":50001},"s2":{"device_id":2,"grpc_port":50002}},"links":[{"a":"h1","b":"s1-p1"},{"a":"h2","b":"s2-p1"}],"flows":[{"src":"h1","dst":"h2"}]}`, "no path"},
+	}
+	for _, tt := range graphErrs {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.json))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShippedTopologiesMakeValidControllerConfigs(t *testing.T) {
+	files, err := filepath.Glob("topologies/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no topologies: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			topo, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []config.Mode{config.ModeECN, config.ModeFastCNP} {
+				if _, err := topo.ControllerConfig(ControllerOptions{Mode: m}); err != nil {
+					t.Errorf("mode %s: %v", m, err)
+				}
+			}
+		})
+	}
+}
