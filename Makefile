@@ -30,12 +30,12 @@ lint: proto-check ## gofmt, go vet, and generated code up to date
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-proto: ## regenerate Go from proto/ (pinned protoc + plugins, see scripts/setup.sh)
+proto: ## regenerate Go from proto/: P4Runtime and fastcnp API (pinned protoc + plugins, see scripts/setup.sh)
 	bash proto/gen.sh
+	bash proto/fastcnp/gen.sh
 
-proto-check: ## fail if the committed generated Go differs from what `make proto` makes
-	@bash proto/gen.sh >/dev/null && \
-	  if ! git diff --quiet -- proto; then echo "generated code is stale: run make proto and commit"; git diff --stat -- proto; exit 1; fi
+proto-check: ## fail unless regenerating both proto trees is byte-identical to the files in the tree
+	@bash proto/check.sh
 
 bench: ## run the Go benchmarks (BENCH=regexp, BENCH_PKGS=packages)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)

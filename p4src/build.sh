@@ -8,13 +8,15 @@
 #   fastcnp.json               the BMv2 configuration (simple_switch_grpc --json / P4Runtime push)
 #   fastcnp.p4info.txtpb       the P4Info as p4c emitted it
 #   p4c.log                    everything p4c printed
-#   p4info.diff                committed P4Info against p4c's (only when they differ)
+#   p4info.diff                committed P4Info against p4c's, object by object (only when
+#                              they differ; cmd/p4infodiff, or diff -u without Go)
+#   p4info.order.diff          line-by-line diff when only the order or format differs
 #
 # Exit status:
 #   0  compiled, and p4c's P4Info equals the committed one
 #   1  p4c failed (see build/p4c.log)
 #   3  p4c is not installed (nothing was done)
-#   4  compiled, but p4c's P4Info differs from the committed one (see build/p4info.diff):
+#   4  compiled, but p4c's P4Info differs from the committed one in some object (build/p4info.diff):
 #      fix the program or the committed P4Info and docs/dataplane.md, never silently
 #
 # Environment: P4C (default: p4c), P4C_FLAGS (extra flags for p4c).
@@ -67,14 +69,43 @@ if [[ ! -s "$build/fastcnp.json" ]]; then
 fi
 echo "p4src/build.sh: wrote $build/fastcnp.json and $build/fastcnp.p4info.txtpb"
 
-rm -f "$build/p4info.diff"
+# Compare the P4Infos: object by object with cmd/p4infodiff when Go is available
+# (an object order that differs from p4c's is reported but is no contract change),
+# else line by line.
+rm -f "$build/p4info.diff" "$build/p4info.order.diff"
+if command -v go >/dev/null 2>&1; then
+    set +e
+    (cd "$here/.." && go run ./p4src/cmd/p4infodiff "$here/fastcnp.p4info.txtpb" "$build/fastcnp.p4info.txtpb") \
+        >"$build/p4info.diff" 2>&1
+    status=$?
+    set -e
+    if ((status == 2)); then
+        cat "$build/p4info.diff" >&2
+        echo "p4src/build.sh: could not compare the P4Infos (see above)" >&2
+        exit "$EXIT_COMPILE_FAILED"
+    fi
+    if ((status != 0)); then
+        cat "$build/p4info.diff" >&2
+        echo "p4src/build.sh: the P4Info p4c emitted differs from the committed one" \
+             "(object by object: $build/p4info.diff). Reconcile p4src/fastcnp.p4info.txtpb," \
+             "the program and docs/dataplane.md, then run 'go test ./p4src/...'." >&2
+        exit "$EXIT_P4INFO_DIFFERS"
+    fi
+    rm -f "$build/p4info.diff"
+    if ! diff -u "$here/fastcnp.p4info.txtpb" "$build/fastcnp.p4info.txtpb" >"$build/p4info.order.diff"; then
+        echo "p4src/build.sh: same objects, but p4c lists them in another order or format" \
+             "($build/p4info.order.diff): copy p4c's file over the committed one to keep them identical" >&2
+    else
+        rm -f "$build/p4info.order.diff"
+    fi
+    echo "p4src/build.sh: P4Info matches the committed p4src/fastcnp.p4info.txtpb (object by object)"
+    exit 0
+fi
 if ! diff -u "$here/fastcnp.p4info.txtpb" "$build/fastcnp.p4info.txtpb" >"$build/p4info.diff"; then
     cat "$build/p4info.diff" >&2
-    cat >&2 <<EOF
-p4src/build.sh: the P4Info p4c emitted differs from the committed one
-  (diff: $build/p4info.diff). Reconcile p4src/fastcnp.p4info.txtpb, the program
-  and docs/dataplane.md, then run 'go test ./p4src/'.
-EOF
+    echo "p4src/build.sh: the P4Info p4c emitted differs from the committed one, line by line" \
+         "(diff: $build/p4info.diff; with Go installed the comparison is object by object)." \
+         "Reconcile p4src/fastcnp.p4info.txtpb, the program and docs/dataplane.md, then run 'go test ./p4src/...'." >&2
     exit "$EXIT_P4INFO_DIFFERS"
 fi
 rm -f "$build/p4info.diff"

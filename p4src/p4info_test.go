@@ -204,17 +204,76 @@ func jenkinsOneAtATime(s string) uint32 {
 	return h
 }
 
+// p4cDerivedID is the ID p4c gives an object of the kind with prefix without an
+// @id: the prefix in the top byte, jenkinsOneAtATime(name) in the low 24 bits (the
+// first free one on a collision, which our names do not have).
+func p4cDerivedID(prefix uint32, name string) uint32 {
+	return prefix<<24 | jenkinsOneAtATime(name)&0xffffff
+}
+
+// TestDerivedIDsMatchP4c anchors the hash on IDs that p4c 1.2.5.16 really emitted
+// (/work/shared/reports/p4c-example: example.p4info.txtpb), then checks the digests of
+// our P4Info, whose IDs cannot be pinned in v1model.
 func TestDerivedIDsMatchP4c(t *testing.T) {
-	if got := prefixAction<<24 | jenkinsOneAtATime("NoAction")&0xffffff; got != noActionID {
-		t.Fatalf("hash check: NoAction -> %d, want %d", got, noActionID)
+	anchors := []struct {
+		what   string
+		prefix uint32
+		name   string // the name p4c hashes
+		want   uint32 // p4c's output
+	}{
+		{"core.p4 action NoAction", prefixAction, "NoAction", 21257015},
+		{"digest of struct state_change_t", prefixDigest, "state_change_t", 393884964},
+		// Controller headers hash the header type's name, not the
+		// @controller_header string ("packet_in"), when they carry no @id.
+		{"controller header type packet_in_h", prefixControllerHeader, "packet_in_h", 68340960},
+		{"controller header type packet_out_h", prefixControllerHeader, "packet_out_h", 74440427},
+	}
+	for _, a := range anchors {
+		if got := p4cDerivedID(a.prefix, a.name); got != a.want {
+			t.Errorf("%s: hash gives %d, p4c emitted %d", a.what, got, a.want)
+		}
+	}
+	if noActionID != anchors[0].want {
+		t.Errorf("noActionID %d, p4c emitted %d", noActionID, anchors[0].want)
 	}
 	info := loadP4Info(t)
 	for _, d := range info.GetDigests() {
 		name := d.GetPreamble().GetName()
-		want := uint32(prefixDigest)<<24 | jenkinsOneAtATime(name)&0xffffff
-		if d.GetPreamble().GetId() != want {
+		if want := p4cDerivedID(prefixDigest, name); d.GetPreamble().GetId() != want {
 			t.Errorf("digest %s: id %#x, p4c derives %#x (v1model digests cannot be pinned)", name, d.GetPreamble().GetId(), want)
 		}
+	}
+}
+
+// TestControllerHeaderIDsArePinned: p4c 1.2.5 takes an @id on a @controller_header
+// header type (its P4Runtime symbol table adds controller headers from the header
+// type declaration, reading @id like for any declaration; docs/dataplane.md
+// "Compile status"), so the committed P4Info carries the pinned IDs, not the
+// hash-derived ones of the type names, which must differ from them.
+func TestControllerHeaderIDsArePinned(t *testing.T) {
+	info := loadP4Info(t)
+	src := p4Sources(t)
+	re := regexp.MustCompile(`@controller_header\("(\w+)"\)\s*@id\(\s*([^)]*?)\s*\)\s*header\s+(\w+)`)
+	found := 0
+	for _, m := range re.FindAllStringSubmatch(src, -1) {
+		found++
+		pinned := parseID(t, m[2])
+		derived := p4cDerivedID(prefixControllerHeader, m[3])
+		if pinned == derived {
+			t.Errorf("%s: @id equals the derived ID %#x, pinning proves nothing", m[3], derived)
+		}
+		var got uint32
+		for _, c := range info.GetControllerPacketMetadata() {
+			if c.GetPreamble().GetName() == m[1] {
+				got = c.GetPreamble().GetId()
+			}
+		}
+		if got != pinned {
+			t.Errorf("controller header %s (type %s): P4Info id %#x, @id %#x (derived would be %#x)", m[1], m[3], got, pinned, derived)
+		}
+	}
+	if found != 2 || len(info.GetControllerPacketMetadata()) != 2 {
+		t.Errorf("%d pinned controller headers in the sources, %d in the P4Info, want 2", found, len(info.GetControllerPacketMetadata()))
 	}
 }
 

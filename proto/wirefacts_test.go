@@ -34,13 +34,14 @@ import (
 // Field notation: "name number kind [rep] [oneof=NAME] [opt]".
 // kind is a protoreflect scalar kind name (uint64, bytes, ...), "msg:FULLNAME"
 // or "enum:FULLNAME"; maps are "map<KEY,VALUE>" with the same value notation.
-// rep marks a repeated field; opt marks a proto3 optional field.
+// rep marks a repeated field; opt marks a proto3 optional field; dep marks a
+// field the spec declares [deprecated=true] (kept for its wire number).
 
 // p4runtimeMessages is p4/v1/p4runtime.proto, message by message.
 var p4runtimeMessages = map[string][]string{
 	"p4.v1.WriteRequest": {
 		"device_id 1 uint64",
-		"role_id 2 uint64",
+		"role_id 2 uint64 dep",
 		"role 6 string",
 		"election_id 3 msg:p4.v1.Uint128",
 		"updates 4 msg:p4.v1.Update rep",
@@ -83,7 +84,7 @@ var p4runtimeMessages = map[string][]string{
 		"match 2 msg:p4.v1.FieldMatch rep",
 		"action 3 msg:p4.v1.TableAction",
 		"priority 4 int32",
-		"controller_metadata 5 uint64",
+		"controller_metadata 5 uint64 dep",
 		"meter_config 6 msg:p4.v1.MeterConfig",
 		"counter_data 7 msg:p4.v1.CounterData",
 		"meter_counter_data 12 msg:p4.v1.MeterCounterData",
@@ -133,7 +134,7 @@ var p4runtimeMessages = map[string][]string{
 	"p4.v1.ActionProfileAction": {
 		"action 1 msg:p4.v1.Action",
 		"weight 2 int32",
-		"watch 3 int32 oneof=watch_kind",
+		"watch 3 int32 oneof=watch_kind dep",
 		"watch_port 4 bytes oneof=watch_kind",
 	},
 	"p4.v1.ActionProfileMember": {
@@ -150,7 +151,7 @@ var p4runtimeMessages = map[string][]string{
 	"p4.v1.ActionProfileGroup.Member": {
 		"member_id 1 uint32",
 		"weight 2 int32",
-		"watch 3 int32 oneof=watch_kind",
+		"watch 3 int32 oneof=watch_kind dep",
 		"watch_port 4 bytes oneof=watch_kind",
 	},
 	"p4.v1.Index": {"index 1 int64"},
@@ -199,7 +200,7 @@ var p4runtimeMessages = map[string][]string{
 		"instance 2 uint32",
 	},
 	"p4.v1.Replica": {
-		"egress_port 1 uint32 oneof=port_kind",
+		"egress_port 1 uint32 oneof=port_kind dep",
 		"port 3 bytes oneof=port_kind",
 		"instance 2 uint32",
 		"backup_replicas 4 msg:p4.v1.BackupReplica rep",
@@ -279,7 +280,7 @@ var p4runtimeMessages = map[string][]string{
 		"status 4 msg:google.rpc.Status",
 	},
 	"p4.v1.Role": {
-		"id 1 uint64",
+		"id 1 uint64 dep",
 		"name 3 string",
 		"config 2 msg:google.protobuf.Any",
 	},
@@ -305,7 +306,7 @@ var p4runtimeMessages = map[string][]string{
 	},
 	"p4.v1.SetForwardingPipelineConfigRequest": {
 		"device_id 1 uint64",
-		"role_id 2 uint64",
+		"role_id 2 uint64 dep",
 		"role 6 string",
 		"election_id 3 msg:p4.v1.Uint128",
 		"action 4 enum:p4.v1.SetForwardingPipelineConfigRequest.Action",
@@ -487,9 +488,10 @@ var p4infoMessages = map[string][]string{
 		"max_group_size 5 int32",
 		"sum_of_weights 6 msg:p4.config.v1.ActionProfile.SumOfWeights oneof=selector_size_semantics",
 		"sum_of_members 7 msg:p4.config.v1.ActionProfile.SumOfMembers oneof=selector_size_semantics",
+		"weights_disallowed 8 bool",
 	},
 	"p4.config.v1.ActionProfile.SumOfWeights": {},
-	"p4.config.v1.ActionProfile.SumOfMembers": {"max_member_weight 1 int32 opt"},
+	"p4.config.v1.ActionProfile.SumOfMembers": {"max_member_weight 1 int32"},
 	"p4.config.v1.CounterSpec":                {"unit 1 enum:p4.config.v1.CounterSpec.Unit"},
 	"p4.config.v1.Counter": {
 		"preamble 1 msg:p4.config.v1.Preamble",
@@ -761,6 +763,9 @@ func describeField(fd protoreflect.FieldDescriptor) string {
 		} else {
 			parts = append(parts, "oneof="+string(od.Name()))
 		}
+	}
+	if opts, ok := fd.Options().(*descriptorpb.FieldOptions); ok && opts.GetDeprecated() {
+		parts = append(parts, "dep")
 	}
 	return strings.Join(parts, " ")
 }

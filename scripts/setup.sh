@@ -4,9 +4,24 @@
 # when their version differs.
 set -euo pipefail
 
-# Debian packages: protoc for `make proto`, iproute2 for network namespaces and veth pairs,
-# tshark to check captures (PFC, RoCE), Mininet + scapy for the mininet/ testbed.
-DEB_PACKAGES=(protobuf-compiler iproute2 tshark mininet python3-scapy iputils-ping ethtool)
+# Debian packages, and what in the repo uses them:
+#   ca-certificates     HTTPS to the Go module proxy (go mod download, go install)
+#   git, make           `make test` (the gofmt check lists files with `git ls-files`)
+#   protobuf-compiler   protoc 3.21.12 for `make proto` / `make proto-check`, proto/wirefacts_test.go
+#   libprotobuf-dev     google/protobuf/*.proto under /usr/include, imported by the P4Runtime
+#                       protos; only a Recommends of protobuf-compiler, so named here
+#   iproute2            ip, tc: network namespaces, veth pairs, qdiscs (internal/netns, testbed,
+#                       scripts/demo.sh, cmd/fastcnp-host, bmv2-testbed)
+#   iputils-ping        ping in the namespace tests (target/switch, cmd/fastcnp-switch)
+#   procps              ps, sysctl (namespace test diagnostics, mininet/fastcnp_mininet.py)
+#   ethtool             checksum offloads off on veths (bmv2-testbed/mk-veths.sh)
+#   tshark              decodes captures: PFC/MAC control, RoCE, CNPs (wire, target/switch,
+#                       host/agent/live tests)
+#   mininet             the mininet/ testbed (brings python3)
+# Not installable from Debian 12 and not needed by `make test`: p4c (`make p4`) and BMv2
+# simple_switch_grpc (bmv2-testbed/, conformance/bmv2); see bmv2-testbed/README.md.
+DEB_PACKAGES=(ca-certificates git make protobuf-compiler libprotobuf-dev iproute2 iputils-ping
+  procps ethtool tshark mininet)
 
 # Go tools, pinned so that `make proto` regenerates byte-identical code.
 PROTOC_GEN_GO_VERSION=v1.36.12
@@ -27,9 +42,19 @@ if ((${#missing[@]})); then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-gobin="$(go env GOPATH)/bin"
-have_version() { # binary, wanted version
-  [ -x "$gobin/$1" ] && go version -m "$gobin/$1" 2>/dev/null | grep -q "mod.*$2"
+# Go itself is not a Debian 12 package at the version go.mod needs: it comes with the
+# machine (/usr/local/go). Say so plainly rather than fail on 'go: command not found'.
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: 'go' is not on PATH: install Go 1.26 or later (go.mod) and re-run" >&2
+  exit 1
+fi
+
+# Where `go install` puts binaries: GOBIN if set, else GOPATH/bin (proto/gen.sh looks
+# in the same places).
+gobin="$(go env GOBIN)"
+[ -n "$gobin" ] || gobin="$(go env GOPATH)/bin"
+have_version() { # binary, wanted module version
+  [ -x "$gobin/$1" ] && go version -m "$gobin/$1" 2>/dev/null | grep -qE "^[[:space:]]+mod[[:space:]].*[[:space:]]$2([[:space:]]|$)"
 }
 have_version protoc-gen-go "$PROTOC_GEN_GO_VERSION" ||
   go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"

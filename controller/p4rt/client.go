@@ -141,6 +141,10 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 	if cfg.credsErr != nil {
 		return nil, cfg.credsErr
 	}
+	if cfg.roleConfig != nil && cfg.role == "" {
+		return nil, fmt.Errorf("p4rt: role config (%s) without a role name: the default role carries no config: %w",
+			cfg.roleConfig.GetTypeUrl(), ErrInvalidValue)
+	}
 	if err := cfg.backoff.validate(); err != nil {
 		return nil, err
 	}
@@ -448,11 +452,14 @@ func (c *Client) ackSender(ctx context.Context, wg *sync.WaitGroup, s p4v1.P4Run
 	}
 }
 
+// roleProto is the Role of the arbitration update: none for the default
+// role, else the name and, if given, the role config. The deprecated
+// numeric id (field 1) is never sent.
 func (c *Client) roleProto() *p4v1.Role {
 	if c.cfg.role == "" {
 		return nil
 	}
-	return &p4v1.Role{Name: c.cfg.role}
+	return &p4v1.Role{Name: c.cfg.role, Config: c.cfg.roleConfig}
 }
 
 func (c *Client) onArbitration(a *p4v1.MasterArbitrationUpdate, first, everUp bool) {

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestEncode(t *testing.T) {
@@ -254,5 +256,64 @@ func TestOtherBuilders(t *testing.T) {
 	}
 	if _, err := in.DigestConfig("state_change_t", 0, 1, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGroupWeights checks member weights of ActionProfileGroup against the
+// profile's P4Info: the default (weighted) semantics, and v1.5's
+// weights_disallowed, where every weight must be left unset.
+func TestGroupWeights(t *testing.T) {
+	in := testInfo(t)
+	p := proto.Clone(in.P4Info()).(*p4configv1.P4Info)
+	for _, ap := range p.ActionProfiles {
+		if ap.GetPreamble().GetName() == "Ing.inc_selector" {
+			ap.WeightsDisallowed = true
+		}
+	}
+	noWeights, err := p4rt.NewInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		in      *p4rt.Info
+		maxSize int32
+		weights []int32
+		want    []int32 // weights on the wire; nil with err
+		err     error
+	}{
+		{"weighted", in, 16, []int32{3, 1}, []int32{3, 1}, nil},
+		{"weight 0 sent as 1", in, 0, []int32{0, 2}, []int32{1, 2}, nil},
+		{"negative weight", in, 0, []int32{-1}, nil, p4rt.ErrInvalidValue},
+		{"negative max size", in, -1, []int32{1}, nil, p4rt.ErrInvalidValue},
+		{"disallowed: unset weights", noWeights, 8, []int32{0, 0}, []int32{0, 0}, nil},
+		{"disallowed: weight given", noWeights, 8, []int32{0, 1}, nil, p4rt.ErrInvalidValue},
+		{"disallowed: negative", noWeights, 8, []int32{-2}, nil, p4rt.ErrInvalidValue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ms []p4rt.GroupMember
+			for i, w := range tc.weights {
+				ms = append(ms, p4rt.GroupMember{ID: uint32(i + 1), Weight: w})
+			}
+			e, err := tc.in.ActionProfileGroup("inc_selector", 9, tc.maxSize, ms...)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || e != nil {
+					t.Fatalf("got %v, %v; want %v", e, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := e.GetActionProfileGroup()
+			if g.MaxSize != tc.maxSize || len(g.Members) != len(tc.want) {
+				t.Fatalf("group %v", g)
+			}
+			for i, m := range g.Members {
+				if m.MemberId != uint32(i+1) || m.Weight != tc.want[i] {
+					t.Errorf("member %d = {%d, weight %d}, want {%d, weight %d}", i, m.MemberId, m.Weight, i+1, tc.want[i])
+				}
+			}
+		})
 	}
 }

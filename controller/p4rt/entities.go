@@ -312,24 +312,35 @@ func (in *Info) ActionProfileMember(profile string, memberID uint32, action stri
 
 // GroupMember is one member of an action profile group and its weight.
 type GroupMember struct {
-	ID     uint32
-	Weight int32 // >= 1; 0 is taken as 1
+	ID uint32
+	// Weight is >= 1; 0 is sent as 1. For a profile whose P4Info says
+	// weights_disallowed (v1.5: the target picks members itself, e.g.
+	// adaptive load balancing) it must be 0 and is sent unset.
+	Weight int32
 }
 
 // ActionProfileGroup builds a group of an action selector. maxSize 0 leaves
-// the maximum to the target.
+// the maximum to the target. maxSize and the member weights must not be
+// negative.
 func (in *Info) ActionProfileGroup(profile string, groupID uint32, maxSize int32, members ...GroupMember) (*p4v1.Entity, error) {
 	pid, err := in.ActionProfileID(profile)
 	if err != nil {
 		return nil, err
 	}
+	if maxSize < 0 {
+		return nil, fmt.Errorf("p4rt: group %d: max size %d: %w", groupID, maxSize, ErrInvalidValue)
+	}
+	noWeights := in.noWeights[pid]
 	g := &p4v1.ActionProfileGroup{ActionProfileId: pid, GroupId: groupID, MaxSize: maxSize}
 	for _, m := range members {
 		w := m.Weight
-		if w < 0 {
+		switch {
+		case w < 0:
 			return nil, fmt.Errorf("p4rt: group %d member %d: weight %d: %w", groupID, m.ID, w, ErrInvalidValue)
-		}
-		if w == 0 {
+		case noWeights && w != 0:
+			return nil, fmt.Errorf("p4rt: group %d member %d: weight %d, but action profile %s disallows weights: %w",
+				groupID, m.ID, w, in.profiles.names[pid], ErrInvalidValue)
+		case w == 0 && !noWeights:
 			w = 1
 		}
 		g.Members = append(g.Members, &p4v1.ActionProfileGroup_Member{MemberId: m.ID, Weight: w})
@@ -517,6 +528,16 @@ func (in *Info) ReadDirectCounters(table string) (*p4v1.Entity, error) {
 		return nil, err
 	}
 	return &p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{TableEntry: e.GetTableEntry()}}}, nil
+}
+
+// ReadDirectMeters reads the direct meter configurations of every entry of
+// a table ("" for all tables).
+func (in *Info) ReadDirectMeters(table string) (*p4v1.Entity, error) {
+	e, err := in.ReadTable(table)
+	if err != nil {
+		return nil, err
+	}
+	return &p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: &p4v1.DirectMeterEntry{TableEntry: e.GetTableEntry()}}}, nil
 }
 
 // ReadMeter reads one cell (or AllIndexes) of a meter, or every meter when

@@ -11,6 +11,8 @@ import (
 	"github.com/fastcnp/fastcnp/controller/p4rt/internal/p4rttest"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // exampleInfo loads the test P4Info (p4c's output for a small v1model
@@ -272,4 +274,34 @@ func ExampleDigestList_Unmarshal() {
 	// Output:
 	// state_change_t {Port:4 State:1 At:1000}
 	// 1
+}
+
+// A controller that owns only part of the pipeline arbitrates for a named
+// role and may describe the role with a config (an Any whose format the
+// controller and the switch agree on). Both go in every arbitration update,
+// reconnections included.
+func ExampleWithRoleConfig() {
+	srv, err := p4rttest.Start("127.0.0.1:0", 1)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Stop()
+	cfg, err := anypb.New(wrapperspb.String("tables: Ing.port_config"))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := p4rt.Dial(ctx, srv.Addr(), 1, p4rt.WithRole("cc"), p4rt.WithRoleConfig(cfg))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	role := srv.Arbitrations()[0].GetRole()
+	var sent wrapperspb.StringValue
+	if err := role.GetConfig().UnmarshalTo(&sent); err != nil {
+		panic(err)
+	}
+	fmt.Println(role.GetName(), sent.GetValue(), c.IsPrimary())
+	// Output: cc tables: Ing.port_config true
 }

@@ -66,6 +66,17 @@ func TestEntityLifecycle(t *testing.T) {
 		t.Errorf("optional %+v", o)
 	}
 
+	// MODIFY of a regular entry: same key (ternary + range + priority), new
+	// action; the read-back shows the new action and still one entry.
+	acl2 := mustE(in.TableEntry("Ing.acl").Match(p4rt.Ternary("src", 0x0a000000, 0xff000000), p4rt.Range("proto", 6, 17)).
+		Priority(10).Action("NoAction").Entity())
+	if err := c.Write(ctx(t), p4rt.Modify(acl2)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.ReadTableEntries(ctx(t), "Ing.acl"); err != nil || len(got) != 1 || got[0].Action != "NoAction" {
+		t.Fatalf("after MODIFY: %+v %v, want one Ing.acl entry running NoAction", got, err)
+	}
+
 	// Default action: MODIFY, read back with ReadDefaultEntry.
 	def := mustE(in.TableEntry("ipv4_route").Default().Action("drop").Entity())
 	if err := c.Write(ctx(t), p4rt.Modify(def)); err != nil {
@@ -87,11 +98,18 @@ func TestEntityLifecycle(t *testing.T) {
 	if err := c.Write(ctx(t), p4rt.Modify(meter)); err != nil {
 		t.Fatal(err)
 	}
+	dmeter := &p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: &p4v1.DirectMeterEntry{TableEntry: te,
+		Config: &p4v1.MeterConfig{Cir: 10, Cburst: 1, Pir: 20, Pburst: 2}}}}
+	if err := c.Write(ctx(t), p4rt.Modify(dmeter)); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Write(ctx(t), p4rt.Insert(mustE(in.DigestConfig("state_change_t", time.Millisecond, 16, time.Second)))); err != nil {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]*p4v1.Entity{
 		"direct counters": mustE(in.ReadDirectCounters("v6_route")),
+		"direct meters":   mustE(in.ReadDirectMeters("v6_route")),
+		"all direct mtrs": mustE(in.ReadDirectMeters("")),
 		"meter":           mustE(in.ReadMeter("port_meter", 2)),
 		"all meters":      mustE(in.ReadMeter("", p4rt.AllIndexes)),
 		"digest config":   mustE(in.ReadDigestConfig("state_change_t")),

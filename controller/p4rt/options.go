@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Uint128 is an election ID: High is the more significant half.
@@ -72,6 +74,7 @@ func (b Backoff) validate() error {
 type config struct {
 	electionID  Uint128
 	role        string
+	roleConfig  *anypb.Any
 	creds       credentials.TransportCredentials
 	credsErr    error
 	backoff     Backoff
@@ -106,8 +109,25 @@ type Option func(*config)
 // of a role is its primary.
 func WithElectionID(id Uint128) Option { return func(c *config) { c.electionID = id } }
 
-// WithRole sets the role name ("" is the default, full-access role).
+// WithRole sets the role name ("" is the default, full-access role). The
+// name goes in every arbitration update, WriteRequest, ReadRequest and
+// SetForwardingPipelineConfigRequest.
 func WithRole(name string) Option { return func(c *config) { c.role = name } }
+
+// WithRoleConfig attaches a role configuration (P4Runtime v1.4+
+// Role.config, a google.protobuf.Any whose format is agreed between the
+// controller and the switch) to the arbitration updates of a named role.
+// It says which entities and behaviours the role covers; without it the
+// role has full pipeline access. cfg is copied. Dial refuses a config
+// without WithRole: the default role is sent with no Role message at all,
+// so it cannot carry one.
+func WithRoleConfig(cfg *anypb.Any) Option {
+	var cp *anypb.Any
+	if cfg != nil {
+		cp = proto.Clone(cfg).(*anypb.Any) // copied now, not when Dial applies it
+	}
+	return func(c *config) { c.roleConfig = cp }
+}
 
 // WithTLS uses TLS with cfg (set cfg.Certificates for mutual TLS).
 func WithTLS(cfg *tls.Config) Option {

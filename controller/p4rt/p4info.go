@@ -257,6 +257,7 @@ type Info struct {
 	cpmFields    map[uint32]*fieldSet // per controller packet metadata header
 	registerBits map[uint32]int       // register element width (bit<W> only)
 	digestByID   map[uint32]*p4configv1.Digest
+	noWeights    map[uint32]bool // action profiles with weights_disallowed (v1.5)
 }
 
 // NewInfo indexes p. It fails on duplicate IDs or names within a kind, on a
@@ -276,6 +277,7 @@ func NewInfo(p *p4configv1.P4Info) (*Info, error) {
 		matchFields: map[uint32]*fieldSet{}, params: map[uint32]*fieldSet{},
 		vsFields: map[uint32]*fieldSet{}, cpmFields: map[uint32]*fieldSet{},
 		registerBits: map[uint32]int{}, digestByID: map[uint32]*p4configv1.Digest{},
+		noWeights: map[uint32]bool{},
 	}
 	seen := map[uint32]string{}
 	add := func(x *nameIndex, pre *p4configv1.Preamble) error {
@@ -348,6 +350,9 @@ func NewInfo(p *p4configv1.P4Info) (*Info, error) {
 	for _, x := range p.ActionProfiles {
 		if err := add(in.profiles, x.Preamble); err != nil {
 			return nil, err
+		}
+		if x.WeightsDisallowed {
+			in.noWeights[x.Preamble.Id] = true
 		}
 	}
 	for _, x := range p.Counters {

@@ -1,6 +1,6 @@
 // fastcnp: the decisions of the algorithm, as architecture-neutral controls.
 //
-// These controls hold no state and call no extern: they take what the
+// These controls and functions hold no state and call no extern: they take what the
 // architecture's code read from its registers and tables, and say what to do.
 // The v1model program (v1model/fastcnp.p4) does the register I/O around them;
 // a TNA program does the same with RegisterActions. Every decision is written
@@ -23,9 +23,28 @@ bit<16> ipv4_checksum_replace_word(in bit<16> checksum, in bit<16> old_word, in 
     return ~(sum[15:0]);
 }
 
+// floor(ps / 1000) for every ps < 2^48 (defines.p4 PS_TO_NS_MAGIC_*): the 97-bit
+// product ps * M of the magic-number division, taken apart into 24-bit limbs so
+// that no intermediate value exceeds 64 bits (largest: p2 + (s1 >> 24) < 2^50):
+//   ps * M = p2 * 2^48 + p1 * 2^24 + p0, s1 = p1 + (p0 >> 24),
+//   (ps * M) >> 58 = (p2 + (s1 >> 24)) >> 10.
+// p4src/arith_test.go checks this arithmetic against exact division.
+bit<48> ps_to_ns(in bit<48> ps) {
+    bit<64> x_lo = (bit<64>)ps[23:0];
+    bit<64> x_hi = (bit<64>)ps[47:24];
+    bit<64> p0 = x_lo * PS_TO_NS_MAGIC_LO;
+    bit<64> p1 = x_hi * PS_TO_NS_MAGIC_LO + x_lo * PS_TO_NS_MAGIC_HI;
+    bit<64> p2 = x_hi * PS_TO_NS_MAGIC_HI;
+    bit<64> s1 = p1 + (p0 >> 24);
+    return (bit<48>)((p2 + (s1 >> 24)) >> 10);
+}
+
 // Spec 01 event 3, docs/dataplane.md Ingress step 4 "RESUME(p)": what a resume
-// finds. rx_bytes > C*T is evaluated as rx_bytes * 1e6 > rate_bytes_per_ms * T
-// (T in ns), exactly, in 128-bit arithmetic.
+// finds. rx_bytes > C*T is evaluated as rx_bytes * 10^6 > rate_bytes_per_ms * T
+// (T in ns), exactly, in 64-bit arithmetic: the left side is below 2^52; with
+// T = t_hi * 2^24 + t_lo the right side is (rate * t_hi) * 2^24 + rate * t_lo,
+// which is at least 2^52 (never beaten) when rate * t_hi >= 2^28 and otherwise
+// below 2^57. p4src/arith_test.go checks this against exact arithmetic.
 control PortResumeDecision(in bit<32>    queue_bytes,
                            in bit<32>    qth_bytes,
                            in bit<32>    rx_bytes,
@@ -34,11 +53,17 @@ control PortResumeDecision(in bit<32>    queue_bytes,
                            out bit<1>    undetermined,
                            out bit<8>    event) {
     apply {
+        bit<64> rx_scaled = (bit<64>)rx_bytes * NS_PER_MS;
+        bit<64> rate_t_hi = (bit<64>)rate_bytes_per_ms * (bit<64>)pause_duration_ns[47:24];
+        bit<64> rate_t_lo = (bit<64>)rate_bytes_per_ms * (bit<64>)pause_duration_ns[23:0];
+        bool rx_beats_rate = false;
+        if (rate_t_hi < RATE_T_HI_LIMIT) {
+            rx_beats_rate = rx_scaled > (rate_t_hi << 24) + rate_t_lo;
+        }
         if (queue_bytes < qth_bytes) {
             undetermined = PORT_DETERMINED;
             event = PORT_EVENT_RESUME_NOT_CONGESTED;
-        } else if ((bit<128>)rx_bytes * NS_PER_MS >
-                   (bit<128>)rate_bytes_per_ms * (bit<128>)pause_duration_ns) {
+        } else if (rx_beats_rate) {
             undetermined = PORT_DETERMINED;
             event = PORT_EVENT_RESUME_CONGESTED;
         } else {

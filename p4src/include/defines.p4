@@ -26,7 +26,7 @@
 // The INC code is unrolled lane by lane (one register per lane, pinned IDs
 // 0x16000013 .. 0x16000022). A different vector length needs new lanes there.
 #if INC_VECTOR_LEN != 16
-#error "INC_VECTOR_LEN is unrolled for 16 lanes in headers.p4, registers.p4 and controls.p4"
+#error "INC_VECTOR_LEN is unrolled for 16 lanes in headers.p4, registers.p4 and v1model/fastcnp.p4"
 #endif
 
 // ---------------------------------------------------------------------------
@@ -47,14 +47,21 @@ const bit<32> DIGEST_RECEIVER    = 1;     // v1model digest receiver id (ignored
 // ---------------------------------------------------------------------------
 const bit<48> DIGEST_MIN_GAP_NS  = 100000;  // cnp_digest_t at most once per this gap per port
 const bit<48> NS_PER_US          = 1000;    // BMv2 timestamps count microseconds
-const bit<32> PS_PER_NS          = 1000;    // pause_quantum_ps -> ns
+// No run-time arithmetic in the program is wider than 64 bits (controls.p4), so
+// that neither p4c's BMv2 back end nor a later TNA program has to handle it.
 // Exact floor(x / 1000) for every x < 2^48 without a division (BMv2 and Tofino
-// have none): floor(x / 1000) == (x * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT.
-// Proof: M = ceil(2^58 / 1000) = 288230376151712, M*1000 - 2^58 = 256 <= 2^(58-48),
-// so the error term stays below one unit for all 48-bit x (Granlund-Montgomery).
-const bit<128> PS_TO_NS_MAGIC    = 288230376151712;
-const bit<8>   PS_TO_NS_SHIFT    = 58;
-const bit<128> NS_PER_MS         = 1000000;  // rx_bytes * 1e6 > rate_bytes_per_ms * T
+// have none): floor(x / 1000) == (x * M) >> 58 with M = ceil(2^58 / 1000) =
+// 288230376151712, since M*1000 - 2^58 = 256 <= 2^(58-48) keeps the error below
+// one unit for all 48-bit x (Granlund-Montgomery). The 97-bit product x * M is
+// formed from 24-bit limbs (controls.p4 ps_to_ns): M = HI * 2^24 + LO.
+const bit<64> PS_TO_NS_MAGIC_HI  = 17179869;
+const bit<64> PS_TO_NS_MAGIC_LO  = 3087008;
+// rx_bytes > C*T is evaluated as rx_bytes * 10^6 > rate_bytes_per_ms * T_ns
+// (controls.p4 PortResumeDecision); the left side is below 2^52.
+const bit<64> NS_PER_MS          = 1000000;
+// rate_bytes_per_ms * (T_ns >> 24) at or above 2^28 puts the right side at or
+// above 2^52, beyond any left side.
+const bit<64> RATE_T_HI_LIMIT    = 0x10000000;
 
 // ---------------------------------------------------------------------------
 // Protocol numbers (docs/wire-formats.md).

@@ -527,10 +527,11 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                                 meta.event_timestamp_ns = meta.now_ns;
                             }
                             // pause_expire = now + q * pause_quantum_ps / 1000, the
-                            // division done exactly by multiply-and-shift (defines.p4).
-                            bit<128> pause_ps = (bit<128>)quanta * (bit<128>)meta.pause_quantum_ps;
-                            bit<128> pause_ns = (pause_ps * PS_TO_NS_MAGIC) >> PS_TO_NS_SHIFT;
-                            port_pause_expire_ns.write(in_port, meta.now_ns + (time_ns_t)pause_ns);
+                            // division done exactly by multiply-and-shift (controls.p4
+                            // ps_to_ns); q * pause_quantum_ps < 2^48 fits bit<48>.
+                            bit<48> pause_ps = (bit<48>)quanta * (bit<48>)meta.pause_quantum_ps;
+                            time_ns_t pause_ns = ps_to_ns(pause_ps);
+                            port_pause_expire_ns.write(in_port, meta.now_ns + pause_ns);
                         } else {
                             // Event 3: RESUME (quanta 0).
                             pfc_resume_rx.count(in_port);
@@ -789,6 +790,10 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
         // ingress either way (ingress sends the deferred digests, routes the CNP).
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
             if (meta.deferred_cnp == 1) {
+                // The CNP exists from here on: count it (bytes: BMv2 counts the
+                // clone's ingress length, the data packet's). Without clone session
+                // CNP_CLONE_SESSION there is no such pass and nothing is counted.
+                switch_cnp_sent.count((bit<32>)meta.cnp_port);
                 // IPv4: back to the sender, CNP class, not ECT.
                 ipv4_addr_t flow_src_addr = hdr.ipv4.src_addr;
                 hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
@@ -981,8 +986,8 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, meta.bdp_bytes,
                                meta.mtu_bytes, window_bytes);
 
-            // ---- Step 6: request the switch CNP (built in the clone's pass).
-            switch_cnp_sent.count(port_cell);
+            // ---- Step 6: request the switch CNP (built, and counted in
+            // switch_cnp_sent, in the clone's pass).
             meta.deferred_cnp = 1;
             meta.cnp_sender_qpn = meta.sender_qpn;
             meta.cnp_switch_id = meta.switch_id;

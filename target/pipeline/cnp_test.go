@@ -150,14 +150,74 @@ func TestSwitchCNPGapAndDigestGap(t *testing.T) {
 	}
 }
 
-func TestNoCloneSessionNoCNPFrame(t *testing.T) {
-	p := newTest(t, ModeFastcnp)
-	mustOK(t, p.DeleteCloneSession(CNPCloneSession))
-	congest(t, p, 200_000)
-	f, m := through(t, p, dataSR(1000).build(t), portS, 1000)
-	r := egress(t, p, f, &m, 2000)
-	if r.CNP || r.Marked || ctr(t, p, CounterSwitchCNPSent, portR).Packets != 1 {
-		t.Errorf("without session: CNP %v marked %v (counted in the data packet's egress, frame dropped)", r.CNP, r.Marked)
+// TestCloneSessionGatesEgressOutputs: everything egress sends through v1model's E2E
+// clone to CNP_CLONE_SESSION (the switch CNP, its count, cnp_digest_t, egress
+// port-state digests) exists only with that session; the decisions and the state
+// they write do not depend on it, and a missing session never turns into a CE mark.
+func TestCloneSessionGatesEgressOutputs(t *testing.T) {
+	tests := []struct {
+		name    string
+		session bool
+	}{
+		{"with session", true},
+		{"without session", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTest(t, ModeFastcnp)
+			if !tc.session {
+				mustOK(t, p.DeleteCloneSession(CNPCloneSession))
+			}
+			mustOK(t, p.SetDigestConfig(DigestCNP, DigestConfig{}))
+			mustOK(t, p.SetDigestConfig(DigestPortState, DigestConfig{}))
+			want := 0
+			if tc.session {
+				want = 1
+			}
+
+			// A congested port and a CNP-target flow: the switch CNP decision.
+			congest(t, p, 200_000)
+			f, m := through(t, p, dataSR(1000).build(t), portS, 1000)
+			r := egress(t, p, f, &m, 2000)
+			if r.CNP != tc.session || r.Marked {
+				t.Errorf("CNP %v marked %v, want CNP %v, never marked", r.CNP, r.Marked, tc.session)
+			}
+			if c := ctr(t, p, CounterSwitchCNPSent, portR); c.Packets != uint64(want) || c.Bytes != uint64(want*dataLen) {
+				t.Errorf("switch_cnp_sent = %+v, want %d packets", c, want)
+			}
+			if n, _ := p.DigestsPending(DigestCNP); n != want || r.NumDigests != want {
+				t.Errorf("cnp_digest_t: %d queued, %d in the result, want %d", n, r.NumDigests, want)
+			}
+			if reg(t, p, RegFlowLastCNP, int(m.FlowSlot)) != 2000 || reg(t, p, RegPortLastDigest, portR) != 2000 {
+				t.Error("flow_last_cnp / port_last_digest not written by the decision")
+			}
+			var pf wire.Frame
+			mustOK(t, wire.Parse(f, wire.ParseOptions{}, &pf))
+			if pf.IPv4.ECN() != wire.ECT0 {
+				t.Errorf("data packet ECN %v, want ECT(0) (no fallback mark)", pf.IPv4.ECN())
+			}
+
+			// A pause that expires at a dequeue: the RESUME happens either way, its
+			// digest only with the session.
+			ingress(t, p, pfcFrame(t, 1<<losslessPr, losslessPr, 10), portR, 3000) // expires at 3051
+			f2, m2 := through(t, p, dataSR(1000).build(t), portS, 3010)
+			r2 := egress(t, p, f2, &m2, 3100)
+			if reg(t, p, RegPortPaused, portR) != 0 {
+				t.Error("not resumed at expiry")
+			}
+			if n, _ := p.DigestsPending(DigestPortState); n != 1+want {
+				t.Errorf("port_state_digest_t queued %d, want %d (ingress PAUSE + egress RESUME if sent)", n, 1+want)
+			}
+			resumes := 0
+			for _, d := range r2.Digests[:r2.NumDigests] {
+				if d.DigestID == DigestPortState {
+					resumes++
+				}
+			}
+			if resumes != want {
+				t.Errorf("egress port-state digests %d, want %d", resumes, want)
+			}
+		})
 	}
 }
 

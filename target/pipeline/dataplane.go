@@ -403,7 +403,7 @@ func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32)
 	r.portPaused[port] = 0
 	rx := r.portRxBytes[port]
 	var ev uint8
-	// rx_bytes * 1e6 > rate_bytes_per_ms * T, exact (P4: bit<128>).
+	// rx_bytes * 1e6 > rate_bytes_per_ms * T, exact (P4: the same in 64-bit limbs, controls.p4).
 	lhsHi, lhsLo := bits.Mul64(rx, 1_000_000)
 	rhsHi, rhsLo := bits.Mul64(uint64(cfg.RateBytesPerMs), t)
 	switch {

@@ -68,7 +68,7 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 	}
 	// 2. Pause expiry. RESUME reads port_queue_bytes: this packet already left.
 	if r.portPaused[port] == 1 && now >= r.portPauseExpire[port] {
-		p.emit(out.Digests[:], &out.NumDigests, p.resume(port, now, cfg, uint32(r.portQueueBytes[port])), rawNow)
+		p.emitEgress(out, p.resume(port, now, cfg, uint32(r.portQueueBytes[port])), rawNow)
 	}
 	switch cfg.Mode {
 	case ModeFastcnp:
@@ -81,12 +81,12 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 			return // protect victims: no CNP, no mark
 		case qlen < uint64(cfg.QthBytes):
 			r.portUndetermined[port] = 0
-			p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: DigestPortState, Port: port, Event: EventCheckDrained,
+			p.emitEgress(out, Digest{DigestID: DigestPortState, Port: port, Event: EventCheckDrained,
 				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
 		case qlen > r.portQSnapshot[port]:
 			r.portUndetermined[port] = 0
 			congested = true
-			p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: DigestPortState, Port: port, Event: EventCheckCongested,
+			p.emitEgress(out, Digest{DigestID: DigestPortState, Port: port, Event: EventCheckCongested,
 				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
 		default:
 			r.portQSnapshot[port] = qlen
@@ -118,6 +118,21 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 			}
 		}
 		p.markCE(frame, port, meta, out)
+	}
+}
+
+// cnpCloneSession reports whether clone session CNP_CLONE_SESSION exists.
+func (p *Pipeline) cnpCloneSession() bool {
+	_, ok := p.clones[CNPCloneSession]
+	return ok
+}
+
+// emitEgress sends a port-state digest made at dequeue. v1model sends it from the
+// next ingress pass of the E2E clone to CNP_CLONE_SESSION (BMv2 sends digests only
+// at the end of ingress), so without that session there is none; likewise here.
+func (p *Pipeline) emitEgress(out *EgressResult, d Digest, now int64) {
+	if p.cnpCloneSession() {
+		p.emit(out.Digests[:], &out.NumDigests, d, now)
 	}
 }
 
@@ -156,15 +171,25 @@ func (p *Pipeline) cnpWindow(cfg *PortConfig, data, qlen uint32) uint32 {
 func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data uint32, meta *PacketMeta, out *EgressResult) {
 	cfg := &meta.PortCfg
 	win := p.cnpWindow(cfg, data, qlen)
-	p.count(CounterSwitchCNPSent, port, meta.AcctLen)
 	r := &p.regs
+	digest := false
 	if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= DigestMinGapNs {
 		r.portLastDigest[port] = now
+		digest = true
+	}
+	// The data packet's decision ends here; what follows happens in v1model in the E2E
+	// clone's own egress pass. Without clone session CNP_CLONE_SESSION BMv2 makes no
+	// clone and the data plane cannot tell: no CNP, nothing counted in switch_cnp_sent,
+	// no cnp_digest_t (it rides the clone), and the data packet is not CE-marked (its
+	// egress pass already decided on a CNP). flow_last_cnp and port_last_digest stay
+	// written, as in P4.
+	if !p.cnpCloneSession() {
+		return
+	}
+	p.count(CounterSwitchCNPSent, port, meta.AcctLen)
+	if digest {
 		p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: DigestCNP, Port: port, SrcAddr: meta.SrcAddr,
 			DstAddr: meta.DstAddr, WindowBytes: win, QueueBytes: qlen, TimestampNs: now}, rawNow)
-	}
-	if _, ok := p.clones[CNPCloneSession]; !ok {
-		return // BMv2 drops a clone to an unconfigured session
 	}
 	l3 := int(meta.L3Offset)
 	if l3+wire.IPv4Len > len(frame) || l3 > wire.EthernetLen+wire.Dot1QLen {

@@ -5304,7 +5304,7 @@ const file_p4_v1_p4runtime_proto_rawDesc = "" +
 	"\x1bSetForwardingPipelineConfig\x12).p4.v1.SetForwardingPipelineConfigRequest\x1a*.p4.v1.SetForwardingPipelineConfigResponse\"\x00\x12v\n" +
 	"\x1bGetForwardingPipelineConfig\x12).p4.v1.GetForwardingPipelineConfigRequest\x1a*.p4.v1.GetForwardingPipelineConfigResponse\"\x00\x12P\n" +
 	"\rStreamChannel\x12\x1b.p4.v1.StreamMessageRequest\x1a\x1c.p4.v1.StreamMessageResponse\"\x00(\x010\x01\x12I\n" +
-	"\fCapabilities\x12\x1a.p4.v1.CapabilitiesRequest\x1a\x1b.p4.v1.CapabilitiesResponse\"\x00B-Z+github.com/fastcnp/fastcnp/proto/p4/v1;p4v1b\x06proto3"
+	"\fCapabilities\x12\x1a.p4.v1.CapabilitiesRequest\x1a\x1b.p4.v1.CapabilitiesResponse\"\x00B0Z+github.com/fastcnp/fastcnp/proto/p4/v1;p4v1\xf8\x01\x01b\x06proto3"
 
 var (
 	file_p4_v1_p4runtime_proto_rawDescOnce sync.Once

@@ -49,13 +49,15 @@ type Server struct {
 	acks        chan *p4v1.DigestListAck
 	recordOrder bool
 	discard     bool
+	arbs        []*p4v1.MasterArbitrationUpdate
 }
 
 type ctrl struct {
-	eid    p4v1.Uint128
-	role   string
-	stream grpc.BidiStreamingServer[p4v1.StreamMessageRequest, p4v1.StreamMessageResponse]
-	sendMu sync.Mutex
+	eid     p4v1.Uint128
+	role    string
+	roleMsg *p4v1.Role // as the controller sent it (name and config)
+	stream  grpc.BidiStreamingServer[p4v1.StreamMessageRequest, p4v1.StreamMessageResponse]
+	sendMu  sync.Mutex
 }
 
 func (c *ctrl) send(m *p4v1.StreamMessageResponse) error {
@@ -172,6 +174,18 @@ func (s *Server) PacketOuts() <-chan *p4v1.PacketOut { return s.packetOuts }
 // DigestAcks delivers the DigestListAcks received.
 func (s *Server) DigestAcks() <-chan *p4v1.DigestListAck { return s.acks }
 
+// Arbitrations returns a copy of every MasterArbitrationUpdate received on
+// any stream channel, in arrival order, as the controllers sent them.
+func (s *Server) Arbitrations() []*p4v1.MasterArbitrationUpdate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*p4v1.MasterArbitrationUpdate, len(s.arbs))
+	for i, a := range s.arbs {
+		out[i] = proto.Clone(a).(*p4v1.MasterArbitrationUpdate)
+	}
+	return out
+}
+
 // Controllers returns the number of controllers with an open stream.
 func (s *Server) Controllers() int {
 	s.mu.Lock()
@@ -232,8 +246,8 @@ func (s *Server) arbitrationFor(c, primary *ctrl) *p4v1.StreamMessageResponse {
 		st = &rpcstatus.Status{Code: int32(code.Code_ALREADY_EXISTS), Message: "backup"}
 	}
 	var role *p4v1.Role
-	if c.role != "" {
-		role = &p4v1.Role{Name: c.role}
+	if c.roleMsg != nil {
+		role = proto.Clone(c.roleMsg).(*p4v1.Role) // name and config echoed
 	}
 	return &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
 		DeviceId: s.deviceID, Role: role, ElectionId: proto.Clone(&primary.eid).(*p4v1.Uint128), Status: st}}}
@@ -288,6 +302,9 @@ func (s *Server) StreamChannel(stream grpc.BidiStreamingServer[p4v1.StreamMessag
 		switch u := m.Update.(type) {
 		case *p4v1.StreamMessageRequest_Arbitration:
 			a := u.Arbitration
+			s.mu.Lock()
+			s.arbs = append(s.arbs, proto.Clone(a).(*p4v1.MasterArbitrationUpdate))
+			s.mu.Unlock()
 			if a.DeviceId != s.deviceID {
 				return status.Errorf(codes.NotFound, "device %d not found", a.DeviceId)
 			}
@@ -299,6 +316,9 @@ func (s *Server) StreamChannel(stream grpc.BidiStreamingServer[p4v1.StreamMessag
 			}
 			role := a.GetRole().GetName()
 			c := &ctrl{eid: p4v1.Uint128{High: a.ElectionId.High, Low: a.ElectionId.Low}, role: role, stream: stream}
+			if a.Role != nil {
+				c.roleMsg = proto.Clone(a.Role).(*p4v1.Role)
+			}
 			s.mu.Lock()
 			for _, o := range s.ctrls[role] {
 				if o.eid.High == c.eid.High && o.eid.Low == c.eid.Low {
@@ -409,6 +429,11 @@ func key(e *p4v1.Entity) string {
 		}
 	case *p4v1.Entity_MeterEntry:
 		x.MeterEntry.Config, x.MeterEntry.CounterData = nil, nil
+	case *p4v1.Entity_DirectMeterEntry:
+		x.DirectMeterEntry.Config, x.DirectMeterEntry.CounterData = nil, nil
+		if te := x.DirectMeterEntry.TableEntry; te != nil {
+			te.Action, te.MeterConfig, te.CounterData = nil, nil, nil
+		}
 	case *p4v1.Entity_RegisterEntry:
 		x.RegisterEntry.Data = nil
 	case *p4v1.Entity_ActionProfileMember:
@@ -449,7 +474,7 @@ func (s *Server) applyLocked(u *p4v1.Update) *p4v1.Error {
 	case p4v1.Update_MODIFY:
 		if at < 0 {
 			if u.Entity.GetValueSetEntry() != nil || u.Entity.GetCounterEntry() != nil || u.Entity.GetRegisterEntry() != nil ||
-				u.Entity.GetDirectCounterEntry() != nil || u.Entity.GetMeterEntry() != nil ||
+				u.Entity.GetDirectCounterEntry() != nil || u.Entity.GetMeterEntry() != nil || u.Entity.GetDirectMeterEntry() != nil ||
 				u.Entity.GetTableEntry().GetIsDefaultAction() {
 				s.store = append(s.store, u.Entity) // always-present objects
 				return nil
@@ -489,6 +514,10 @@ func matches(f, e *p4v1.Entity) bool {
 	case *p4v1.Entity_DirectCounterEntry:
 		de := e.GetDirectCounterEntry()
 		tid := ff.DirectCounterEntry.GetTableEntry().GetTableId()
+		return de != nil && (tid == 0 || tid == de.GetTableEntry().GetTableId())
+	case *p4v1.Entity_DirectMeterEntry:
+		de := e.GetDirectMeterEntry()
+		tid := ff.DirectMeterEntry.GetTableEntry().GetTableId()
 		return de != nil && (tid == 0 || tid == de.GetTableEntry().GetTableId())
 	case *p4v1.Entity_MeterEntry:
 		me := e.GetMeterEntry()

@@ -1554,8 +1554,12 @@ type ActionProfile struct {
 	//	*ActionProfile_SumOfWeights_
 	//	*ActionProfile_SumOfMembers_
 	SelectorSizeSemantics isActionProfile_SelectorSizeSemantics `protobuf_oneof:"selector_size_semantics"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// True when the selector picks members without controller weights (for
+	// example adaptive load balancing): groups must then leave every weight
+	// unset (v1.5).
+	WeightsDisallowed bool `protobuf:"varint,8,opt,name=weights_disallowed,json=weightsDisallowed,proto3" json:"weights_disallowed,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ActionProfile) Reset() {
@@ -1646,6 +1650,13 @@ func (x *ActionProfile) GetSumOfMembers() *ActionProfile_SumOfMembers {
 		}
 	}
 	return nil
+}
+
+func (x *ActionProfile) GetWeightsDisallowed() bool {
+	if x != nil {
+		return x.WeightsDisallowed
+	}
+	return false
 }
 
 type isActionProfile_SelectorSizeSemantics interface {
@@ -2456,8 +2467,9 @@ func (*ActionProfile_SumOfWeights) Descriptor() ([]byte, []int) {
 // SumOfMembers: sizes bound the number of members.
 type ActionProfile_SumOfMembers struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Largest weight one member may have, if bounded.
-	MaxMemberWeight *int32 `protobuf:"varint,1,opt,name=max_member_weight,json=maxMemberWeight,proto3,oneof" json:"max_member_weight,omitempty"`
+	// Largest weight one member may have; 0 leaves it unbounded. A plain
+	// proto3 scalar: the spec dropped the `optional` label before v1.4.0.
+	MaxMemberWeight int32 `protobuf:"varint,1,opt,name=max_member_weight,json=maxMemberWeight,proto3" json:"max_member_weight,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -2493,8 +2505,8 @@ func (*ActionProfile_SumOfMembers) Descriptor() ([]byte, []int) {
 }
 
 func (x *ActionProfile_SumOfMembers) GetMaxMemberWeight() int32 {
-	if x != nil && x.MaxMemberWeight != nil {
-		return *x.MaxMemberWeight
+	if x != nil {
+		return x.MaxMemberWeight
 	}
 	return 0
 }
@@ -2738,7 +2750,7 @@ const file_p4_config_v1_p4info_proto_rawDesc = "" +
 	"\bbitwidth\x18\x04 \x01(\x05R\bbitwidth\x12-\n" +
 	"\x03doc\x18\x05 \x01(\v2\x1b.p4.config.v1.DocumentationR\x03doc\x126\n" +
 	"\ttype_name\x18\x06 \x01(\v2\x19.p4.config.v1.P4NamedTypeR\btypeName\x12Y\n" +
-	"\x16structured_annotations\x18\a \x03(\v2\".p4.config.v1.StructuredAnnotationR\x15structuredAnnotations\"\xe5\x03\n" +
+	"\x16structured_annotations\x18\a \x03(\v2\".p4.config.v1.StructuredAnnotationR\x15structuredAnnotations\"\xf9\x03\n" +
 	"\rActionProfile\x122\n" +
 	"\bpreamble\x18\x01 \x01(\v2\x16.p4.config.v1.PreambleR\bpreamble\x12\x1b\n" +
 	"\ttable_ids\x18\x02 \x03(\rR\btableIds\x12#\n" +
@@ -2746,11 +2758,11 @@ const file_p4_config_v1_p4info_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12$\n" +
 	"\x0emax_group_size\x18\x05 \x01(\x05R\fmaxGroupSize\x12P\n" +
 	"\x0esum_of_weights\x18\x06 \x01(\v2(.p4.config.v1.ActionProfile.SumOfWeightsH\x00R\fsumOfWeights\x12P\n" +
-	"\x0esum_of_members\x18\a \x01(\v2(.p4.config.v1.ActionProfile.SumOfMembersH\x00R\fsumOfMembers\x1a\x0e\n" +
-	"\fSumOfWeights\x1aU\n" +
-	"\fSumOfMembers\x12/\n" +
-	"\x11max_member_weight\x18\x01 \x01(\x05H\x00R\x0fmaxMemberWeight\x88\x01\x01B\x14\n" +
-	"\x12_max_member_weightB\x19\n" +
+	"\x0esum_of_members\x18\a \x01(\v2(.p4.config.v1.ActionProfile.SumOfMembersH\x00R\fsumOfMembers\x12-\n" +
+	"\x12weights_disallowed\x18\b \x01(\bR\x11weightsDisallowed\x1a\x0e\n" +
+	"\fSumOfWeights\x1a:\n" +
+	"\fSumOfMembers\x12*\n" +
+	"\x11max_member_weight\x18\x01 \x01(\x05R\x0fmaxMemberWeightB\x19\n" +
 	"\x17selector_size_semantics\"|\n" +
 	"\vCounterSpec\x122\n" +
 	"\x04unit\x18\x01 \x01(\x0e2\x1e.p4.config.v1.CounterSpec.UnitR\x04unit\"9\n" +
@@ -2965,7 +2977,6 @@ func file_p4_config_v1_p4info_proto_init() {
 		(*ActionProfile_SumOfWeights_)(nil),
 		(*ActionProfile_SumOfMembers_)(nil),
 	}
-	file_p4_config_v1_p4info_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
