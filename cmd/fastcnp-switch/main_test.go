@@ -6,25 +6,28 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/fastcnp/fastcnp/target/port"
 	softswitch "github.com/fastcnp/fastcnp/target/switch"
 	"github.com/fastcnp/fastcnp/target/tm"
 )
@@ -169,43 +172,113 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestBinary builds the command, runs it on two veth ports in the host namespace,
-// pushes the pipeline over P4Runtime, reads the debug endpoint, dumps on SIGUSR1 and
-// stops it with SIGTERM (exit status 0).
-func TestBinary(t *testing.T) {
-	tb := netnstest.New(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
+// nsDialer dials TCP addresses inside ns (the socket is made there and then works
+// from any goroutine).
+func nsDialer(ns *netns.NS) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := ns.Do(func() error {
+			var d net.Dialer
+			var err error
+			c, err = d.DialContext(ctx, "tcp", addr)
+			return err
+		})
+		return c, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	bin := filepath.Join(t.TempDir(), "fastcnp-switch")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	peer, err := tb.Namespace(ctx, "peer")
+}
+
+// promiscuity returns the promiscuous-mode reference count of dev in ns.
+func promiscuity(ctx context.Context, t *testing.T, ns *netns.NS, dev string) int {
+	t.Helper()
+	out, err := ns.IP(ctx, "-d", "-j", "link", "show", "dev", dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ifs []string
-	for i := range 2 {
-		name := tb.IfName(fmt.Sprintf("sw%d", i))
-		if _, err := tb.Veth(ctx, netns.LinkConfig{Name: name, DisableIPv6: true},
-			netns.LinkConfig{NS: peer, Name: fmt.Sprintf("eth%d", i), DisableIPv6: true}); err != nil {
+	var links []struct {
+		Promiscuity int `json:"promiscuity"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("ip -j link show %s: %v\n%s", dev, err, out)
+	}
+	return links[0].Promiscuity
+}
+
+// TestBinary builds the command and, once per stop signal, runs it inside a network
+// namespace (ip netns exec) as simple_switch_grpc is run, between two host
+// namespaces: the P4Runtime client pushes the pipeline and the routes, h1 pings h2
+// through it, the debug endpoint and SIGUSR1 dump the counters; then the signal
+// stops it: exit status 0, and nothing is left behind (no process in the namespace,
+// the interfaces out of promiscuous mode and still there, the P4Runtime and debug
+// ports closed).
+func TestBinary(t *testing.T) {
+	netnstest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "fastcnp-switch")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bctx, bcancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer bcancel()
+	if out, err := exec.CommandContext(bctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"SIGTERM", syscall.SIGTERM}, {"SIGINT", syscall.SIGINT}} {
+		t.Run(tc.name, func(t *testing.T) { runBinary(t, bin, tc.sig) })
+	}
+}
+
+func runBinary(t *testing.T, bin string, stopSig syscall.Signal) {
+	tb := netnstest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
 			t.Fatal(err)
 		}
-		ifs = append(ifs, name)
 	}
-	grpcAddr, debugAddr := freePort(t), freePort(t)
-	cmd := exec.CommandContext(ctx, bin, "--device-id", "9", "-i", "1@"+ifs[0], "-i", "2@"+ifs[1],
-		"--cpu-port", "255", "--grpc-server-addr", grpcAddr, "--debug-addr", debugAddr,
-		"--port-rate", "100Mb/s", "--port-rate", "2=1Gb/s", "--link-delay", "1us", "--log-level", "info")
+	swNS, err := tb.Namespace(ctx, "sw")
+	must(err)
+	h1, err := tb.Namespace(ctx, "h1")
+	must(err)
+	h2, err := tb.Namespace(ctx, "h2")
+	must(err)
+	mac := func(s string) net.HardwareAddr { m, _ := net.ParseMAC(s); return m }
+	sw1, sw2 := mac("02:5e:00:00:00:01"), mac("02:5e:00:00:00:02")
+	host1, host2 := mac("02:aa:00:00:00:01"), mac("02:aa:00:00:00:02")
+	_, err = tb.Veth(ctx,
+		netns.LinkConfig{NS: h1, Name: "eth0", MAC: host1, Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.1.1/24")}, DisableIPv6: true},
+		netns.LinkConfig{NS: swNS, Name: "p1", MAC: sw1, DisableIPv6: true})
+	must(err)
+	_, err = tb.Veth(ctx,
+		netns.LinkConfig{NS: swNS, Name: "p2", MAC: sw2, DisableIPv6: true},
+		netns.LinkConfig{NS: h2, Name: "eth0", MAC: host2, Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.2.1/24")}, DisableIPv6: true})
+	must(err)
+	for _, h := range []struct {
+		ns      *netns.NS
+		gw      string
+		gwMAC   net.HardwareAddr
+		farSide string
+	}{{h1, "10.0.1.254", sw1, "10.0.2.0/24"}, {h2, "10.0.2.254", sw2, "10.0.1.0/24"}} {
+		must(h.ns.Do(func() error { return port.DisableOffloads("eth0") }))
+		must(h.ns.AddNeighbor(ctx, "eth0", netip.MustParseAddr(h.gw), h.gwMAC))
+		must(h.ns.AddRoute(ctx, netns.Route{Dst: netip.MustParsePrefix(h.farSide), Via: netip.MustParseAddr(h.gw), Dev: "eth0"}))
+	}
+
+	// Fresh namespace: the simple_switch_grpc default ports are free there.
+	const grpcAddr, debugAddr = "127.0.0.1:9559", "127.0.0.1:9560"
+	ip, err := exec.LookPath("ip")
+	must(err)
+	cmd := exec.CommandContext(ctx, ip, "netns", "exec", swNS.Name(), bin,
+		"--device-id", "9", "-i", "1@p1", "-i", "2@p2", "--cpu-port", "255", "--grpc-server-addr", grpcAddr,
+		"--debug-addr", debugAddr, "--port-rate", "100Mb/s", "--port-rate", "2=1Gb/s", "--link-delay", "1us",
+		"--buffer-size", "2MiB", "--pfc-alpha", "0.25", "--log-level", "info")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	must(cmd.Start())
 	exited := make(chan struct{})
 	var exitErr error
 	go func() { exitErr = cmd.Wait(); close(exited) }()
@@ -217,54 +290,100 @@ func TestBinary(t *testing.T) {
 			<-exited
 		}
 	})
+	dial := nsDialer(swNS)
 
-	c, err := p4rt.Dial(ctx, grpcAddr, 9, p4rt.WithElectionID(p4rt.Uint128{Low: 1}))
+	c, err := p4rt.Dial(ctx, grpcAddr, 9, p4rt.WithElectionID(p4rt.Uint128{Low: 1}),
+		p4rt.WithDialOptions(grpc.WithContextDialer(dial)))
 	if err != nil {
 		t.Fatalf("dial: %v\n%s", err, stderr.String())
 	}
 	defer c.Close()
 	info, err := p4src.P4Info()
-	if err != nil {
-		t.Fatal(err)
+	must(err)
+	must(c.SetPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, info, nil, 1))
+	for _, r := range []struct {
+		dst            string
+		port           int
+		srcMAC, dstMAC net.HardwareAddr
+	}{{"10.0.1.0", 1, sw1, host1}, {"10.0.2.0", 2, sw2, host2}} {
+		e, err := c.Info().TableEntry("ipv4_route").Match(p4rt.LPM("dst_addr", net.ParseIP(r.dst).To4(), 24)).
+			Action("set_nexthop", p4rt.P("port", r.port), p4rt.P("src_mac", r.srcMAC), p4rt.P("dst_mac", r.dstMAC)).Entity()
+		must(err)
+		must(c.Write(ctx, p4rt.Insert(e)))
 	}
-	if err := c.SetPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, info, nil, 1); err != nil {
-		t.Fatal(err)
+	out, err := h1.Exec(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "5", "10.0.2.1")
+	if err != nil || !strings.Contains(string(out), " 2 received") || !strings.Contains(string(out), "ttl=63") {
+		t.Errorf("ping through the binary: %v\n%s", err, out)
 	}
-	resp, err := http.Get("http://" + debugAddr + softswitch.DebugPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr) }}}
+	resp, err := hc.Get("http://" + debugAddr + softswitch.DebugPath)
+	must(err)
 	var d softswitch.Dump
 	err = json.NewDecoder(resp.Body).Decode(&d)
 	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
+	must(err)
+	hc.CloseIdleConnections()
+	if len(d.Ports) != 2 || d.Ports[0].RateBps != 100e6 || d.Ports[1].RateBps != 1e9 || d.Ports[0].Ifname != "p1" ||
+		d.TM.Buffer.SizeBytes != 2<<20 || len(d.TM.Ports) != 3 {
+		t.Errorf("debug dump: ports %+v, buffer %+v", d.Ports, d.TM.Buffer)
 	}
-	if len(d.Ports) != 2 || d.Ports[0].RateBps != 100e6 || d.Ports[1].RateBps != 1e9 || d.Ports[0].Ifname != ifs[0] {
-		t.Errorf("debug dump ports %+v", d.Ports)
+	if d.Runtime.Dequeued < 4 || d.TM.TotalDequeuedPkts != d.Runtime.Dequeued || d.Runtime.LosslessDrops != 0 {
+		t.Errorf("debug dump after 2 pings: runtime %+v, TM dequeued %d", d.Runtime, d.TM.TotalDequeuedPkts)
 	}
-	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
+	for _, dev := range []string{"p1", "p2"} {
+		if n := promiscuity(ctx, t, swNS, dev); n < 1 {
+			t.Errorf("%s: promiscuity %d while the switch runs", dev, n)
+		}
 	}
+	must(cmd.Process.Signal(syscall.SIGUSR1))
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), `"tm_index"`); {
 		if time.Now().After(deadline) {
 			t.Fatalf("no JSON dump on SIGUSR1:\n%s", stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+
+	nsPids := func() []string {
+		t.Helper()
+		// From the host namespace: `ip -n NS netns pids` would list itself.
+		out, err := exec.CommandContext(ctx, ip, "netns", "pids", swNS.Name()).Output()
+		must(err)
+		return strings.Fields(string(out))
 	}
+	if pids := nsPids(); len(pids) != 1 || pids[0] != strconv.Itoa(cmd.Process.Pid) {
+		t.Errorf("processes in the switch's namespace: %q, want only the switch (%d)", pids, cmd.Process.Pid)
+	}
+
+	must(cmd.Process.Signal(stopSig))
 	select {
 	case <-exited:
-		if exitErr != nil {
-			t.Errorf("exit: %v\n%s", exitErr, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no exit 10 s after SIGTERM:\n%s", stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after %v:\n%s", stopSig, stderr.String())
+	}
+	if exitErr != nil {
+		t.Errorf("exit after %v: %v (want status 0)\n%s", stopSig, exitErr, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "switch stopped") {
 		t.Errorf("no clean stop in the log:\n%s", stderr.String())
 	}
-	_ = os.Remove(bin)
+	// Nothing left behind.
+	if pids := nsPids(); len(pids) != 0 {
+		t.Errorf("processes left in the namespace: %q", pids)
+	}
+	for _, dev := range []string{"p1", "p2"} {
+		if n := promiscuity(ctx, t, swNS, dev); n != 0 {
+			t.Errorf("%s: promiscuity %d after exit, want 0", dev, n)
+		}
+	}
+	for _, addr := range []string{grpcAddr, debugAddr} {
+		conn, err := dial(ctx, addr)
+		if err == nil {
+			conn.Close()
+			t.Errorf("%s still accepts connections after exit", addr)
+		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("dial %s after exit: %v, want connection refused", addr, err)
+		}
+	}
+	t.Logf("%v: exit status 0; dump had %d frames dequeued", stopSig, d.Runtime.Dequeued)
 }

@@ -24,13 +24,15 @@ func mac(host bool, a, b byte) net.HardwareAddr {
 
 // nsSwitch starts a switch whose ports live in namespace ns (opened there; the
 // P4Runtime server listens on the host's loopback) and returns it with its
-// controller.
+// controller. cfg.Log defaults to a quiet test logger.
 func nsSwitch(t *testing.T, ns *netns.NS, deviceID uint64, cfg Config) (*Switch, *controller) {
 	t.Helper()
 	lis := localListener(t)
 	cfg.DeviceID = deviceID
 	cfg.GRPCListener = lis
-	cfg.Log = testLog()
+	if cfg.Log == nil {
+		cfg.Log = testLog()
+	}
 	cfg.PortOptions.DisableOffloads = true
 	var sw *Switch
 	err := ns.Do(func() error {
@@ -126,6 +128,11 @@ func TestPingThroughSwitches(t *testing.T) {
 				}
 				if !strings.Contains(string(out), " 3 received") || !strings.Contains(string(out), ttl) {
 					t.Errorf("ping %s: want 3 replies with %s:\n%s", c.to, ttl, out)
+				}
+				for _, l := range strings.Split(string(out), "\n") {
+					if strings.Contains(l, "received") || strings.HasPrefix(l, "rtt") {
+						t.Logf("ping %s (%s): %s", c.to, ttl, l)
+					}
 				}
 			}
 			for i, sw := range switches {

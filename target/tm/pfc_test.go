@@ -230,34 +230,104 @@ func TestReceivePFC(t *testing.T) {
 	}
 }
 
-func TestReceivePFCRefreshAndResume(t *testing.T) {
-	h := &recHooks{}
-	m := mustNew(t, Config{Ports: ports(2, gbps, 0), BufferBytes: 1 << 20, Lossless: 1 << 3}, h)
-	q := [8]uint16{3: 100}
-	mustEnq(t, m, 1, 64, 1, 0, 3, 0)
-	_ = m.ReceivePFC(0, 1<<3, q, 0)     // until 51200
-	_ = m.ReceivePFC(0, 1<<3, q, 40000) // refresh: until 91200
-	if p, _ := m.EgressPaused(0, 3, 91199); !p {
-		t.Fatal("refresh did not extend the pause")
+// TestReceivePFCSequences: sequences of received PFC frames on egress port 0, whose
+// priority-3 queue holds one frame from t=0. Each frame replaces the remaining pause of
+// the priorities it enables (refresh: extend or shorten), quanta 0 resumes at once, a
+// pause lasts quanta*512 bit times at the port's rate, and only the start and the end
+// of a pause reach the hooks.
+func TestReceivePFCSequences(t *testing.T) {
+	type rx struct {
+		at     int64
+		ce     uint16 // class-enable vector
+		quanta uint16 // for every priority (only the enabled ones count)
 	}
-	if at, _, _ := m.NextDeparture(0, 60000); at != 91200 {
-		t.Fatalf("NextDeparture %d, want 91200", at)
+	tests := []struct {
+		name      string
+		rate      int64
+		frames    []rx
+		leave     int64     // when the priority-3 frame may leave
+		pausedNs  int64     // Egress[3].PausedNs once it left
+		xoff, xon uint64    // Egress[3].PFCRxXoff / PFCRxXon
+		hooks     []pauseEv // OnEgressPause calls, in order
+	}{
+		{name: "expiry without refresh", rate: gbps, frames: []rx{{0, 1 << 3, 100}},
+			leave: 51200, pausedNs: 51200, xoff: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 51200}}},
+		{name: "refresh extends", rate: gbps, frames: []rx{{0, 1 << 3, 100}, {40000, 1 << 3, 100}},
+			leave: 91200, pausedNs: 91200, xoff: 2,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 91200}}},
+		{name: "refresh shortens", rate: gbps, frames: []rx{{0, 1 << 3, 1000}, {1000, 1 << 3, 10}},
+			leave: 6120, pausedNs: 6120, xoff: 2,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 6120}}},
+		{name: "quanta 0 resumes at once", rate: gbps, frames: []rx{{0, 1 << 3, 100}, {20000, 1 << 3, 0}},
+			leave: 20000, pausedNs: 20000, xoff: 1, xon: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 20000}}},
+		{name: "refresh then quanta 0", rate: gbps, frames: []rx{{0, 1 << 3, 100}, {40000, 1 << 3, 100}, {70000, 1 << 3, 0}},
+			leave: 70000, pausedNs: 70000, xoff: 2, xon: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 70000}}},
+		{name: "quanta 0 when not paused only counts", rate: gbps, frames: []rx{{500, 1 << 3, 0}},
+			leave: 500, xon: 1},
+		{name: "pause after expiry is a new pause", rate: gbps, frames: []rx{{0, 1 << 3, 10}, {10000, 1 << 3, 10}},
+			leave: 15120, pausedNs: 10240, xoff: 2,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 5120}, {0, 3, true, 10000}, {0, 3, false, 15120}}},
+		{name: "resume of another priority does not lift it", rate: gbps, frames: []rx{{0, 1 << 3, 100}, {1000, 1 << 4, 0}},
+			leave: 51200, pausedNs: 51200, xoff: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 51200}}},
+		{name: "pause of another priority does not hold it", rate: gbps, frames: []rx{{300, 1 << 4, 0xffff}},
+			leave: 300, hooks: []pauseEv{{0, 4, true, 300}}},
+		{name: "reserved class-enable bits ignored", rate: gbps, frames: []rx{{0, 0xff00 | 1<<3, 100}},
+			leave: 51200, pausedNs: 51200, xoff: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 51200}}},
+		{name: "quanta scale with the rate (100 Gb/s)", rate: 100 * gbps, frames: []rx{{0, 1 << 3, 0xffff}},
+			leave: 335540, pausedNs: 335540, xoff: 1, // 65535 * 512 bits / 100 Gb/s = 335539.2 ns, rounded up
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 335540}}},
+		{name: "quanta scale with the rate (100 Mb/s)", rate: 100_000_000, frames: []rx{{0, 1 << 3, 1}}, // 512 bits
+			leave: 5120, pausedNs: 5120, xoff: 1,
+			hooks: []pauseEv{{0, 3, true, 0}, {0, 3, false, 5120}}},
 	}
-	_ = m.ReceivePFC(0, 1<<3, [8]uint16{}, 70000) // XON
-	if len(h.pauses) != 2 {
-		t.Fatalf("XON not reported to the hook at once: %+v", h.pauses)
-	}
-	d := mustDeq(t, m, 0, 70000)
-	if d.Priority != 3 {
-		t.Fatalf("prio %d", d.Priority)
-	}
-	e := m.Snapshot(80000).Ports[0].Egress[3]
-	if e.PausedNs != 70000 || e.PFCRxXoff != 2 || e.PFCRxXon != 1 {
-		t.Fatalf("counters %+v", e)
-	}
-	want := []pauseEv{{0, 3, true, 0}, {0, 3, false, 70000}}
-	if len(h.pauses) != 2 || h.pauses[0] != want[0] || h.pauses[1] != want[1] {
-		t.Fatalf("hooks %+v, want %+v (refresh not reported)", h.pauses, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &recHooks{}
+			m := mustNew(t, Config{Ports: ports(2, tc.rate, 0), BufferBytes: 1 << 20, Lossless: 1 << 3}, h)
+			mustEnq(t, m, 1, 64, 1, 0, 3, 0)
+			last := int64(0)
+			for _, f := range tc.frames {
+				var q [NumPriorities]uint16
+				for p := range q {
+					q[p] = f.quanta
+				}
+				if err := m.ReceivePFC(0, f.ce, q, f.at); err != nil {
+					t.Fatalf("ReceivePFC at %d: %v", f.at, err)
+				}
+				last = f.at
+			}
+			if at, ok, _ := m.NextDeparture(0, last); !ok || at != tc.leave {
+				t.Fatalf("NextDeparture = %d, %v; want %d", at, ok, tc.leave)
+			}
+			if tc.leave > last {
+				if p, _ := m.EgressPaused(0, 3, tc.leave-1); !p {
+					t.Fatalf("not paused 1 ns before %d", tc.leave)
+				}
+				if _, ok, _ := m.Dequeue(0, tc.leave-1); ok {
+					t.Fatalf("dequeued 1 ns before the pause ends at %d", tc.leave)
+				}
+			}
+			if d := mustDeq(t, m, 0, tc.leave); d.Priority != 3 || d.TxStart != tc.leave {
+				t.Fatalf("departure %+v, want priority 3 at %d", d, tc.leave)
+			}
+			e := m.Snapshot(tc.leave + 1).Ports[0].Egress[3]
+			if e.PausedNs != tc.pausedNs || e.PFCRxXoff != tc.xoff || e.PFCRxXon != tc.xon || e.Paused {
+				t.Fatalf("counters %+v, want paused %d ns, %d XOFF, %d XON received", e, tc.pausedNs, tc.xoff, tc.xon)
+			}
+			if len(h.pauses) != len(tc.hooks) {
+				t.Fatalf("hooks %+v, want %+v", h.pauses, tc.hooks)
+			}
+			for i := range h.pauses {
+				if h.pauses[i] != tc.hooks[i] {
+					t.Fatalf("hooks %+v, want %+v", h.pauses, tc.hooks)
+				}
+			}
+		})
 	}
 }
 
