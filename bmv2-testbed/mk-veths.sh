@@ -7,9 +7,9 @@
 #   sudo bmv2-testbed/mk-veths.sh down N    remove them
 #   bmv2-testbed/mk-veths.sh show N         print the plan (MACs, IPs, BMv2 ports)
 #
-# Host i: IPv4 10.0.0.i/24 on eth0. The switch does not forward ARP (no L2
-# forwarding, docs/dataplane.md Ingress step 5), so every host gets static
-# neighbours for the other hosts: their IP -> the MAC of its own switch port
+# Host i: IPv4 10.0.0.i/24 on eth0. ARP is bridged only by l2_forward entries
+# (docs/dataplane.md Ingress step 5), which nothing installs here, so every host
+# gets static neighbours for the other hosts: their IP -> the MAC of its own port
 # swpi (set_nexthop rewrites both MACs on the way). Route entries for the
 # switch: ipv4_route 10.0.0.j/32 -> set_nexthop(port j, MAC(swpj), MAC(host j eth0)).
 set -euo pipefail

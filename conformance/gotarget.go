@@ -28,8 +28,8 @@ type observed struct {
 }
 
 // goTarget runs a vector against target/pipeline. Its traffic manager is one FIFO per
-// egress port: "in" enqueues, "dequeue"/"flush" run egress; a switch CNP made in egress
-// is enqueued on its port like any packet.
+// egress port: "in" enqueues (a multicast: one copy per replica), "dequeue"/"flush"
+// run egress; a switch CNP made in egress is enqueued on its port like any packet.
 type goTarget struct {
 	p       *pipeline.Pipeline
 	now     int64
@@ -74,6 +74,14 @@ func (g *goTarget) step(s *Stmt) error {
 	case OpClone:
 		if err := p.InsertCloneSession(pipeline.CloneSession{SessionID: s.Session, EgressPort: s.Port}); err != nil {
 			return fmt.Errorf("clone session %d: %w", s.Session, err)
+		}
+	case OpMulticast:
+		g := pipeline.MulticastGroup{ID: s.Group}
+		for _, port := range s.Ports {
+			g.Replicas = append(g.Replicas, pipeline.Replica{Port: port})
+		}
+		if err := p.InsertMulticastGroup(g); err != nil {
+			return fmt.Errorf("multicast group %d: %w", s.Group, err)
 		}
 	case OpValueSet:
 		if err := p.SetValueSet(s.ID, s.Values); err != nil {
@@ -153,6 +161,13 @@ func (g *goTarget) ingress(frame []byte, port uint16) error {
 		g.cpu = append(g.cpu, observed{frame: append([]byte(nil), r.Frame...), packetIn: r.PacketIn})
 	case pipeline.VerdictForward:
 		g.enqueue(r.Frame, r.EgressPort, r.Meta)
+	case pipeline.VerdictMulticast:
+		// The packet replication engine: a copy per replica, each a packet of its port.
+		for _, rep := range r.Replicas {
+			meta := r.Meta
+			meta.EgressPort = rep.Port
+			g.enqueue(r.Frame, rep.Port, meta)
+		}
 	}
 	return nil
 }

@@ -285,9 +285,17 @@ func BuildPacket(kind string, kv []KV, hexArgs []string, expect bool) (*Packet, 
 	case "udp", "ipv4":
 		n, err = buildIP(buf, kind, a)
 	case "eth":
-		eth := wire.Ethernet{Dst: a.mac("dmac", defaultDstMAC), Src: a.mac("smac", defaultSrcMAC), EtherType: uint16(a.num("type", 0x88b5, 16))}
-		n, _ = eth.Encode(buf)
-		n = max(n+a.payloadLen(wire.EthernetLen), wire.MinFrameLen)
+		et := uint16(a.num("type", 0x88b5, 16))
+		eth := wire.Ethernet{Dst: a.mac("dmac", defaultDstMAC), Src: a.mac("smac", defaultSrcMAC), EtherType: et}
+		hdr := wire.EthernetLen
+		if a.has("vlan") { // an 802.1Q tag; type is the inner EtherType
+			eth.EtherType = wire.EtherTypeDot1Q
+			tag := wire.Dot1Q{PCP: uint8(a.num("pcp", 0, 3)), DEI: a.num("dei", 0, 1) == 1, VID: uint16(a.num("vlan", 0, 12)), EtherType: et}
+			_, _ = tag.Encode(buf[wire.EthernetLen:])
+			hdr += wire.Dot1QLen
+		}
+		_, _ = eth.Encode(buf)
+		n = max(hdr+a.payloadLen(hdr), wire.MinFrameLen)
 	case "hex":
 		var b []byte
 		b, mask, err = parseHex(strings.Join(hexArgs, ""))

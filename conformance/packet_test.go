@@ -37,6 +37,10 @@ func TestBuildPacketBytes(t *testing.T) {
 			pad("0180c2000001 020000000002 8808 0101 0008 0000 0000 0000 ffff 0000 0000 0000 0000", 26)},
 		{"pause", "quanta=10", pad("0180c2000001 020000000001 8808 0001 000a", 42)},
 		{"eth", "type=0x88b5 payload=46", pad("0200000000ee 020000000001 88b5", 46)},
+		// 802.1Q TCI: PCP 3, DEI 0, VID 10 = 0110 0000 0000 1010 = 0x600a; 18 + 28 bytes, padded to 60.
+		{"eth", "vlan=10 pcp=3 type=0x0806 payload=28", pad("0200000000ee 020000000001 8100 600a 0806", 42)},
+		// PCP 0, DEI 1, VID 4095 = 0x1fff; 18 + 50 = 68 bytes, no padding; len= counts the tag.
+		{"eth", "vlan=4095 dei=1 type=0x86dd len=68", pad("0200000000ee 020000000001 8100 1fff 86dd", 50)},
 		// IPv4 4500 001c 0000 0000 4011 csum 0a00 0001 0a00 0102: the words sum to
 		// 0x9a30, checksum ^0x9a30 = 0x65cf; UDP 1388 2328 0008 0000.
 		{"udp", "dport=9000", pad("0200000000ee 020000000001 0800 4500001c00000000 4011 65cf 0a000001 0a000102 13882328 00080000", 18)},

@@ -61,6 +61,13 @@ func TestParseErrors(t *testing.T) {
 		{"not key=value", "clone session=100 255", 1, "want key=value"},
 		{"clone missing port", "clone session=100", 1, "missing port="},
 		{"missing include", "include nowhere.inc", 1, "include"},
+		{"multicast group 0", "multicast group=0 ports=1,2", 1, "bad group"},
+		{"multicast port too big", "multicast group=1 ports=1,512", 1, `bad port "512"`},
+		{"multicast port twice", "multicast group=1 ports=1,2,1", 1, "port 1 given twice"},
+		{"multicast no ports", "multicast group=1", 1, "multicast group=G ports="},
+		{"multicast empty port", "multicast group=1 ports=1,,2", 1, `bad port ""`},
+		{"l2_forward MAC too wide", "table l2_forward dst_addr=0x1000000000000 -> drop", 1, "does not fit in 48 bits"},
+		{"l2_flood group too wide", "table l2_forward dst_addr=ff:ff:ff:ff:ff:ff -> l2_flood mcast_grp=65536", 1, "does not fit in 16 bits"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ const (
 	OpTable           Op = iota + 1 // table entry insert
 	OpDefault                       // default action
 	OpClone                         // clone session
+	OpMulticast                     // multicast group of the packet replication engine
 	OpValueSet                      // parser value set members
 	OpDigest                        // digest config (every digest at once, lists of one)
 	OpWindowTables                  // the window generator's entries
@@ -101,6 +102,10 @@ type Stmt struct {
 	Count   int
 	Session uint32
 	Reason  uint8
+
+	// OpMulticast: the group ID and its replicas' ports (instance 0 each), in order.
+	Group uint32
+	Ports []uint16
 
 	// Time: OpAt (absolute), OpWait (relative), ns.
 	Time int64
@@ -351,6 +356,8 @@ func (p *parser) stmt(text string, depth int) error {
 			return p.errf("clone port %d >= %d", n["port"], pipeline.NumPorts)
 		}
 		p.add(Stmt{Op: OpClone, Session: uint32(n["session"]), Port: uint16(n["port"])})
+	case "multicast":
+		return p.multicast(w)
 	case "valueset":
 		if len(w) < 2 {
 			return p.errf("valueset NAME VALUE...")
@@ -424,6 +431,36 @@ func (p *parser) stmt(text string, depth int) error {
 	default:
 		return p.errf("unknown statement %q", w[0])
 	}
+	return nil
+}
+
+// multicast parses "multicast group=G ports=P,P,...": a multicast group whose replicas
+// are the ports given (instance 0 each; no port twice).
+func (p *parser) multicast(w []string) error {
+	if len(w) != 3 || !strings.HasPrefix(w[1], "group=") || !strings.HasPrefix(w[2], "ports=") {
+		return p.errf("multicast group=G ports=P,P,...")
+	}
+	g, err := ParseValue(strings.TrimPrefix(w[1], "group="))
+	if err == nil {
+		err = fitWidth(g, 32)
+	}
+	if err != nil || g == 0 {
+		return p.errf("multicast: bad group %q (1 .. 2^32-1)", strings.TrimPrefix(w[1], "group="))
+	}
+	s := Stmt{Op: OpMulticast, Group: uint32(g)}
+	seen := map[uint64]bool{}
+	for _, x := range strings.Split(strings.TrimPrefix(w[2], "ports="), ",") {
+		v, err := ParseValue(x)
+		if err != nil || v >= pipeline.NumPorts {
+			return p.errf("multicast: bad port %q (0 .. %d)", x, pipeline.NumPorts-1)
+		}
+		if seen[v] {
+			return p.errf("multicast: port %d given twice", v)
+		}
+		seen[v] = true
+		s.Ports = append(s.Ports, uint16(v))
+	}
+	p.add(s)
 	return nil
 }
 

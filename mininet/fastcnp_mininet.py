@@ -61,13 +61,19 @@ def find_binary(name, bindir):
     return shutil.which(name)
 
 
+def niced(cmd, nice):
+    """Prefix cmd with nice(1) for a non-zero niceness."""
+    return ["nice", "-n", str(nice)] + cmd if nice else cmd
+
+
 class FastcnpSwitch(Switch):
     """A P4Runtime switch process in Mininet's namespace, launched with the
     simple_switch_grpc-compatible command line. kind is 'fastcnp' (the Go
     software switch, real PFC) or 'bmv2' (simple_switch_grpc, no PFC)."""
 
-    def __init__(self, name, plan_switch=None, binary=None, kind="fastcnp", log_dir="/tmp", **kwargs):
+    def __init__(self, name, plan_switch=None, binary=None, kind="fastcnp", log_dir="/tmp", nice=0, **kwargs):
         Switch.__init__(self, name, **kwargs)
+        self.nice = nice
         self.plan = plan_switch
         self.binary = binary
         self.kind = kind
@@ -89,13 +95,15 @@ class FastcnpSwitch(Switch):
         else:
             cmd = [self.binary, "--device-id", str(self.plan["device_id"])] + ports + \
                   ["--grpc-server-addr", grpc] + self.plan["args"]
+        cmd = niced(cmd, self.nice)
         log = open(os.path.join(self.log_dir, self.name + ".log"), "w")
         info("*** %s: %s\n" % (self.name, " ".join(cmd)))
         # The switch runs in the namespace of this script (inNamespace=False),
         # where its interfaces are.
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
 
-    def stop(self, deleteIntfs=True):
+    def stop_proc(self):
+        """End the switch process (before Mininet deletes its links)."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -103,6 +111,9 @@ class FastcnpSwitch(Switch):
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def stop(self, deleteIntfs=True):
+        self.stop_proc()
         Switch.stop(self, deleteIntfs)
 
 
@@ -156,6 +167,8 @@ def main():
     ap.add_argument("--p4info", default=os.path.join(ROOT, "p4src/fastcnp.p4info.txtpb"), help="P4Info for BMv2")
     ap.add_argument("--out", default="", help="results folder (default results/mininet-<topology>-<mode>-<time>)")
     ap.add_argument("--cli", action="store_true", help="open the Mininet CLI instead of waiting for the flows")
+    ap.add_argument("--nice", type=int, default=-10,
+                    help="niceness of the switches, fastcnpd and the agents (0: unchanged), as the Go testbed")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -185,11 +198,18 @@ def main():
 
     setLogLevel("info" if args.verbose else "warning")
     switch_opts = {"binary": tools["fastcnp-switch" if args.switch == "fastcnp" else "simple_switch_grpc"],
-                   "kind": args.switch, "log_dir": out, "inNamespace": False}
+                   "kind": args.switch, "log_dir": out, "inNamespace": False, "nice": args.nice}
     net = Mininet(topo=PlanTopo(plan=plan, switch_opts=switch_opts), controller=None, link=Link,
                   autoSetMacs=False, autoStaticArp=False, build=True, waitConnected=False)
     procs = []
+    mtu = int(plan.get("mtu") or 1500)
     try:
+        # Jumbo frames: every interface gets the topology's MTU before the
+        # switches open their ports.
+        for node in net.hosts + net.switches:
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    node.cmd("ip link set dev %s mtu %d" % (intf.name, mtu))
         net.start()
         for h in net.hosts:
             intf = h.defaultIntf().name
@@ -203,7 +223,8 @@ def main():
                     s.cmd("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % intf.name)
         time.sleep(1)
         ctl_log = open(os.path.join(out, "fastcnpd.log"), "w")
-        ctl = subprocess.Popen([tools["fastcnpd"], "-config", plan["controller_config"]], stdout=ctl_log, stderr=subprocess.STDOUT)
+        ctl = subprocess.Popen(niced([tools["fastcnpd"], "-config", plan["controller_config"]], args.nice),
+                               stdout=ctl_log, stderr=subprocess.STDOUT)
         procs.append(ctl)
         time.sleep(3)  # fastcnpd pushes the pipeline and the tables
         if ctl.poll() is not None:
@@ -213,7 +234,7 @@ def main():
             argv = [tools["fastcnp-host"], "--iface", h.defaultIntf().name,
                     "--stats", os.path.join(out, hp["name"] + ".jsonl")] + hp["args"]
             log = open(os.path.join(out, hp["name"] + ".log"), "w")
-            procs.append(h.popen(argv, stdout=log, stderr=subprocess.STDOUT))
+            procs.append(h.popen(niced(argv, args.nice), stdout=log, stderr=subprocess.STDOUT))
         if args.cli:
             CLI(net)
         else:
@@ -229,6 +250,10 @@ def main():
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        # Mininet deletes the links before it stops the switches: end the
+        # switch processes first, or they fail on vanished interfaces.
+        for sw in net.switches:
+            sw.stop_proc()
         net.stop()
     print("fastcnp_mininet: host statistics (JSON lines) and logs in %s" % out)
     summarize(out, plan)

@@ -645,11 +645,17 @@ func TestP4SourceReaderSeesMismatches(t *testing.T) {
 	if !ok {
 		t.Fatal("no FastcnpIngress control")
 	}
-	var route p4Table
+	var route, l2 p4Table
 	for _, tb := range ing.tables {
-		if tb.name == "ipv4_route" {
+		switch tb.name {
+		case "ipv4_route":
 			route = tb
+		case "l2_forward":
+			l2 = tb
 		}
+	}
+	if len(route.keys) == 0 || len(l2.keys) == 0 {
+		t.Fatalf("ipv4_route or l2_forward not read: %+v %+v", route, l2)
 	}
 	tests := []struct {
 		name string
@@ -662,6 +668,11 @@ func TestP4SourceReaderSeesMismatches(t *testing.T) {
 		{"ipv4_route actions", fmt.Sprint(route.actions), "[set_nexthop drop]"},
 		{"ipv4_route default", route.defaultAction, "drop"},
 		{"ipv4_route size", prog.size(t, route.size), int64(1024)},
+		{"l2_forward key", fmt.Sprint(l2.keys), "[{hdr.ethernet.dst_addr exact dst_addr}]"},
+		{"l2_forward key width", prog.keyWidth(t, ing, l2.keys[0].expr), 48},
+		{"l2_forward actions", fmt.Sprint(l2.actions), "[l2_set_port l2_flood drop]"},
+		{"l2_forward default", l2.defaultAction, "drop"},
+		{"l2_forward size", prog.size(t, l2.size), int64(1024)},
 		{"port_id_t", prog.width(t, "port_id_t"), 9},
 		{"registers", len(prog.regs) > 30, true},
 		{"controller headers", len(prog.ctrlHdr), 2},
@@ -670,6 +681,41 @@ func TestP4SourceReaderSeesMismatches(t *testing.T) {
 		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: read %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestL2FloodV1modelForms checks, in the v1model source, the statements that the L2
+// flood relies on and no declaration-level test sees (docs/dataplane.md "v1model and
+// BMv2"): l2_flood calls mark_to_drop before it sets mcast_grp (BMv2 replicates
+// whenever mcast_grp != 0, and mark_to_drop clears it: the other order would never
+// flood) and marks the packet; egress drops the flooded copy on the ingress port
+// before anything else can send it (the packet-in branch, the early return of lossy
+// packets).
+func TestL2FloodV1modelForms(t *testing.T) {
+	src := p4Sources(t)
+	flood := regexp.MustCompile(`action\s+l2_flood\s*\([^)]*\)\s*\{([^}]*)\}`).FindStringSubmatch(src)
+	if flood == nil {
+		t.Fatal("no action l2_flood")
+	}
+	body := flood[1]
+	drop := strings.Index(body, "mark_to_drop(standard_metadata)")
+	grp := strings.Index(body, "standard_metadata.mcast_grp = mcast_grp")
+	if drop < 0 || grp < 0 || drop > grp {
+		t.Errorf("l2_flood: mark_to_drop at %d, mcast_grp at %d: want mark_to_drop first", drop, grp)
+	}
+	if !strings.Contains(body, "meta.l2_flood = 1") {
+		t.Error("l2_flood does not set meta.l2_flood")
+	}
+	eg := strings.Index(src, "control FastcnpEgress(")
+	if eg < 0 {
+		t.Fatal("no FastcnpEgress")
+	}
+	egress := src[eg:]
+	prune := regexp.MustCompile(`if\s*\(\s*meta\.l2_flood\s*==\s*1\s*&&\s*standard_metadata\.egress_port\s*==\s*standard_metadata\.ingress_port\s*\)\s*\{\s*mark_to_drop\(standard_metadata\);\s*return;\s*\}`).FindStringIndex(egress)
+	punt := strings.Index(egress, "standard_metadata.egress_port == CPU_PORT")
+	lossy := strings.Index(egress, "if (meta.lossless == 0)")
+	if prune == nil || punt < 0 || lossy < 0 || prune[0] > punt || prune[0] > lossy {
+		t.Errorf("egress pruning %v must come before the packet-in branch (%d) and the lossy return (%d)", prune, punt, lossy)
 	}
 }
 

@@ -36,7 +36,7 @@ type controllerHandle struct {
 func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.Config, cfgPath string, log logrus.FieldLogger) (*controllerHandle, error) {
 	if o.Binaries.Controller != "" {
 		p, err := startProc(fab, "fastcnpd", filepath.Join(o.WorkDir, "fastcnpd.log"),
-			[]string{o.Binaries.Controller, "-config", cfgPath}, log)
+			[]string{o.Binaries.Controller, "-config", cfgPath}, o.Nice, log)
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +80,9 @@ func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.
 	}()
 	return h, nil
 }
+
+// process returns the fastcnpd process (nil for the in-process controller).
+func (h *controllerHandle) process() *proc { return h.proc }
 
 // failed returns an error once the controller has stopped on its own.
 func (h *controllerHandle) failed() error {

@@ -25,6 +25,8 @@ type hostRecord struct {
 	Retransmits *uint64  `json:"retransmits"`
 	Timeouts    *uint64  `json:"timeouts"`
 	FCTUs       *float64 `json:"fct_us"`
+	PausedUs    *float64 `json:"paused_us"`
+	PauseRx     *uint64  `json:"pause_rx"`
 	Done        *bool    `json:"done"`
 	RTT         *struct {
 		Count  int     `json:"count"`

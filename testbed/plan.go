@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // Plan is everything another launcher (mininet/fastcnp_mininet.py) needs
@@ -23,10 +24,12 @@ type Plan struct {
 	ControllerConfig string `json:"controller_config"`
 	FlowsFile        string `json:"flows_file"`
 	// DurationS is the run duration in seconds.
-	DurationS float64      `json:"duration_s"`
-	Switches  []PlanSwitch `json:"switches"`
-	Hosts     []PlanHost   `json:"hosts"`
-	Links     []PlanLink   `json:"links"`
+	DurationS float64 `json:"duration_s"`
+	// MTU is the link MTU every interface must have (jumbo frames).
+	MTU      int          `json:"mtu"`
+	Switches []PlanSwitch `json:"switches"`
+	Hosts    []PlanHost   `json:"hosts"`
+	Links    []PlanLink   `json:"links"`
 }
 
 // PlanSwitch is one switch of a plan.
@@ -72,11 +75,28 @@ func (t *Topology) hostArgs(h string, algo, flowsPath string, statsEvery time.Du
 	args := []string{"--ip", host.addr.Addr().String(), "--mac", host.mac.String(),
 		"--gateway-mac", t.PortMAC(sp.Node, sp.Port).String(), "--algo", algo,
 		"--line-rate", units.FormatRate(hl.rate), "--base-rtt", units.FormatDuration(p.RTTBase),
-		"--flows", flowsPath, "--stats-interval", units.FormatDuration(statsEvery), "--log-level", "warn"}
+		"--flows", flowsPath, "--stats-interval", units.FormatDuration(statsEvery), "--log-level", "warn",
+		"--mss", strconv.Itoa(IBMTU(p.MTU)), "--rto", units.FormatDuration(p.RTO),
+		"--cc-scale", strconv.FormatFloat(p.CCScale, 'g', -1, 64), "--burst-time", units.FormatDuration(p.BurstTime)}
 	if dcqcn != "" {
 		args = append(args, "--params", dcqcn)
 	}
 	return args, nil
+}
+
+// IBMTU returns the RoCE payload size (the InfiniBand MTU: 256, 512, 1024,
+// 2048 or 4096) a host uses on a link of IP MTU mtu: the largest that fits
+// with the IPv4, UDP, BTH and ICRC headers (44 bytes), as a RoCE NIC picks
+// its active MTU from the interface MTU. 1500 gives 1024, 9000 gives 4096;
+// 256 is the floor (topologies have an MTU of at least 300).
+func IBMTU(mtu int) int {
+	over := wire.IPv4Len + wire.UDPLen + wire.BTHLen + wire.ICRCLen
+	for _, m := range []int{4096, 2048, 1024, 512} {
+		if m+over <= mtu {
+			return m
+		}
+	}
+	return 256
 }
 
 // switchArgs returns fastcnp-switch's arguments for switch sw besides
@@ -121,7 +141,7 @@ func (t *Topology) WritePlan(dir string, o ControllerOptions) (*Plan, error) {
 	}
 	pl := &Plan{Topology: t.Name, Mode: string(cfg.Switches[0].Defaults.Mode), Target: o.Target,
 		ControllerConfig: filepath.Join(dir, "fastcnpd.yaml"), FlowsFile: filepath.Join(dir, "flows.json"),
-		DurationS: t.Params().Duration.Seconds()}
+		DurationS: t.Params().Duration.Seconds(), MTU: t.Params().MTU}
 	if pl.Target == "" {
 		pl.Target = TargetFastcnp
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -92,13 +93,18 @@ type proc struct {
 }
 
 // startProc runs argv inside ns (`ip netns exec`, which execs the command:
-// the PID is the command's own), with stdout and stderr in logPath.
-func startProc(ns *netns.NS, name, logPath string, argv []string, log logrus.FieldLogger) (*proc, error) {
+// the PID is the command's own), with stdout and stderr in logPath. A
+// non-zero nice runs it through nice(1) with that niceness (every thread
+// of the process inherits it).
+func startProc(ns *netns.NS, name, logPath string, argv []string, nice int, log logrus.FieldLogger) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %s log: %w", name, err)
 	}
 	full := argv
+	if nice != 0 {
+		full = append([]string{niceTool(), "-n", strconv.Itoa(nice)}, full...)
+	}
 	if !ns.IsHost() {
 		full = append([]string{ipTool(), "netns", "exec", ns.Name()}, argv...)
 	}
@@ -117,6 +123,55 @@ func startProc(ns *netns.NS, name, logPath string, argv []string, log logrus.Fie
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// cpuTime returns the CPU time (user + system) the process has used so
+// far, from /proc/<pid>/stat while it runs or from its exit status.
+func (p *proc) cpuTime() (time.Duration, error) {
+	if p.exited() {
+		if st := p.cmd.ProcessState; st != nil {
+			return st.UserTime() + st.SystemTime(), nil
+		}
+		return 0, fmt.Errorf("testbed: %s: no exit status", p.name)
+	}
+	return procCPU(p.cmd.Process.Pid)
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux
+// for every architecture Go supports).
+const clockTick = 100
+
+// procCPU reads utime + stime of pid from /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("testbed: cpu time of %d: %w", pid, err)
+	}
+	return parseProcStatCPU(string(b))
+}
+
+// parseProcStatCPU extracts utime + stime (fields 14 and 15) from a
+// /proc/<pid>/stat line; the command name (field 2) may hold spaces and
+// parentheses, so fields are counted after its last ')'.
+func parseProcStatCPU(line string) (time.Duration, error) {
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return 0, errors.New("testbed: /proc stat: no command name")
+	}
+	f := strings.Fields(line[i+1:])
+	// f[0] is field 3 (state): utime is field 14 = f[11], stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("testbed: /proc stat: %d fields after the name", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("testbed: /proc stat: bad time %q", s)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTick, nil
 }
 
 // exited reports whether the process has ended.
@@ -197,6 +252,15 @@ func (s *procSet) stopAll(grace time.Duration) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func niceTool() string {
+	for _, p := range []string{"/usr/bin/nice", "/bin/nice"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "nice"
 }
 
 func ipTool() string {

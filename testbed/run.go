@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,11 @@ type Options struct {
 	HostArgs, SwitchArgs []string
 	// DCQCNParams is fastcnp-host's --params (default: the agent's).
 	DCQCNParams string
+	// Nice is the niceness of every process the run starts (0: unchanged;
+	// DefaultNice in the runner and the tests). The emulation is real
+	// time: under other load on a small machine, a negative niceness keeps
+	// its switches and agents from waiting tens of milliseconds for a core.
+	Nice int
 	// Log receives progress (nil: a logger at warning level).
 	Log logrus.FieldLogger
 }
@@ -71,6 +77,11 @@ type FlowResult struct {
 	// Retransmits and Timeouts are the sender's.
 	Retransmits uint64 `json:"retransmits"`
 	Timeouts    uint64 `json:"timeouts"`
+	// PauseRx counts the PFC frames pausing the lossless priority that the
+	// sender's host received (XOFF and refreshes); PausedMs is how long
+	// they held the flow's sender.
+	PauseRx  uint64  `json:"pause_rx"`
+	PausedMs float64 `json:"paused_ms"`
 	// Done reports that a sized flow completed; FCTMs its completion time.
 	Done  bool    `json:"done"`
 	FCTMs float64 `json:"fct_ms,omitempty"`
@@ -99,6 +110,14 @@ type Result struct {
 	Queues []QueueSample `json:"queues"`
 	// WorkDir holds the configurations, logs and raw statistics.
 	WorkDir string `json:"work_dir"`
+	// CPUSeconds is the CPU time (user + system) each process of the run
+	// used up to the end of the flows, by name (switches, hosts,
+	// "fastcnpd"; absent for an in-process controller).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// LoadAvg is the machine's 1-minute load average when the flows
+	// started and when they ended (/proc/loadavg; 0 if unreadable): the
+	// rest of the machine competes for the same cores.
+	LoadAvg [2]float64 `json:"load_avg"`
 }
 
 // Flow returns the result of the named flow, or nil.
@@ -146,6 +165,10 @@ func (r *Result) Totals() SwitchCounters {
 	}
 	return t
 }
+
+// DefaultNice is the niceness the runner and the tests give the processes
+// of a run (Options.Nice).
+const DefaultNice = -10
 
 // debugPortOffset: a switch's debug endpoint listens on its gRPC port
 // plus this, on the fabric namespace's loopback.
@@ -240,7 +263,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		argv = append(argv, "--grpc-server-addr", si.grpcAddr, "--debug-addr", si.debugAddr)
 		argv = append(argv, t.switchArgs(name)...)
 		argv = append(argv, o.SwitchArgs...)
-		if si.proc, err = startProc(fab, name, filepath.Join(o.WorkDir, name+".log"), argv, log); err != nil {
+		if si.proc, err = startProc(fab, name, filepath.Join(o.WorkDir, name+".log"), argv, o.Nice, log); err != nil {
 			return nil, err
 		}
 		procs.add(si.proc)
@@ -313,6 +336,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	started := time.Now()
+	loadStart := loadAvg()
 	var hosts []*proc
 	for _, h := range t.HostNames() {
 		args, err := t.hostArgs(h, hostAlgo(o.Mode), flowsPath, o.StatsInterval, o.DCQCNParams)
@@ -321,7 +345,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl")}, args...)
 		argv = append(argv, o.HostArgs...)
-		hp, err := startProc(hostNS[h], h, filepath.Join(o.WorkDir, h+".log"), argv, log)
+		hp, err := startProc(hostNS[h], h, filepath.Join(o.WorkDir, h+".log"), argv, o.Nice, log)
 		if err != nil {
 			return nil, err
 		}
@@ -402,6 +426,20 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 		conns[name] = n
 	}
+	cpu := map[string]float64{}
+	procs.mu.Lock()
+	for _, pr := range procs.procs {
+		if d, err := pr.cpuTime(); err == nil {
+			cpu[pr.name] = d.Seconds()
+		}
+	}
+	procs.mu.Unlock()
+	if cp := ctl.process(); cp != nil {
+		if d, err := cp.cpuTime(); err == nil {
+			cpu["fastcnpd"] = d.Seconds()
+		}
+	}
+	loadEnd := loadAvg()
 	// Stop the hosts first so that they write their summaries, then read
 	// the switch counters while the switches still run.
 	var errs []error
@@ -411,7 +449,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	res = &Result{Topology: t.Name, Mode: o.Mode, Target: TargetFastcnp, Started: started,
-		Duration: time.Since(started), Queues: queues, WorkDir: o.WorkDir}
+		Duration: time.Since(started), Queues: queues, WorkDir: o.WorkDir,
+		CPUSeconds: cpu, LoadAvg: [2]float64{loadStart, loadEnd}}
 	for _, si := range sws {
 		d, err := fetchDump(ctx, client, si.debugAddr)
 		if err != nil {
@@ -431,6 +470,23 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return res, errors.Join(errs...)
 	}
 	return res, nil
+}
+
+// loadAvg returns the 1-minute load average (0 when unreadable).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // build creates the fabric namespace, one namespace per host and the
@@ -545,6 +601,10 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 		if s := fs.sendRecord(); s != nil {
 			fr.CNPsSwitch, fr.CNPsNP = u64(s.CNPSwitch), u64(s.CNPNP)
 			fr.Retransmits, fr.Timeouts = u64(s.Retransmits), u64(s.Timeouts)
+			fr.PauseRx = u64(s.PauseRx)
+			if s.PausedUs != nil {
+				fr.PausedMs = *s.PausedUs / 1e3
+			}
 			if s.RTT != nil {
 				fr.RTTMeanUs, fr.RTTP99Us, fr.RTTMaxUs = s.RTT.MeanUs, s.RTT.P99Us, s.RTT.MaxUs
 			}

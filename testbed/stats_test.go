@@ -20,7 +20,7 @@ import (
 const senderLines = `{"type":"sample","t_s":0.6,"flow":"victim","role":"sender","rate_bps":9e7,"cc_rate_bps":1e8}
 {"type":"sample","t_s":1.6,"flow":"victim","role":"sender","rate_bps":5e7,"cc_rate_bps":5e7}
 not json: a log line
-{"type":"summary","t_s":9,"flow":"victim","role":"sender","cnp_switch":3,"cnp_np":4,"retransmits":5,"timeouts":1,"done":false,"rtt":{"count":2,"mean_us":900,"p99_us":1500,"max_us":1600}}
+{"type":"summary","t_s":9,"flow":"victim","role":"sender","cnp_switch":3,"cnp_np":4,"retransmits":5,"timeouts":1,"done":false,"rtt":{"count":2,"mean_us":900,"p99_us":1500,"max_us":1600},"paused_us":250000,"holds":4,"pause_rx":6}
 `
 
 const receiverLines = `{"type":"sample","t_s":0.5,"flow":"victim","role":"receiver","recv":{"rate_bps":1e6,"bytes":10,"ce":0}}
@@ -45,7 +45,9 @@ func TestCollectFlows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := &Result{Topology: topo.Name, Mode: config.ModeFastCNP}
+	res := &Result{Topology: topo.Name, Mode: config.ModeFastCNP,
+		Switches:   []SwitchCounters{{Name: "s1"}, {Name: "s2"}},
+		CPUSeconds: map[string]float64{"s1": 1, "s2": 2, "h1": 0.5, "h6": 0.25, "fastcnpd": 0.125}, LoadAvg: [2]float64{1.5, 2.5}}
 	if err := collectFlows(res, topo, dir, 9*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestCollectFlows(t *testing.T) {
 		t.Errorf("fair share %v, share %v; want 1e8 and 0.5", v.FairShareBps, v.ShareOfFair)
 	}
 	if v.BytesReceived != 5000000 || v.ECNMarks != 7 || v.CNPsSwitch != 3 || v.CNPsNP != 4 ||
-		v.Retransmits != 5 || v.Timeouts != 1 || v.RTTP99Us != 1500 {
+		v.Retransmits != 5 || v.Timeouts != 1 || v.RTTP99Us != 1500 || v.PauseRx != 6 || v.PausedMs != 250 {
 		t.Errorf("victim counters = %+v", v)
 	}
 	if len(v.Series) != 4 || v.Series[0].SendBps != 9e7 || v.Series[1].SendBps != 5e7 || v.Series[2].CCBps != 5e7 {
@@ -88,12 +90,18 @@ func TestCollectFlows(t *testing.T) {
 		}
 	}
 	sum := res.Summary()
-	if sum.RTTP99Us != 1500 || sum.RTTMaxUs != 1600 || sum.Sized != 0 || sum.MeanRateBps != 5e7/4 {
+	if sum.RTTP99Us != 1500 || sum.RTTMaxUs != 1600 || sum.Sized != 0 || sum.MeanRateBps != 5e7/4 || sum.HostPauseRx != 6 ||
+		sum.CPUSwitches != 3 || sum.CPUHosts != 0.75 || sum.CPUController != 0.125 || sum.LoadAvg != [2]float64{1.5, 2.5} {
 		t.Errorf("summary = %+v", sum)
 	}
 	var sm bytes.Buffer
-	if err := WriteSummaryMarkdown(&sm, runs); err != nil || !strings.Contains(sm.String(), "900 / 1500 / 1600") {
-		t.Errorf("summary markdown (%v):\n%s", err, sm.String())
+	if err := WriteSummaryMarkdown(&sm, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"900 / 1500 / 1600", "| PAUSE frames received by hosts | 6 | 6 |", "| 3.0 / 0.8 / 0.1 |", "| 1.5 / 2.5 |"} {
+		if !strings.Contains(sm.String(), want) {
+			t.Errorf("summary markdown lacks %q:\n%s", want, sm.String())
+		}
 	}
 	if n := strings.Count(csv.String(), "\n"); n != 1+2*len(topo.Flows) {
 		t.Errorf("csv has %d lines, want %d", n, 1+2*len(topo.Flows))
@@ -104,10 +112,11 @@ func TestSwitchCounters(t *testing.T) {
 	var d softswitch.Dump
 	d.Ports = []softswitch.PortDump{{Num: 1, TMIndex: 0, TxBytes: 10}, {Num: 5, TMIndex: 1}}
 	d.TM.Ports = make([]tm.PortStats, 3)
-	d.TM.Ports[0].Ingress[3] = tm.IngressStats{PFCTxXoff: 2, PFCTxRefresh: 1, PFCTxXon: 2, DroppedPkts: 4, HeadroomReserved: 1}
+	d.TM.Ports[0].Ingress[3] = tm.IngressStats{PFCTxXoff: 2, PFCTxRefresh: 1, PFCTxXon: 2, DroppedPkts: 4, HeadroomReserved: 1000, HeadroomHighWater: 1000}
 	d.TM.Ports[0].Egress[3] = tm.QueueStats{LosslessDroppedPkts: 4, DroppedPkts: 4, QueueHighWater: 900}
 	d.TM.Ports[1].Egress[3] = tm.QueueStats{PFCRxXoff: 7, PausedNs: 2e6, QueueHighWater: 3000}
-	d.TM.Ports[1].Ingress[3] = tm.IngressStats{DroppedPkts: 1, HeadroomReserved: 1}
+	d.TM.Ports[1].Ingress[3] = tm.IngressStats{DroppedPkts: 1, HeadroomReserved: 3000, HeadroomHighWater: 1001}
+	d.Runtime.LateDepartureMaxNs = 2_500_000
 	d.Pipeline = map[string][]pipeline.CounterValue{
 		ctrSwitchCNP: {{Index: 1, Packets: 11}},
 		ctrECNMarked: {{Index: 5, Packets: 13}},
@@ -116,14 +125,22 @@ func TestSwitchCounters(t *testing.T) {
 	peers := map[uint16]Endpoint{1: {Node: "h1"}, 5: {Node: "s2", Port: 3}}
 	sc := switchCounters("s1", &d, peers)
 	want := SwitchCounters{Name: "s1", PauseTx: 3, PauseRx: 7, SwitchCNPs: 11, ECNMarks: 13, Drops: 4, LosslessDrops: 4,
-		NoRouteDrops: 2, HostEdgeLosslessDrops: 4, FabricLosslessDrops: 1}
+		NoRouteDrops: 2, HostEdgeLosslessDrops: 4, FabricLosslessDrops: 1, LateMaxMs: 2.5}
 	got := sc
 	got.Ports = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("switchCounters = %+v, want %+v", got, want)
 	}
-	if p := sc.Ports[1]; p.Peer != "s2-p3" || p.PausedMs != 2 || p.QueueHighWater != 3000 {
+	if p := sc.Ports[1]; p.Peer != "s2-p3" || p.PausedMs != 2 || p.QueueHighWater != 3000 || p.HeadroomHighWater != 1001 || p.HeadroomReserved != 3000 {
 		t.Errorf("port 5 = %+v", p)
+	}
+	// Port 1 used all its headroom; port 5 a third of it, rounded up.
+	if got := sc.HeadroomPeakPercent(); got != 100 {
+		t.Errorf("headroom peak %d%%, want 100", got)
+	}
+	sc.Ports = sc.Ports[1:]
+	if got := sc.HeadroomPeakPercent(); got != 34 {
+		t.Errorf("headroom peak of port 5 %d%%, want 34", got)
 	}
 	q := queueSample(1.5, "s1", &d)
 	if q.Switch != "s1" || len(q.Bytes) != 2 {
@@ -145,5 +162,32 @@ func TestFlowEntries(t *testing.T) {
 		if e.Duration != "4.5s" { // capped at the run's end
 			t.Errorf("%s: duration %q, want 4.5s", e.Name, e.Duration)
 		}
+	}
+}
+
+func TestParseProcStatCPU(t *testing.T) {
+	cases := []struct {
+		name, line string
+		want       time.Duration
+		err        bool
+	}{
+		// utime 250, stime 50 ticks (fields 14, 15) = 3 s.
+		{"plain", "1234 (fastcnp-switch) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 0 0", 3 * time.Second, false},
+		{"name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0", 30 * time.Millisecond, false},
+		{"no name", "7 a R 1", 0, true},
+		{"short", "7 (x) R 1 2 3", 0, true},
+		{"bad number", "7 (x) S 1 1 1 0 -1 0 0 0 0 0 x 2 0 0", 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseProcStatCPU(tc.line)
+			if (err != nil) != tc.err || got != tc.want {
+				t.Fatalf("parseProcStatCPU = %v, %v; want %v, error %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+	// The test's own process is readable and has used some CPU.
+	if d, err := procCPU(os.Getpid()); err != nil || d < 0 {
+		t.Fatalf("procCPU(self) = %v, %v", d, err)
 	}
 }

@@ -91,6 +91,12 @@ type PortCounters struct {
 	// IngressLosslessDrops are lossless-class frames refused at this
 	// ingress port (the upstream did not stop in time after PAUSE).
 	IngressLosslessDrops uint64 `json:"ingress_lossless_drops"`
+	// HeadroomHighWater is the most PFC headroom this ingress port used
+	// (lossless bytes that arrived after its XOFF), HeadroomReserved what
+	// the switch reserved for it (--pfc-response-time): a lossless drop at
+	// ingress means the high water reached the reservation.
+	HeadroomHighWater int64 `json:"headroom_high_water"`
+	HeadroomReserved  int64 `json:"headroom_reserved"`
 	// QueueHighWater is the largest egress queue (all priorities' max).
 	QueueHighWater int64 `json:"queue_high_water"`
 	// TxBytes are bytes sent out of the port.
@@ -118,12 +124,28 @@ type SwitchCounters struct {
 	// RDMAConnections is the number of rdma_connection entries fastcnpd
 	// had installed (from announcements) at the end of the run.
 	RDMAConnections int `json:"rdma_connections"`
+	// LateMaxMs is the worst lag of a departure behind its shaped time:
+	// how far a CPU-starved switch fell behind real time.
+	LateMaxMs float64 `json:"late_max_ms"`
+}
+
+// HeadroomPeakPercent returns the largest share of its PFC headroom any
+// ingress port of the switch used, in percent (100: exhausted, lossless
+// drops follow).
+func (s SwitchCounters) HeadroomPeakPercent() uint64 {
+	var best uint64
+	for _, p := range s.Ports {
+		if p.HeadroomReserved > 0 {
+			best = max(best, uint64((100*p.HeadroomHighWater+p.HeadroomReserved-1)/p.HeadroomReserved))
+		}
+	}
+	return best
 }
 
 // switchCounters extracts the counters of a dump; peers maps port numbers
 // to the far endpoint.
 func switchCounters(name string, d *softswitch.Dump, peers map[uint16]Endpoint) SwitchCounters {
-	sc := SwitchCounters{Name: name}
+	sc := SwitchCounters{Name: name, LateMaxMs: float64(d.Runtime.LateDepartureMaxNs) / 1e6}
 	cell := func(counter string, port uint16) uint64 {
 		for _, v := range d.Pipeline[counter] {
 			if v.Index == int(port) {
@@ -147,6 +169,8 @@ func switchCounters(name string, d *softswitch.Dump, peers map[uint16]Endpoint) 
 				pc.QueueHighWater = max(pc.QueueHighWater, eg.QueueHighWater)
 				if in.HeadroomReserved > 0 {
 					pc.IngressLosslessDrops += in.DroppedPkts
+					pc.HeadroomHighWater = max(pc.HeadroomHighWater, in.HeadroomHighWater)
+					pc.HeadroomReserved = max(pc.HeadroomReserved, in.HeadroomReserved)
 				}
 			}
 		}

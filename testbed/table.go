@@ -10,8 +10,9 @@ import (
 )
 
 // WriteTable prints runs side by side: one row per flow with, for each
-// run, the throughput, its share of the max-min fair share, CNPs and ECN
-// marks; then one row per switch counter. Runs should be of the same
+// run, the throughput, its share of the max-min fair share, CNPs, ECN
+// marks, the PAUSE frames its sender's host received and how long they held
+// the sender; then one row per switch counter. Runs should be of the same
 // topology (the flows of the first run name the rows).
 func WriteTable(w io.Writer, runs []*Result) error {
 	if len(runs) == 0 {
@@ -21,7 +22,7 @@ func WriteTable(w io.Writer, runs []*Result) error {
 	head := []string{"flow", "fair Mb/s"}
 	for _, r := range runs {
 		m := string(r.Mode)
-		head = append(head, m+" Mb/s", m+" %fair", m+" CNPs", m+" ECN")
+		head = append(head, m+" Mb/s", m+" %fair", m+" CNPs", m+" ECN", m+" PAUSE", m+" paused s")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, f := range runs[0].Flows {
@@ -29,11 +30,12 @@ func WriteTable(w io.Writer, runs []*Result) error {
 		for _, r := range runs {
 			g := r.Flow(f.Name)
 			if g == nil {
-				row = append(row, "-", "-", "-", "-")
+				row = append(row, "-", "-", "-", "-", "-", "-")
 				continue
 			}
 			row = append(row, mbps(g.ThroughputBps), fmt.Sprintf("%.0f%%", 100*g.ShareOfFair),
-				strconv.FormatUint(g.CNPsSwitch+g.CNPsNP, 10), strconv.FormatUint(g.ECNMarks, 10))
+				strconv.FormatUint(g.CNPsSwitch+g.CNPsNP, 10), strconv.FormatUint(g.ECNMarks, 10),
+				strconv.FormatUint(g.PauseRx, 10), fmt.Sprintf("%.2f", g.PausedMs/1e3))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -50,10 +52,12 @@ func WriteTable(w io.Writer, runs []*Result) error {
 		{"drops (lossless)", func(s SwitchCounters) uint64 { return s.LosslessDrops }},
 		{"  at host ingress", func(s SwitchCounters) uint64 { return s.HostEdgeLosslessDrops }},
 		{"  at fabric ingress", func(s SwitchCounters) uint64 { return s.FabricLosslessDrops }},
+		{"headroom peak %", func(s SwitchCounters) uint64 { return s.HeadroomPeakPercent() }},
+		{"lag max ms", func(s SwitchCounters) uint64 { return uint64(s.LateMaxMs + 0.5) }},
 	}
 	head = []string{"switch counter", ""}
 	for _, r := range runs {
-		head = append(head, string(r.Mode), "", "", "")
+		head = append(head, string(r.Mode), "", "", "", "", "")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, c := range counters {
@@ -63,7 +67,7 @@ func WriteTable(w io.Writer, runs []*Result) error {
 			for _, s := range r.Switches {
 				parts = append(parts, fmt.Sprintf("%s:%d", s.Name, c.get(s)))
 			}
-			row = append(row, strings.Join(parts, " "), "", "", "")
+			row = append(row, strings.Join(parts, " "), "", "", "", "", "")
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -78,9 +82,9 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 	var b strings.Builder
 	b.WriteString("| flow | fair share (Mb/s) |")
 	for _, r := range runs {
-		fmt.Fprintf(&b, " %s: Mb/s | %s: %% of fair | %s: CNPs | %s: ECN marks |", r.Mode, r.Mode, r.Mode, r.Mode)
+		fmt.Fprintf(&b, " %s: Mb/s | %s: %% of fair | %s: CNPs | %s: ECN marks | %s: PAUSE rx | %s: paused s |", r.Mode, r.Mode, r.Mode, r.Mode, r.Mode, r.Mode)
 	}
-	b.WriteString("\n|---|---:|" + strings.Repeat("---:|---:|---:|---:|", len(runs)) + "\n")
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|---:|---:|---:|---:|---:|", len(runs)) + "\n")
 	for _, f := range runs[0].Flows {
 		name := label(f)
 		if f.Victim {
@@ -90,10 +94,11 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 		for _, r := range runs {
 			g := r.Flow(f.Name)
 			if g == nil {
-				b.WriteString(" - | - | - | - |")
+				b.WriteString(" - | - | - | - | - | - |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s | %.0f%% | %d | %d |", mbps(g.ThroughputBps), 100*g.ShareOfFair, g.CNPsSwitch+g.CNPsNP, g.ECNMarks)
+			fmt.Fprintf(&b, " %s | %.0f%% | %d | %d | %d | %.2f |", mbps(g.ThroughputBps), 100*g.ShareOfFair, g.CNPsSwitch+g.CNPsNP, g.ECNMarks,
+				g.PauseRx, g.PausedMs/1e3)
 		}
 		b.WriteString("\n")
 	}
@@ -114,6 +119,8 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 		{"drops (lossless class)", func(s SwitchCounters) uint64 { return s.LosslessDrops }},
 		{"of which at ingress from hosts", func(s SwitchCounters) uint64 { return s.HostEdgeLosslessDrops }},
 		{"of which at ingress from switches", func(s SwitchCounters) uint64 { return s.FabricLosslessDrops }},
+		{"PFC headroom peak (% of reserved, worst ingress port)", func(s SwitchCounters) uint64 { return s.HeadroomPeakPercent() }},
+		{"scheduler lag max (ms)", func(s SwitchCounters) uint64 { return uint64(s.LateMaxMs + 0.5) }},
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s |", row.name)
@@ -146,6 +153,12 @@ type RunSummary struct {
 	PeakQueueBytes int64
 	// PauseTx, Drops and LosslessDrops are summed over the switches.
 	PauseTx, Drops, LosslessDrops uint64
+	// HostPauseRx sums the PAUSE frames the flows' senders received.
+	HostPauseRx uint64
+	// CPU seconds of the run's processes by kind, and the machine's load
+	// average at the start and the end (Result.CPUSeconds, LoadAvg).
+	CPUSwitches, CPUHosts, CPUController float64
+	LoadAvg                              [2]float64
 }
 
 // Summary computes the run summary.
@@ -153,6 +166,7 @@ func (r *Result) Summary() RunSummary {
 	var s RunSummary
 	var rtts, fcts int
 	for _, f := range r.Flows {
+		s.HostPauseRx += f.PauseRx
 		s.MeanRateBps += f.ThroughputBps / float64(len(r.Flows))
 		if f.RTTMeanUs > 0 {
 			s.RTTMeanUs += f.RTTMeanUs
@@ -186,8 +200,28 @@ func (r *Result) Summary() RunSummary {
 		s.PauseTx += sw.PauseTx
 		s.Drops += sw.Drops
 		s.LosslessDrops += sw.LosslessDrops
+		s.CPUSwitches += r.CPUSeconds[sw.Name]
 	}
+	for name, v := range r.CPUSeconds {
+		switch {
+		case name == "fastcnpd":
+			s.CPUController += v
+		case r.isSwitch(name):
+		default:
+			s.CPUHosts += v
+		}
+	}
+	s.LoadAvg = r.LoadAvg
 	return s
+}
+
+func (r *Result) isSwitch(name string) bool {
+	for _, sw := range r.Switches {
+		if sw.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteSummaryMarkdown writes the run summaries side by side.
@@ -213,6 +247,13 @@ func WriteSummaryMarkdown(w io.Writer, runs []*Result) error {
 		{"peak egress queue (KB)", func(s RunSummary) string { return fmt.Sprintf("%.1f", float64(s.PeakQueueBytes)/1e3) }},
 		{"PAUSE frames sent", func(s RunSummary) string { return strconv.FormatUint(s.PauseTx, 10) }},
 		{"drops (all / lossless)", func(s RunSummary) string { return fmt.Sprintf("%d / %d", s.Drops, s.LosslessDrops) }},
+		{"PAUSE frames received by hosts", func(s RunSummary) string { return strconv.FormatUint(s.HostPauseRx, 10) }},
+		{"CPU s: switches / hosts / fastcnpd", func(s RunSummary) string {
+			return fmt.Sprintf("%.1f / %.1f / %.1f", s.CPUSwitches, s.CPUHosts, s.CPUController)
+		}},
+		{"machine load (1-min average, start / end)", func(s RunSummary) string {
+			return fmt.Sprintf("%.1f / %.1f", s.LoadAvg[0], s.LoadAvg[1])
+		}},
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s |", row.name)
@@ -233,14 +274,14 @@ func WriteCSV(w io.Writer, runs []*Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"topology", "mode", "flow", "src", "dst", "victim", "fair_share_bps", "throughput_bps",
 		"share_of_fair", "bytes_received", "cnps_switch", "cnps_np", "ecn_marks", "retransmits", "timeouts",
-		"done", "fct_ms", "rtt_mean_us", "rtt_p99_us", "rtt_max_us"})
+		"done", "fct_ms", "rtt_mean_us", "rtt_p99_us", "rtt_max_us", "pause_rx", "paused_ms"})
 	for _, r := range runs {
 		for _, f := range r.Flows {
 			_ = cw.Write([]string{r.Topology, string(r.Mode), f.Name, f.Src, f.Dst, strconv.FormatBool(f.Victim),
 				ff(f.FairShareBps), ff(f.ThroughputBps), ff(f.ShareOfFair), strconv.FormatInt(f.BytesReceived, 10),
 				strconv.FormatUint(f.CNPsSwitch, 10), strconv.FormatUint(f.CNPsNP, 10), strconv.FormatUint(f.ECNMarks, 10),
 				strconv.FormatUint(f.Retransmits, 10), strconv.FormatUint(f.Timeouts, 10), strconv.FormatBool(f.Done),
-				ff(f.FCTMs), ff(f.RTTMeanUs), ff(f.RTTP99Us), ff(f.RTTMaxUs)})
+				ff(f.FCTMs), ff(f.RTTMeanUs), ff(f.RTTP99Us), ff(f.RTTMaxUs), strconv.FormatUint(f.PauseRx, 10), ff(f.PausedMs)})
 		}
 	}
 	cw.Flush()

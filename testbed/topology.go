@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/internal/units"
 	"github.com/fastcnp/fastcnp/target/tm"
 )
@@ -69,6 +71,17 @@ type Defaults struct {
 	// the PFC headroom (fastcnp-switch --pfc-response-time). Real-time
 	// software peers need milliseconds.
 	PFCResponse string `json:"pfc_response_time,omitempty"`
+	// RTO is the hosts' retransmission timeout (fastcnp-host --rto): far
+	// above the loaded RTT, which PFC pauses stretch to 100 ms and more,
+	// so that go-back-N never runs on a lossless fabric.
+	RTO string `json:"rto,omitempty"`
+	// CCScale runs the hosts' DCQCN parameter set that many times slower
+	// (fastcnp-host --cc-scale: periods x k, rate steps / k).
+	CCScale float64 `json:"cc_scale,omitempty"`
+	// BurstTime is the depth of the hosts' pacing bucket in time
+	// (fastcnp-host --burst-time): how late an agent may wake up and still
+	// send at its rate on average.
+	BurstTime string `json:"burst_time,omitempty"`
 	// Duration is how long a run lasts when flows do not say (flows
 	// without a size run until the end).
 	Duration string `json:"duration,omitempty"`
@@ -209,28 +222,47 @@ type Params struct {
 	MTU         int
 	PFCXoff     units.Size
 	PFCResponse time.Duration
+	RTO         time.Duration
+	CCScale     float64
+	BurstTime   time.Duration
 	Duration    time.Duration
 }
 
-// Built-in defaults of Defaults, scaled to what a 2-core machine carries in
-// real time through software switches (tens of Mb/s, RTTs of a few hundred
-// microseconds).
+// Built-in defaults of Defaults, for what a 2-core machine shared with
+// other work carries in real time through software switches (docs/testbed.md
+// has the measurements behind each): 100 Mb/s links (the smallest rate
+// fastcnp-switch shapes), jumbo frames (a quarter of the packets per byte),
+// a base RTT of 10 ms (the loaded round trip through two Go switches and two
+// agents is several milliseconds), PFC headroom for 200 ms (software peers
+// and switches react in milliseconds, and fastcnp-switch can deliver an XON
+// ahead of the XOFF before it, so a peer may run until the next refresh).
 const (
 	DefaultRate     = "100Mb/s"
 	DefaultDelay    = "20us"
-	DefaultBuffer   = "1MB"
-	DefaultRTTBase  = "500us"
-	DefaultQth      = "15KB"
+	DefaultBuffer   = "32MB"
+	DefaultRTTBase  = "10ms"
+	DefaultQth      = "100KB"
 	DefaultCNPGap   = "200us"
 	DefaultREDKmin  = "5KB"
-	DefaultREDKmax  = "60KB"
+	DefaultREDKmax  = "100KB"
 	DefaultREDPmax  = 0.1
-	DefaultMTU      = 1500
+	DefaultMTU      = 9000
 	DefaultDuration = "10s"
-	// DefaultPFCResponse covers a software sender's reaction to PAUSE (a
-	// scheduler tick and a socket buffer) in the headroom.
-	DefaultPFCResponse = "2ms"
+	// DefaultPFCResponse covers, in the headroom, how long a software peer
+	// may keep sending after the switch decided XOFF.
+	DefaultPFCResponse = "200ms"
+	// DefaultRTO is the hosts' retransmission timeout.
+	DefaultRTO = "500ms"
+	// DefaultCCScale leaves the DCQCN parameter set as it is.
+	DefaultCCScale = 1.0
+	// DefaultBurstTime lets an agent catch up 2 ms of lateness (the
+	// scheduling delays of a loaded 2-core machine).
+	DefaultBurstTime = "2ms"
 )
+
+// minMTU is the smallest link MTU a RoCE host can use: a 256-byte
+// payload with the IPv4, UDP, BTH and ICRC headers.
+const minMTU = 256 + 44
 
 var (
 	nameRE     = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
@@ -319,6 +351,12 @@ func (t *Topology) params() (Params, error) {
 	}
 	p.Duration = dur("duration", or(d.Duration, DefaultDuration))
 	p.PFCResponse = dur("pfc_response_time", or(d.PFCResponse, DefaultPFCResponse))
+	p.RTO = dur("rto", or(d.RTO, DefaultRTO))
+	p.BurstTime = dur("burst_time", or(d.BurstTime, DefaultBurstTime))
+	p.CCScale = d.CCScale
+	if p.CCScale == 0 {
+		p.CCScale = DefaultCCScale
+	}
 	if d.PFCXoff != "" {
 		p.PFCXoff = size("pfc_xoff", d.PFCXoff)
 	}
@@ -327,12 +365,18 @@ func (t *Topology) params() (Params, error) {
 		errs = append(errs, fmt.Errorf("defaults.red_pmax %v outside (0, 1]", p.REDPmax))
 	case p.REDKmin >= p.REDKmax:
 		errs = append(errs, fmt.Errorf("defaults: red_kmin %v must be below red_kmax %v", p.REDKmin, p.REDKmax))
-	case p.MTU < 256 || p.MTU > 9000:
-		errs = append(errs, fmt.Errorf("defaults.mtu %d outside 256..9000", p.MTU))
+	case p.MTU < minMTU || p.MTU > 9000:
+		errs = append(errs, fmt.Errorf("defaults.mtu %d outside %d..9000 (the smallest RoCE payload, 256 bytes, and its headers)", p.MTU, minMTU))
 	case p.Duration <= 0:
 		errs = append(errs, errors.New("defaults.duration must be positive"))
 	case p.Rate == 0:
 		errs = append(errs, errors.New("defaults.rate must be positive"))
+	case p.BurstTime < 0 || p.BurstTime > agent.MaxRTO:
+		errs = append(errs, fmt.Errorf("defaults.burst_time %v outside [0, %v]", p.BurstTime, agent.MaxRTO))
+	case p.RTO <= 0 || p.RTO > agent.MaxRTO:
+		errs = append(errs, fmt.Errorf("defaults.rto %v outside (0, %v]", p.RTO, agent.MaxRTO))
+	case !(p.CCScale >= 1/cc.MaxScale && p.CCScale <= cc.MaxScale):
+		errs = append(errs, fmt.Errorf("defaults.cc_scale %v outside [%v, %v]", p.CCScale, 1/cc.MaxScale, cc.MaxScale))
 	}
 	return p, errors.Join(errs...)
 }

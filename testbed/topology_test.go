@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 )
@@ -187,6 +188,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad size", `,"flows":[{"src":"h1","dst":"h2","size":"2QB"}]`, "flows[0].size"},
 		{"late start", `,"flows":[{"src":"h1","dst":"h2","start":"1h"}]`, "not before the run ends"},
 		{"bad rate", `,"defaults":{"rate":"fast"}`, "defaults.rate"},
+		{"rto too long", `,"defaults":{"rto":"1h"}`, "defaults.rto"},
+		{"bad rto", `,"defaults":{"rto":"soon"}`, "defaults.rto"},
+		{"negative cc scale", `,"defaults":{"cc_scale":-1}`, "defaults.cc_scale"},
+		{"bad burst time", `,"defaults":{"burst_time":"-1ms"}`, "defaults.burst_time"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,5 +241,36 @@ func TestShippedTopologiesMakeValidControllerConfigs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHostArgs checks the fastcnp-host arguments a topology gives each
+// host: the RoCE MTU from the link MTU, the retransmission timeout, the
+// DCQCN scale and the pacing bucket.
+func TestHostArgs(t *testing.T) {
+	cases := []struct {
+		mtu  int
+		want int
+	}{{1500, 1024}, {9000, 4096}, {1100, 1024}, {1067, 512}, {4139, 2048}, {4140, 4096}, {256, 256}}
+	for _, tc := range cases {
+		if got := IBMTU(tc.mtu); got != tc.want {
+			t.Errorf("IBMTU(%d) = %d, want %d", tc.mtu, got, tc.want)
+		}
+	}
+	topo := loadTopo(t, "s1-victim.json")
+	args, err := topo.hostArgs("h4", "dcqcn-fastcnp", "/f.json", 100*time.Millisecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for i := 0; i+1 < len(args); i += 2 {
+		got[args[i]] = args[i+1]
+	}
+	want := map[string]string{"--mss": "4096", "--rto": "500ms", "--cc-scale": "10", "--burst-time": "2ms",
+		"--base-rtt": "10ms", "--line-rate": "100Mb/s", "--algo": "dcqcn-fastcnp"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (args %q)", k, got[k], v, args)
+		}
 	}
 }

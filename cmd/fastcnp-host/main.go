@@ -111,7 +111,8 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		ip, mac, gw, peer, mode, algo, params, level string
 		lineRate, startRate, baseRTT, initWin, flows string
 		mss, ackEvery, burst                         int
-		rto, cnpInterval, interval, spin             string
+		ccScale                                      float64
+		rto, cnpInterval, interval, spin, burstTime  string
 		announcePort                                 uint
 		noAnnounce, noCNPTarget, exitDone            bool
 		flowSpecs                                    flowList
@@ -124,6 +125,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&mode, "mode", "both", "roles: sender, receiver, both or inc-worker")
 	fs.StringVar(&algo, "algo", "dcqcn-fastcnp", "sender algorithm: "+strings.Join(cc.Names(), ", "))
 	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", "))
+	fs.Float64Var(&ccScale, "cc-scale", 1, "run the DCQCN parameter set K times slower: its periods x K, its rates (R_AI, R_HAI, minRate) / K, byte counts unchanged (a 100 Mb/s testbed with millisecond RTTs runs 100 Gb/s, microsecond parameters with K = 1000)")
 	fs.StringVar(&lineRate, "line-rate", "1Gb/s", "sender line rate C_host (pacing ceiling)")
 	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
 	fs.StringVar(&baseRTT, "base-rtt", "100us", "RTTbase; with the line rate it sets Winit = line rate x base RTT")
@@ -138,6 +140,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&mss, "mss", agent.DefaultMSS, "payload bytes per data packet")
 	fs.IntVar(&ackEvery, "ack-every", agent.DefaultAckEvery, "request an ACK every N packets (and on each message's last)")
 	fs.IntVar(&burst, "burst", agent.DefaultBurstPackets, "pacing token bucket depth, packets")
+	fs.StringVar(&burstTime, "burst-time", live.DefaultBurstTime.String(), "pacing token bucket depth in time, if larger than --burst: how late a wake-up may be and still be caught up")
 	fs.StringVar(&rto, "rto", agent.DefaultRTO.String(), "first retransmission timeout")
 	fs.StringVar(&cnpInterval, "cnp-interval", "", "receiver NP cnpInterval (default: the parameter set's)")
 	fs.StringVar(&spin, "spin-below", "0", "spin instead of sleeping for waits shorter than this (pacing precision vs CPU)")
@@ -182,6 +185,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	if c.CC.DCQCN, err = cc.DCQCNPreset(params); err != nil {
 		return o, fmt.Errorf("--params: %w", err)
 	}
+	if c.CC.DCQCN, err = c.CC.DCQCN.Scaled(ccScale); err != nil {
+		return o, fmt.Errorf("--cc-scale: %w", err)
+	}
 	r, err := units.ParseRate(lineRate)
 	if err != nil {
 		return o, fmt.Errorf("--line-rate: %w", err)
@@ -211,6 +217,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		}
 	}
 	c.Sender = agent.SenderConfig{MSS: mss, AckEvery: ackEvery, BurstPackets: burst}
+	if c.Sender.BurstTime, err = units.ParseDuration(burstTime); err != nil {
+		return o, fmt.Errorf("--burst-time: %w", err)
+	}
 	if c.Sender.RTO, err = units.ParseDuration(rto); err != nil {
 		return o, fmt.Errorf("--rto: %w", err)
 	}

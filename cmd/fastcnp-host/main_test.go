@@ -44,6 +44,21 @@ func TestParseArgs(t *testing.T) {
 					t.Fatalf("cfg %+v", o.cfg)
 				}
 			}},
+		{"cc scale", append(base, "--flows", file, "--params", "nvidia-cx", "--cc-scale", "1000", "--cnp-interval", "1ms"), "",
+			func(t *testing.T, o options) {
+				d := o.cfg.CC.DCQCN
+				if d.RPGTimeReset != 300*time.Millisecond || d.AI != 5e3 || d.CNPInterval != time.Millisecond || d.RPGByteReset != 32767 {
+					t.Fatalf("scaled DCQCN %+v (--cnp-interval applies after the scale)", d)
+				}
+			}},
+		{"bad cc scale", append(base, "--flows", file, "--cc-scale", "0"), "--cc-scale", nil},
+		{"burst time", append(base, "--flows", file, "--burst-time", "2ms"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Sender.BurstTime != 2*time.Millisecond {
+					t.Fatalf("burst time %v", o.cfg.Sender.BurstTime)
+				}
+			}},
+		{"bad burst time", append(base, "--flows", file, "--burst-time", "soon"), "--burst-time", nil},
 		{"no iface", []string{"--ip", "10.0.0.1"}, "--iface is required", nil},
 		{"no ip", []string{"--iface", "x"}, "--ip is required", nil},
 		{"bad ip", []string{"--iface", "x", "--ip", "300.1.1.1", "--mac", "02:00:00:00:00:01"}, "--ip", nil},

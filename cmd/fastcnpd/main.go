@@ -2,7 +2,8 @@
 // configuration in its desired state over P4Runtime and serves the fastcnp
 // API and Prometheus metrics (docs/controller.md, docs/operations.md).
 //
-//	fastcnpd --config /etc/fastcnp/fastcnpd.yaml [--log-level info]
+//	fastcnpd --config /etc/fastcnp/fastcnpd.yaml [--log-level info] [--log-format text|json]
+//	         [--audit-interval 30s] [--counter-interval 10s] [--election-offset 0]
 package main
 
 import (
@@ -50,11 +51,16 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	format := fs.String("log-format", "text", "log format: text or json")
 	audit := fs.Duration("audit-interval", 30*time.Second, "read back and repair every switch this often (0 disables)")
 	offset := fs.Uint64("election-offset", 0, "added to every election ID's low half (a standby runs with a lower one)")
+	counters := fs.Duration("counter-interval", 10*time.Second,
+		"poll the data-plane counters into metrics, logs and events this often (0 disables)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *audit < 0 || *counters < 0 {
+		return errors.New("--audit-interval and --counter-interval must not be negative (0 disables)")
 	}
 	log := logrus.New()
 	log.SetOutput(logOut)
@@ -74,14 +80,17 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	auditInterval := *audit
+	auditInterval, counterInterval := *audit, *counters
 	if auditInterval == 0 {
 		auditInterval = -1
+	}
+	if counterInterval == 0 {
+		counterInterval = -1
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Registry: reg, AuditInterval: auditInterval,
-		ElectionOffset: *offset})
+		CounterInterval: counterInterval, ElectionOffset: *offset})
 	if err != nil {
 		return err
 	}

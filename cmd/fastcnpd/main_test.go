@@ -90,10 +90,11 @@ switches:
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--config", cfg, "--log-level", "debug", "--log-format", "json"}, logs)
+		done <- run(ctx, []string{"--config", cfg, "--log-level", "debug", "--log-format", "json",
+			"--counter-interval", "20ms"}, logs)
 	}()
 
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // guards against a hang only
 	var code int
 	var out bytes.Buffer
 	for {
@@ -108,14 +109,23 @@ switches:
 	if code != ctl.ExitOK {
 		t.Fatalf("threshold set: exit %d; logs:\n%s", code, logs.String())
 	}
-	resp, err := http.Get("http://" + metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// The data-plane counters appear once polled (every 20 ms here).
+	const dropped = `fastcnp_port_counter_packets_total{counter="dropped",port="3",switch="leaf1"} 0`
+	var body []byte
+	for {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), dropped) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	for _, want := range []string{`fastcnp_switch_primary{switch="leaf1"} 1`, `fastcnp_p4rt_updates_total{switch="leaf1",type="modify"}`,
-		"go_goroutines"} {
+		"go_goroutines", dropped, "fastcnp_event_subscribers 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -130,6 +140,10 @@ switches:
 }
 
 func TestFlags(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("api:\n  auth: {insecure: true}\nswitches:\n  - name: s1\n    address: 127.0.0.1\n    device_id: 0\n    tls: {insecure: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -138,6 +152,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"--log-format", "xml", "--config", "x"}, "--log-format"},
 		{[]string{"--config", "/nonexistent/fastcnpd.yaml"}, "no such file"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--counter-interval", "-1s"}, "must not be negative"},
+		{[]string{"--config", bad}, bad + `:5: switches[0].address: "127.0.0.1" is not host:port`},
+		{[]string{"--config", bad}, bad + ":6: switches[0].device_id: 0 is out of range"},
 	} {
 		err := run(context.Background(), tt.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -288,8 +288,10 @@ func (sw *Switch) step(ctx context.Context, info *p4rt.Info, s *conformance.Stmt
 		}
 		err = sw.client.Write(ctx, ups)
 		var we *p4rt.WriteError
-		if s.Op == conformance.OpClone && errors.As(err, &we) && len(we.Updates) == 1 && we.Updates[0].Code == codes.AlreadyExists {
-			// A clone session may outlive the previous vector's pipeline.
+		if (s.Op == conformance.OpClone || s.Op == conformance.OpMulticast) && errors.As(err, &we) &&
+			len(we.Updates) == 1 && we.Updates[0].Code == codes.AlreadyExists {
+			// A clone session or multicast group may outlive the previous vector's
+			// pipeline.
 			err = sw.client.Write(ctx, p4rt.Modify(ups[0].Entity))
 		}
 		if err != nil {

@@ -19,8 +19,8 @@ import (
 // expectation).
 func IsWrite(s *conformance.Stmt) bool {
 	switch s.Op {
-	case conformance.OpTable, conformance.OpDefault, conformance.OpClone, conformance.OpValueSet,
-		conformance.OpDigest, conformance.OpWindowTables:
+	case conformance.OpTable, conformance.OpDefault, conformance.OpClone, conformance.OpMulticast,
+		conformance.OpValueSet, conformance.OpDigest, conformance.OpWindowTables:
 		return true
 	}
 	return false
@@ -28,9 +28,9 @@ func IsWrite(s *conformance.Stmt) bool {
 
 // Updates converts one write statement into P4Runtime updates by P4Info name:
 // table entries are INSERTs, default actions and value sets MODIFYs (P4Runtime has
-// no INSERT for them), clone sessions and digest configs INSERTs (digests: lists of
-// one, sent at once, no ack timeout); window-tables expands to the generator's
-// entries.
+// no INSERT for them), clone sessions, multicast groups (replica instance 0) and
+// digest configs INSERTs (digests: lists of one, sent at once, no ack timeout);
+// window-tables expands to the generator's entries.
 func Updates(info *p4rt.Info, s *conformance.Stmt) ([]*p4v1.Update, error) {
 	switch s.Op {
 	case conformance.OpTable, conformance.OpDefault:
@@ -44,6 +44,16 @@ func Updates(info *p4rt.Info, s *conformance.Stmt) ([]*p4v1.Update, error) {
 		return p4rt.Insert(e), nil
 	case conformance.OpClone:
 		e, err := p4rt.CloneSession(s.Session, 0, 0, p4rt.Replica{Port: uint32(s.Port)})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpMulticast:
+		rs := make([]p4rt.Replica, 0, len(s.Ports))
+		for _, port := range s.Ports {
+			rs = append(rs, p4rt.Replica{Port: uint32(port)})
+		}
+		e, err := p4rt.MulticastGroup(s.Group, rs...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Where(), err)
 		}

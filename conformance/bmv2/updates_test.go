@@ -36,6 +36,8 @@ clone session=100 port=255
 valueset announce_udp_port 4792 4800
 digest cnp_digest_t
 window-tables
+multicast group=7 ports=3,1,2
+table l2_forward dst_addr=ff:ff:ff:ff:ff:ff -> l2_flood mcast_grp=7
 `)
 	var ups [][]*p4v1.Update
 	for i := range v.Stmts {
@@ -89,6 +91,20 @@ window-tables
 	last := ups[6][len(ups[6])-1].GetEntity().GetTableEntry()
 	if last.TableId != 0x02000009 || !bytes.Equal(last.Match[0].GetExact().Value, []byte{0x07, 0xff}) {
 		t.Errorf("last exp2 entry %v", last)
+	}
+	mg := ups[7][0].GetEntity().GetPacketReplicationEngineEntry().GetMulticastGroupEntry()
+	if ups[7][0].Type != p4v1.Update_INSERT || mg.GetMulticastGroupId() != 7 || len(mg.GetReplicas()) != 3 {
+		t.Fatalf("multicast group %v", mg)
+	}
+	for i, want := range []uint32{3, 1, 2} {
+		if r := mg.GetReplicas()[i]; r.GetEgressPort() != want || r.GetInstance() != 0 {
+			t.Errorf("replica %d: %v, want port %d instance 0", i, r, want)
+		}
+	}
+	l2 := ups[8][0].GetEntity().GetTableEntry()
+	if l2.TableId != 0x0200000A || !bytes.Equal(l2.Match[0].GetExact().Value, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) ||
+		l2.GetAction().GetAction().ActionId != 0x0100000B || !bytes.Equal(l2.GetAction().GetAction().Params[0].Value, []byte{7}) {
+		t.Errorf("l2_forward entry %v", l2)
 	}
 }
 

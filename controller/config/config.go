@@ -60,6 +60,10 @@ type TLSFiles struct {
 	CA string
 	// Cert and Key are this side's certificate and private key.
 	Cert, Key string
+	// AdminNames (API mTLS only) are the client certificate names (subject
+	// common name or DNS SAN) that get the admin role; other verified
+	// clients may only read. Empty: every verified client is admin.
+	AdminNames []string
 }
 
 // Metrics is the metrics endpoint.

@@ -140,6 +140,12 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"config:2: api.auth: set exactly one of token_file, mtls, insecure: true"}},
 		{"mtls incomplete", "api:\n  auth:\n    mtls: {ca: /ca}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
 			[]string{"config:3: api.auth.mtls: mtls needs ca, cert and key"}},
+		{"mtls admin_names empty", "api:\n  auth:\n    mtls: {ca: /ca, cert: /c, key: /k, admin_names: []}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{"config:3: api.auth.mtls.admin_names: empty list"}},
+		{"mtls admin_names twice", "api:\n  auth:\n    mtls: {ca: /ca, cert: /c, key: /k, admin_names: [ops, ops]}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{`config:3: api.auth.mtls.admin_names[1]: "ops" is listed twice`}},
+		{"mtls admin_names not a list", "api:\n  auth:\n    mtls: {ca: /ca, cert: /c, key: /k, admin_names: ops}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{`config:3: api.auth.mtls.admin_names: want a list, got "ops"`}},
 		{"missing switch fields", "api:\n  auth: {insecure: true}\nswitches:\n  - role: x\n",
 			[]string{"config:4: switches[0].name: required", "config:4: switches[0].address: required",
 				"config:4: switches[0].device_id: required", "config:4: switches[0].tls: required"}},
@@ -325,6 +331,27 @@ func TestExampleRoundTrip(t *testing.T) {
 	out2, _ := again.Marshal()
 	if string(out) != string(out2) {
 		t.Fatal("Marshal is not stable")
+	}
+}
+
+// TestMTLSAdminNames: the admin names of API mTLS are read in order and
+// survive Marshal.
+func TestMTLSAdminNames(t *testing.T) {
+	src := strings.Replace(base, "auth: {insecure: true}", "auth:\n    mtls: {ca: /ca, cert: /c, key: /k, admin_names: [ops, noc.example]}", 1)
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.API.Auth.MTLS; m == nil || !reflect.DeepEqual(m.AdminNames, []string{"ops", "noc.example"}) {
+		t.Fatalf("mtls: %+v", c.API.Auth.MTLS)
+	}
+	out, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseFile("marshaled", out)
+	if err != nil || !reflect.DeepEqual(c, again) {
+		t.Fatalf("round trip: %v\n%s", err, out)
 	}
 }
 

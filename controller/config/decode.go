@@ -436,6 +436,25 @@ func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {
 				"ca":   func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.CA) },
 				"cert": func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.Cert) },
 				"key":  func(n *yaml.Node, p string) { d.str(n, p, &a.MTLS.Key) },
+				"admin_names": func(n *yaml.Node, p string) {
+					if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+						d.addf(n, p, "empty list: name at least one admin, or omit the field to make every verified client an admin")
+						return
+					}
+					seen := map[string]bool{}
+					d.list(n, p, func(n *yaml.Node, p string) {
+						var v string
+						d.str(n, p, &v)
+						switch {
+						case v == "":
+						case seen[v]:
+							d.addf(n, p, "%q is listed twice", v)
+						default:
+							seen[v] = true
+							a.MTLS.AdminNames = append(a.MTLS.AdminNames, v)
+						}
+					})
+				},
 			})
 			if a.MTLS.CA == "" || a.MTLS.Cert == "" || a.MTLS.Key == "" {
 				d.addf(n, p, "mtls needs ca, cert and key")

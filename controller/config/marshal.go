@@ -31,9 +31,10 @@ type (
 		Insecure  bool   `yaml:"insecure,omitempty"`
 	}
 	yTLS struct {
-		CA   string `yaml:"ca"`
-		Cert string `yaml:"cert"`
-		Key  string `yaml:"key"`
+		CA         string   `yaml:"ca"`
+		Cert       string   `yaml:"cert"`
+		Key        string   `yaml:"key"`
+		AdminNames []string `yaml:"admin_names,omitempty,flow"`
 	}
 	yMetrics struct {
 		Listen string `yaml:"listen"`
@@ -152,7 +153,7 @@ func (c *Config) Marshal() ([]byte, error) {
 		},
 	}
 	if m := c.API.Auth.MTLS; m != nil {
-		y.API.Auth.MTLS = &yTLS{CA: m.CA, Cert: m.Cert, Key: m.Key}
+		y.API.Auth.MTLS = &yTLS{CA: m.CA, Cert: m.Cert, Key: m.Key, AdminNames: m.AdminNames}
 	}
 	for _, s := range c.Switches {
 		ys := ySwitch{

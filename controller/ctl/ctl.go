@@ -10,7 +10,8 @@
 //	3  fastcnpd unreachable (connection refused, timeout)
 //	4  not found: unknown switch, port or connection
 //	5  value rejected by fastcnpd (out of range, inconsistent)
-//	6  authentication or permission denied
+//	6  authentication or permission denied (token refused, read-only
+//	   token or certificate used for a change, TLS handshake failed)
 //	7  configuration invalid (config validate)
 //	8  accepted but not installed (switch down, or this fastcnpd is a standby)
 package ctl
@@ -24,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -81,6 +83,7 @@ type globals struct {
 	output                 string
 	timeout                time.Duration
 	stdout, stderr         io.Writer
+	tlsConf                *tls.Config // set by client() when TLS is used
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -194,7 +197,20 @@ func report(w io.Writer, g *globals, err error) int {
 	}
 	msg := st.Message()
 	switch st.Code() {
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case codes.Unavailable:
+		if tlsFailure(msg) {
+			fmt.Fprintf(w, "fastcnpctl: TLS handshake with fastcnpd at %s failed (check --ca, --cert, --key, --server-name): %s\n", g.addr, msg)
+			return ExitAuth
+		}
+		if g.tlsConf != nil {
+			if perr := probeTLS(g.addr, g.tlsConf); perr != nil {
+				fmt.Fprintf(w, "fastcnpctl: TLS handshake with fastcnpd at %s failed: it refused the connection (check --cert and --key: fastcnpd's CA must have signed them): %v\n", g.addr, perr)
+				return ExitAuth
+			}
+		}
+		fmt.Fprintf(w, "fastcnpctl: fastcnpd unreachable at %s: %s\n", g.addr, msg)
+		return ExitUnreachable
+	case codes.DeadlineExceeded:
 		fmt.Fprintf(w, "fastcnpctl: fastcnpd unreachable at %s: %s\n", g.addr, msg)
 		return ExitUnreachable
 	case codes.NotFound:
@@ -213,6 +229,60 @@ func report(w io.Writer, g *globals, err error) int {
 	fmt.Fprintf(w, "fastcnpctl: %s: %s\n", st.Code(), msg)
 	return ExitError
 }
+
+// tlsFailure reports whether an UNAVAILABLE error is a failed TLS
+// handshake (certificate refused or not trusted, on either side) rather
+// than fastcnpd being down: gRPC reports both as UNAVAILABLE and only the
+// message tells them apart.
+func tlsFailure(msg string) bool {
+	for _, s := range []string{"tls:", "x509:", "authentication handshake failed"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// probeTLS tells a refused TLS connection from fastcnpd being down, after
+// an UNAVAILABLE error whose message did not say: with TLS 1.3 the server
+// judges the client certificate after the client's side of the handshake
+// is done, so the RPC may fail on a broken pipe instead of the server's
+// alert. probeTLS connects again, does the handshake and waits briefly for
+// that verdict. It returns nil when the server is unreachable or accepted
+// the connection, and the refusal otherwise.
+func probeTLS(addr string, tc *tls.Config) error {
+	raw, err := net.DialTimeout("tcp", addr, probeTimeout)
+	if err != nil {
+		return nil // unreachable: not a TLS problem
+	}
+	defer raw.Close()
+	cfg := tc.Clone()
+	cfg.NextProtos = []string{"h2"} // as gRPC does; the server requires it
+	c := tls.Client(raw, cfg)
+	if err := c.SetDeadline(time.Now().Add(probeTimeout)); err != nil {
+		return nil
+	}
+	if err := c.Handshake(); err != nil {
+		return err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(probeVerdict)); err != nil {
+		return nil
+	}
+	var b [1]byte
+	_, err = c.Read(b[:])
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return nil // the server sent HTTP/2 data, or waits for ours: accepted
+	}
+	return err
+}
+
+// probeTimeout bounds probeTLS's connection and handshake, probeVerdict its
+// wait for the server's verdict on the client certificate.
+const (
+	probeTimeout = 5 * time.Second
+	probeVerdict = 2 * time.Second
+)
 
 // client dials fastcnpd (lazily: the first RPC connects).
 func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
@@ -238,6 +308,7 @@ func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
 			tc.Certificates = []tls.Certificate{c}
 		}
 		creds = credentials.NewTLS(tc)
+		g.tlsConf = tc
 	}
 	conn, err := grpc.NewClient(g.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
@@ -389,6 +460,11 @@ func cmdSwitches(ctx context.Context, g *globals, args []string) error {
 			for _, s := range r.GetSwitches() {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.GetName(), s.GetAddress(), s.GetDeviceId(),
 					yesNo(s.GetConnected()), yesNo(s.GetPrimary()), s.GetEntries(), s.GetLastError())
+			}
+			for _, s := range r.GetSwitches() {
+				for _, warn := range s.GetWarnings() {
+					fmt.Fprintf(w, "warning: %s: %s\n", s.GetName(), warn)
+				}
 			}
 		})
 	})
@@ -726,7 +802,7 @@ func cmdEvents(ctx context.Context, g *globals, args []string) error {
 	follow := fs.Bool("follow", false, "keep printing events until interrupted")
 	wait := fs.Duration("for", 2*time.Second, "without --follow: how long to collect events")
 	var kinds multi
-	fs.Var(&kinds, "kind", "only events of this kind (repeatable)")
+	fs.Var(&kinds, "kind", "only events of this kind (repeatable): "+strings.Join(eventKinds, ", "))
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -850,21 +926,45 @@ func cmdCompletion(_ context.Context, g *globals, args []string) error {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(g.stdout, bashCompletion, strings.Join(names, " "))
+	fmt.Fprintf(g.stdout, bashCompletion, strings.Join(eventKinds, " "), strings.Join(names, " "))
 	return nil
 }
 
+// eventKinds are the event kinds fastcnpd publishes (events --kind).
+var eventKinds = []string{daemon.EventPortState, daemon.EventCNP, daemon.EventCounters, daemon.EventAnnounceAccepted,
+	daemon.EventAnnounceRejected, daemon.EventConnectionAdded, daemon.EventConnectionRemoved,
+	daemon.EventSwitchConnected, daemon.EventSwitchDisconnected, daemon.EventPrimary, daemon.EventBackup,
+	daemon.EventRepaired, daemon.EventPortSettings}
+
+// bashCompletion is the bash completion script; its verbs are the event
+// kinds and the command names. The command is the first word that is
+// neither a flag nor the value of a global flag, so global flags may come
+// first.
 const bashCompletion = `# fastcnpctl bash completion: source <(fastcnpctl completion bash)
 _fastcnpctl() {
-  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}
-  local globals="--addr --token --token-file --ca --cert --key --server-name -o --timeout"
-  if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "%s help" -- "$cur")); return
-  fi
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i=1 w
+  local globals="--addr --token --token-file --ca --cert --key --server-name -o --output --timeout"
+  while [[ $i -lt $COMP_CWORD ]]; do
+    w=${COMP_WORDS[i]}
+    case "$w" in
+      --addr|--token|--token-file|--ca|--cert|--key|--server-name|-o|--output|--timeout) i=$((i + 1)) ;;
+      -*) ;;
+      *) cmd=$w; break ;;
+    esac
+    i=$((i + 1))
+  done
+  case "$prev" in
+    -o|--output) COMPREPLY=($(compgen -W "table json yaml" -- "$cur")); return ;;
+    --mode) COMPREPLY=($(compgen -W "ecn fastcnp" -- "$cur")); return ;;
+    --kind) COMPREPLY=($(compgen -W "%s" -- "$cur")); return ;;
+    --token-file|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+  esac
   case "$cmd" in
+    "") COMPREPLY=($(compgen -W "%s help $globals" -- "$cur")) ;;
     threshold) COMPREPLY=($(compgen -W "get set --switch --port --qth $globals" -- "$cur")) ;;
     port) COMPREPLY=($(compgen -W "get set --switch --port --qth --mode --tcheck --cnp-gap --red-kmin --red-kmax --red-pmax $globals" -- "$cur")) ;;
     ports) COMPREPLY=($(compgen -W "--switch $globals" -- "$cur")) ;;
+    switches) COMPREPLY=($(compgen -W "$globals" -- "$cur")) ;;
     connections) COMPREPLY=($(compgen -W "list add remove --sender-ip --udp-sport --dest-qp --receiver-ip --sender-qpn --flags --worker-rank --inc-group $globals" -- "$cur")) ;;
     inc) COMPREPLY=($(compgen -W "routes --switch --buckets $globals" -- "$cur")) ;;
     events) COMPREPLY=($(compgen -W "--follow --for --kind $globals" -- "$cur")) ;;

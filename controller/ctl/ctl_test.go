@@ -65,7 +65,9 @@ const (
 
 type env struct {
 	addr     string
+	d        *daemon.Daemon
 	switches map[string]*p4rtserver.LocalDataPlane
+	stop     map[string]func() // stops a switch's P4Runtime server
 }
 
 func quiet() logrus.FieldLogger {
@@ -74,11 +76,22 @@ func quiet() logrus.FieldLogger {
 	return l
 }
 
-// startEnv runs two in-process switches, fastcnpd and its API on loopback.
+// startEnv runs two in-process switches, fastcnpd and its API on loopback,
+// with token authentication (adminToken, readToken).
 func startEnv(t *testing.T) *env {
 	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("# fastcnpd API tokens\nadmin "+adminToken+"\nread "+readToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startEnvAuth(t, "{token_file: "+tokens+"}")
+}
+
+// startEnvAuth is startEnv with api.auth given as a YAML flow mapping.
+func startEnvAuth(t *testing.T, auth string) *env {
+	t.Helper()
 	dir := t.TempDir()
-	e := &env{switches: map[string]*p4rtserver.LocalDataPlane{}}
+	e := &env{switches: map[string]*p4rtserver.LocalDataPlane{}, stop: map[string]func(){}}
 	addrs := map[string]string{}
 	for i, name := range []string{"s1", "s2"} {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,15 +106,13 @@ func startEnv(t *testing.T) *env {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
-		t.Cleanup(func() { cancel(); srv.Stop(); <-done })
+		var once sync.Once
+		e.stop[name] = func() { once.Do(func() { cancel(); srv.Stop(); <-done }) }
+		t.Cleanup(e.stop[name])
 		e.switches[name], addrs[name] = dp, lis.Addr().String()
 	}
-	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("# fastcnpd API tokens\nadmin "+adminToken+"\nread "+readToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
-api: {auth: {token_file: %s}}
+api: {auth: %s}
 state_file: %s
 metrics: {listen: ""}
 switches:
@@ -121,8 +132,9 @@ switches:
       - {port: 3, mac: "02:00:00:00:02:03"}
       - {port: 4, mac: "02:00:00:00:02:04"}
     inc:
+      buckets: 128 # warned about: the data plane has 256
       next_hops: [{port: 3, mac: "02:00:00:00:03:02", weight: 3}, {port: 4, mac: "02:00:00:00:03:04", weight: 1}]
-`, tokens, filepath.Join(dir, "state.json"), addrs["s1"], addrs["s2"])))
+`, auth, filepath.Join(dir, "state.json"), addrs["s1"], addrs["s2"])))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +151,14 @@ switches:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.addr = lis.Addr().String()
+	e.addr, e.d = lis.Addr().String(), d
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = d.Run(ctx) }()
 	go func() { defer wg.Done(); _ = daemon.ServeAPI(ctx, gs, lis) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // guards against a hang only
 	for {
 		ok := true
 		for _, st := range d.Switches() {
@@ -197,6 +209,13 @@ func (e *env) run(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// runNoToken runs fastcnpctl against the env with args alone.
+func (e *env) runNoToken(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), append([]string{"--addr", e.addr}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
 func TestThresholdSet(t *testing.T) {
 	e := startEnv(t)
 	tests := []struct {
@@ -208,8 +227,8 @@ func TestThresholdSet(t *testing.T) {
 	}{
 		{"set", []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "120KiB"}, ExitOK, "", 122880},
 		{"flags after", []string{"threshold", "set", "--port", "3", "--qth", "100kB", "--switch", "s1", "-o", "json"}, ExitOK, "", 100000},
-		{"read-only token", []string{"--token", readToken, "threshold", "set", "--switch", "s1", "--port", "3", "--qth", "1KiB"}, ExitAuth, "admin token", 100000},
-		{"no token", []string{"--token", "", "threshold", "get", "--switch", "s1", "--port", "3"}, ExitAuth, "missing bearer token", 100000},
+		{"read-only token", []string{"--token", readToken, "threshold", "set", "--switch", "s1", "--port", "3", "--qth", "1KiB"}, ExitAuth, "needs an admin token (PermissionDenied)", 100000},
+		{"no token", []string{"--token", "", "threshold", "get", "--switch", "s1", "--port", "3"}, ExitAuth, "missing bearer token (Unauthenticated)", 100000},
 		{"bad token", []string{"--token", "nope", "threshold", "get", "--switch", "s1", "--port", "3"}, ExitAuth, "invalid token", 100000},
 		{"unknown switch", []string{"threshold", "set", "--switch", "s9", "--port", "3", "--qth", "1KiB"}, ExitNotFound, `unknown switch "s9"`, 100000},
 		{"unknown port", []string{"threshold", "set", "--switch", "s1", "--port", "2", "--qth", "1KiB"}, ExitNotFound, "unknown port 2", 100000},
@@ -271,7 +290,8 @@ func TestReadCommands(t *testing.T) {
 	if code, _, stderr := e.run("inc", "routes", "--switch", "zz"); code != ExitNotFound || !strings.Contains(stderr, "known: [s1 s2]") {
 		t.Errorf("inc routes unknown: %d %q", code, stderr)
 	}
-	if code, out, _ := e.run("switches"); code != 0 || strings.Count(out, "yes") != 4 {
+	if code, out, _ := e.run("switches"); code != 0 || strings.Count(out, "yes") != 4 ||
+		!strings.Contains(out, "warning: s2: inc.buckets 128") {
 		t.Errorf("switches: %d %q", code, out)
 	}
 
@@ -305,24 +325,87 @@ func TestReadCommands(t *testing.T) {
 	}
 }
 
+// notifyWriter is a goroutine-safe buffer that signals every write.
+type notifyWriter struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case w.wrote <- struct{}{}:
+	default:
+	}
+	return w.b.Write(p)
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// subscribers reads fastcnpd's fastcnp_event_subscribers gauge.
+func (e *env) subscribers(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := e.d.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "fastcnp_event_subscribers" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no fastcnp_event_subscribers metric")
+	return 0
+}
+
+// TestEvents follows the event stream with a read token while an admin
+// changes a threshold; the change arrives as one JSON line.
 func TestEvents(t *testing.T) {
 	e := startEnv(t)
-	var out, errb bytes.Buffer
+	out := &notifyWriter{wrote: make(chan struct{}, 1)}
+	var errb bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan int)
 	go func() {
-		done <- Run(context.Background(), []string{"--addr", e.addr, "--token", readToken, "events", "--for", "3s",
-			"--kind", "port_settings", "-o", "json"}, &out, &errb)
+		done <- Run(ctx, []string{"--addr", e.addr, "--token", readToken, "events", "--follow",
+			"--kind", "port_settings", "-o", "json"}, out, &errb)
 	}()
-	time.Sleep(500 * time.Millisecond) // let the stream subscribe
+	// Subscribed once fastcnpd counts the stream (the deadline only guards
+	// against a hang).
+	deadline := time.Now().Add(60 * time.Second) // guards against a hang only
+	for e.subscribers(t) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the events stream never subscribed")
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("events ended early: %d %s", code, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if code, _, stderr := e.run("threshold", "set", "--switch", "s2", "--port", "4", "--qth", "64KiB"); code != 0 {
 		t.Fatalf("set: %d %s", code, stderr)
 	}
-	if code := <-done; code != 0 {
-		t.Fatalf("events: %d %s", code, errb.String())
+	select {
+	case <-out.wrote:
+	case code := <-done:
+		t.Fatalf("events ended before the event: %d %s", code, errb.String())
 	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("events: exit %d after interrupt, want 0: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var ev map[string]any
-	if err := json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &ev); err != nil ||
-		ev["kind"] != "port_settings" || ev["switch"] != "s2" {
+	if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || len(lines) != 1 ||
+		ev["kind"] != "port_settings" || ev["switch"] != "s2" || ev["port"] != float64(4) {
 		t.Errorf("events output %q (%v)", out.String(), err)
 	}
 }

@@ -48,7 +48,10 @@ var adminMethods = map[string]bool{
 type Authenticator struct {
 	insecure bool
 	mtls     bool
-	tokens   []tokenRole
+	// adminNames (mTLS): the certificate names that are admin; empty: every
+	// verified client is.
+	adminNames map[string]bool
+	tokens     []tokenRole
 }
 
 type tokenRole struct {
@@ -107,7 +110,14 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 		}
 		tc := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
-		return &Authenticator{mtls: true}, []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
+		auth := &Authenticator{mtls: true}
+		if len(a.MTLS.AdminNames) > 0 {
+			auth.adminNames = map[string]bool{}
+			for _, n := range a.MTLS.AdminNames {
+				auth.adminNames[n] = true
+			}
+		}
+		return auth, []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
 	case a.TokenFile != "":
 		data, err := os.ReadFile(a.TokenFile)
 		if err != nil {
@@ -130,8 +140,9 @@ func (a *Authenticator) role(ctx context.Context) (Role, error) {
 	if a.mtls {
 		p, ok := peer.FromContext(ctx)
 		if ok {
-			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
-				return RoleAdmin, nil
+			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 &&
+				len(ti.State.VerifiedChains[0]) > 0 {
+				return a.certRole(ti.State.VerifiedChains[0][0]), nil
 			}
 		}
 		return RoleNone, status.Error(codes.Unauthenticated, "client certificate required")
@@ -155,6 +166,21 @@ func (a *Authenticator) role(ctx context.Context) (Role, error) {
 		return RoleNone, status.Error(codes.Unauthenticated, "invalid token")
 	}
 	return role, nil
+}
+
+// certRole is the role of a verified client certificate: admin when no
+// admin names are configured or when its subject common name or one of its
+// DNS names is one of them, read otherwise.
+func (a *Authenticator) certRole(c *x509.Certificate) Role {
+	if len(a.adminNames) == 0 || a.adminNames[c.Subject.CommonName] {
+		return RoleAdmin
+	}
+	for _, n := range c.DNSNames {
+		if a.adminNames[n] {
+			return RoleAdmin
+		}
+	}
+	return RoleRead
 }
 
 func (a *Authenticator) check(ctx context.Context, method string) error {

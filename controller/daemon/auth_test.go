@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/fastcnp/fastcnp/controller/config"
@@ -105,22 +108,24 @@ func writePEM(t *testing.T, dir, name string, ck *certKey) (string, string) {
 	return cf, kf
 }
 
-// TestMTLS serves the API with mTLS: a client with a certificate signed by
-// the CA is admitted, one without is refused.
-func TestMTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca := makeCert(t, "fastcnp-ca", nil, true)
-	srvCert := makeCert(t, "fastcnpd", ca, false)
-	cliCert := makeCert(t, "operator", ca, false)
-	caFile, _ := writePEM(t, dir, "ca", ca)
-	sc, sk := writePEM(t, dir, "server", srvCert)
+// authEnv is a daemon that is not running (no switch connected) behind the
+// API server with some authentication, on a loopback port.
+type authEnv struct {
+	d     *Daemon
+	addr  string
+	state string
+}
 
-	s1, s2, state := twoSwitches(t)
-	d, err := New(Options{Config: testConfig(t, state, s1, s2), Logger: quietLogger()})
+func startAuthEnv(t *testing.T, auth config.Auth) *authEnv {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state.json")
+	// Nothing listens on the switch addresses: the daemon is not run.
+	cfg := testConfig(t, state, &testSwitch{addr: "127.0.0.1:1"}, &testSwitch{addr: "127.0.0.1:2"})
+	d, err := New(Options{Config: cfg, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, err := NewGRPCServer(d, config.Auth{MTLS: &config.TLSFiles{CA: caFile, Cert: sc, Key: sk}})
+	gs, err := NewGRPCServer(d, auth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,37 +136,197 @@ func TestMTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ServeAPI(ctx, gs, lis) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeAPI: %v", err)
+		}
+	})
+	return &authEnv{d: d, addr: lis.Addr().String(), state: state}
+}
 
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	for _, tt := range []struct {
-		name   string
-		certs  []tls.Certificate
-		wantOK bool
+// apiCall is one RPC of the API, read or write.
+type apiCall struct {
+	name  string
+	write bool
+	call  func(context.Context, fastcnpv1.FastcnpClient) error
+}
+
+var authQth = uint64(64 * 1024)
+
+var apiCalls = []apiCall{
+	{"ListSwitches", false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.ListSwitches(ctx, &fastcnpv1.ListSwitchesRequest{})
+		return err
+	}},
+	{"GetPortSettings", false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.GetPortSettings(ctx, &fastcnpv1.GetPortSettingsRequest{Switch: "s1", Port: 1})
+		return err
+	}},
+	{"ListConnections", false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.ListConnections(ctx, &fastcnpv1.ListConnectionsRequest{})
+		return err
+	}},
+	{"GetINCRoutes", false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.GetINCRoutes(ctx, &fastcnpv1.GetINCRoutesRequest{Switch: "s2"})
+		return err
+	}},
+	// Saved, then answered installed=false: the switches are not connected.
+	{"SetPortSettings", true, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.SetPortSettings(ctx, &fastcnpv1.SetPortSettingsRequest{Switch: "s1", Port: 1, QthBytes: &authQth})
+		return err
+	}},
+	// Not primary of any switch: FAILED_PRECONDITION once past authentication.
+	{"AddConnection", true, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.AddConnection(ctx, &fastcnpv1.AddConnectionRequest{Connection: &fastcnpv1.Connection{
+			SenderIp: "10.1.1.5", UdpSrcPort: 1, ReceiverQpn: 2}})
+		return err
+	}},
+	{"RemoveConnection", true, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.RemoveConnection(ctx, &fastcnpv1.RemoveConnectionRequest{SenderIp: "10.1.1.5", UdpSrcPort: 1, ReceiverQpn: 2})
+		return err
+	}},
+}
+
+// adminCode is what an admin gets from each write of apiCalls.
+var adminCode = map[string]codes.Code{"SetPortSettings": codes.OK, "AddConnection": codes.FailedPrecondition,
+	"RemoveConnection": codes.FailedPrecondition}
+
+// unchanged fails unless the refused calls left the daemon as it was: port
+// settings from the config, no connection, no state file written.
+func (e *authEnv) unchanged(t *testing.T) {
+	t.Helper()
+	pi, err := e.d.PortSettings("s1", 1)
+	if err != nil || pi.Params.QthBytes != defaultQth1 {
+		t.Errorf("s1 port 1 qth %d (%v) after a refused write, want %d", pi.Params.QthBytes, err, defaultQth1)
+	}
+	if n := len(e.d.Connections()); n != 0 {
+		t.Errorf("%d connections after refused writes", n)
+	}
+	if _, err := os.Stat(e.state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state file written by a refused call: %v", err)
+	}
+}
+
+// TestTokenAuth: over real gRPC, a read token reads and is refused every
+// write with PERMISSION_DENIED (nothing changes); an admin token writes;
+// a missing, unknown or malformed token is UNAUTHENTICATED for everything.
+func TestTokenAuth(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("# test\nadmin adm1n\nread r3ad\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		header   string // authorization metadata; "" sends none
+		readOK   bool
+		writeErr codes.Code // for every write; codes.OK: the admin outcome of adminCode
 	}{
-		{"client certificate", []tls.Certificate{{Certificate: [][]byte{cliCert.der}, PrivateKey: cliCert.key}}, true},
-		{"no certificate", nil, false},
-	} {
+		{"admin", "Bearer adm1n", true, codes.OK},
+		{"read", "Bearer r3ad", true, codes.PermissionDenied},
+		{"none", "", false, codes.Unauthenticated},
+		{"unknown", "Bearer adm1n-", false, codes.Unauthenticated},
+		{"not bearer", "Basic adm1n", false, codes.Unauthenticated},
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			creds := credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "fastcnpd", Certificates: tt.certs,
-				MinVersion: tls.VersionTLS12})
-			conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
+			e := startAuthEnv(t, config.Auth{TokenFile: tokens})
+			conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer rcancel()
-			r, err := fastcnpv1.NewFastcnpClient(conn).ListSwitches(rctx, &fastcnpv1.ListSwitchesRequest{})
-			if tt.wantOK {
-				if err != nil || len(r.GetSwitches()) != 2 {
-					t.Fatalf("ListSwitches: %v %v", r, err)
-				}
-				return
+			c := fastcnpv1.NewFastcnpClient(conn)
+			ctx := context.Background()
+			if tt.header != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", tt.header)
 			}
-			if err == nil || status.Code(err) == codes.OK {
-				t.Fatal("a client without certificate was admitted")
+			for _, ac := range apiCalls {
+				want := codes.Unauthenticated
+				switch {
+				case !ac.write && tt.readOK:
+					want = codes.OK
+				case ac.write && tt.writeErr == codes.OK:
+					want = adminCode[ac.name]
+				case ac.write:
+					want = tt.writeErr
+				}
+				if got := status.Code(ac.call(ctx, c)); got != want {
+					t.Errorf("%s: %v, want %v", ac.name, got, want)
+				}
+			}
+			if tt.writeErr != codes.OK {
+				e.unchanged(t)
+			} else if pi, _ := e.d.PortSettings("s1", 1); uint64(pi.Params.QthBytes) != authQth {
+				t.Errorf("admin SetPortSettings: qth %d, want %d", pi.Params.QthBytes, authQth)
+			}
+		})
+	}
+}
+
+// TestMTLS serves the API with mTLS over real gRPC: a client certificate
+// named in admin_names may write, another one signed by the CA may only
+// read (PERMISSION_DENIED on writes), and clients without a certificate or
+// with one from another CA do not get through the handshake. Without
+// admin_names every verified client is admin.
+func TestMTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := makeCert(t, "fastcnp-ca", nil, true)
+	other := makeCert(t, "other-ca", nil, true)
+	caFile, _ := writePEM(t, dir, "ca", ca)
+	sc, sk := writePEM(t, dir, "server", makeCert(t, "fastcnpd", ca, false))
+	cert := func(ck *certKey) []tls.Certificate {
+		return []tls.Certificate{{Certificate: [][]byte{ck.der}, PrivateKey: ck.key}}
+	}
+	operator, viewer, stranger := makeCert(t, "operator", ca, false), makeCert(t, "viewer", ca, false),
+		makeCert(t, "operator", other, false)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	tests := []struct {
+		name       string
+		adminNames []string
+		certs      []tls.Certificate
+		reads      bool       // reads succeed; otherwise every call fails
+		writeErr   codes.Code // codes.OK: the admin outcome of adminCode
+	}{
+		{"admin by name", []string{"operator"}, cert(operator), true, codes.OK},
+		{"read-only", []string{"operator"}, cert(viewer), true, codes.PermissionDenied},
+		{"every client admin", nil, cert(viewer), true, codes.OK},
+		{"no certificate", []string{"operator"}, nil, false, codes.Unknown},
+		{"other CA", []string{"operator"}, cert(stranger), false, codes.Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startAuthEnv(t, config.Auth{MTLS: &config.TLSFiles{CA: caFile, Cert: sc, Key: sk, AdminNames: tt.adminNames}})
+			creds := credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "fastcnpd", Certificates: tt.certs,
+				MinVersion: tls.VersionTLS12})
+			conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(creds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			c := fastcnpv1.NewFastcnpClient(conn)
+			for _, ac := range apiCalls {
+				err := ac.call(context.Background(), c)
+				if !tt.reads {
+					if err == nil {
+						t.Errorf("%s: admitted without a certificate signed by the CA", ac.name)
+					}
+					continue
+				}
+				want := codes.OK
+				switch {
+				case ac.write && tt.writeErr == codes.OK:
+					want = adminCode[ac.name]
+				case ac.write:
+					want = tt.writeErr
+				}
+				if got := status.Code(err); got != want {
+					t.Errorf("%s: %v (%v), want %v", ac.name, got, err, want)
+				}
+			}
+			if !tt.reads || tt.writeErr != codes.OK {
+				e.unchanged(t)
 			}
 		})
 	}

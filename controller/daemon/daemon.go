@@ -41,6 +41,10 @@ type Options struct {
 	// ExpiryInterval is how often idle connections are looked for
 	// (default 1 s).
 	ExpiryInterval time.Duration
+	// CounterInterval is how often every switch's data-plane counters are
+	// polled into metrics, logs and events (default 10 s; negative
+	// disables the polling).
+	CounterInterval time.Duration
 	// ElectionOffset is added to the low half of every switch's election ID
 	// (a standby instance runs with a different one).
 	ElectionOffset uint64
@@ -81,7 +85,7 @@ var (
 	ErrNotInstalled  = errors.New("not installed")
 	// ErrNotPrimary: this instance is a standby (primary of no switch, or
 	// not of the switch concerned); changes go to the primary instance.
-	ErrNotPrimary = errors.New("this fastcnpd is a standby, not the primary controller")
+	ErrNotPrimary = errors.New("this fastcnpd is not the primary controller (a standby, or not connected to the switches)")
 )
 
 // primaryAnywhere reports whether this instance is the primary of some switch.
@@ -112,12 +116,15 @@ func New(opts Options) (*Daemon, error) {
 	if opts.ExpiryInterval <= 0 {
 		opts.ExpiryInterval = time.Second
 	}
+	if opts.CounterInterval == 0 {
+		opts.CounterInterval = 10 * time.Second
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{}}
 	d.metrics = newMetrics(opts.Registry)
-	d.events = newBroker(d.metrics.eventsDropped.Inc)
+	d.events = newBroker(d.metrics.eventsDropped.Inc, func(n int) { d.metrics.subscribers.Set(float64(n)) })
 	if err := d.loadState(); err != nil {
 		return nil, err
 	}
@@ -128,6 +135,9 @@ func New(opts Options) (*Daemon, error) {
 		}
 		d.switches = append(d.switches, r)
 		d.byName[r.name] = r
+	}
+	if err := opts.Registry.Register(newCounterCollector(d)); err != nil {
+		return nil, fmt.Errorf("daemon: registering the counter metrics: %w", err)
 	}
 	return d, nil
 }
@@ -226,6 +236,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			defer wg.Done()
 			r.run(ctx)
 		}()
+		if d.opts.CounterInterval > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.counterLoop(ctx, d.opts.CounterInterval)
+			}()
+		}
 	}
 	wg.Add(1)
 	go func() {

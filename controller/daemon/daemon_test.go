@@ -3,22 +3,27 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/incroute"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
 const (
-	paramQth    = 2 // set_port_config.qth_bytes
-	syncTimeout = 20 * time.Second
+	paramQth    = 2                // set_port_config.qth_bytes
+	syncTimeout = 60 * time.Second // a guard against hangs on a loaded machine, not a timing assertion
 	qth120KiB   = 120 * 1024
 	defaultQth1 = 100_000
 	connSender  = "10.1.1.5"
@@ -33,18 +38,26 @@ func twoSwitches(t *testing.T) (*testSwitch, *testSwitch, string) {
 	return startSwitch(t, "", 1), startSwitch(t, "", 2), filepath.Join(t.TempDir(), "state.json")
 }
 
+// waitInSync waits until every switch holds its desired state and a sync
+// has completed (so the writes that installed it have been answered).
 func waitInSync(t *testing.T, d *Daemon, switches map[string]*testSwitch) {
 	t.Helper()
 	for name, s := range switches {
 		waitFor(t, name+" in sync", syncTimeout, func() bool {
 			st := d.byName[name].status()
-			return st.Primary && st.Entries > 0 && inSync(t, d, name, s)
+			return st.Primary && st.Entries > 0 && syncs(d, name, "audit")+syncs(d, name, "install") > 0 &&
+				inSync(t, d, name, s)
 		})
 	}
 }
 
 func updates(d *Daemon, sw, typ string) float64 {
 	return testutil.ToFloat64(d.metrics.updates.WithLabelValues(sw, typ))
+}
+
+// syncs is the number of successful syncs of a kind ("install", "audit").
+func syncs(d *Daemon, sw, kind string) float64 {
+	return testutil.ToFloat64(d.metrics.syncs.WithLabelValues(sw, kind, "ok"))
 }
 
 func TestInstallAndSetThreshold(t *testing.T) {
@@ -93,12 +106,16 @@ func TestInstallAndSetThreshold(t *testing.T) {
 	}
 }
 
-func TestSwitchRestartAndDriftRepaired(t *testing.T) {
+// TestDriftRepaired: entries changed behind fastcnpd's back are found by the
+// periodic audit and repaired with one write each, and later audits write
+// nothing.
+func TestDriftRepaired(t *testing.T) {
 	s1, s2, state := twoSwitches(t)
 	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.AuditInterval = 100 * time.Millisecond })
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 
 	// Drift: an entry deleted, one modified, one extra, behind fastcnpd's back.
+	before := s2.writes.snapshot()
 	err := s2.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
 		es, err := p.ReadEntries(pipeline.TableIPv4Route, nil)
 		if err != nil {
@@ -122,24 +139,85 @@ func TestSwitchRestartAndDriftRepaired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An audit reads the tables one by one, so the drift may land between
+	// two reads and be repaired by two audits; either way each drifted
+	// entry is repaired once.
 	waitFor(t, "drift repaired", syncTimeout, func() bool {
-		return testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s2")) > 0 && inSync(t, d.Daemon, "s2", s2)
+		return testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s2")) >= 3 && inSync(t, d.Daemon, "s2", s2)
 	})
+	// The fewest writes: the switch received exactly one update per drifted
+	// entry, and two more audits write nothing.
+	audits := syncs(d.Daemon, "s2", "audit")
+	waitFor(t, "two more audits", syncTimeout, func() bool { return syncs(d.Daemon, "s2", "audit") >= audits+2 })
 	if n := testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s2")); n != 3 {
 		t.Errorf("%v entries repaired, want 3", n)
+	}
+	want := map[p4v1.Update_Type]int{p4v1.Update_INSERT: 1, p4v1.Update_MODIFY: 1, p4v1.Update_DELETE: 1}
+	if got := s2.writes.since(before); !reflect.DeepEqual(got, want) {
+		t.Errorf("updates written to s2 to repair the drift: %v, want %v", got, want)
 	}
 	if p := readBackPlan(t, d.Daemon, "s2", s2); !p.Empty() {
 		t.Errorf("s2 not repaired: %d/%d/%d", len(p.Insert), len(p.Modify), len(p.Delete))
 	}
+}
 
-	// A switch restart comes back empty; fastcnpd pushes the pipeline and everything.
-	s1 = s1.restart()
+// TestSwitchRestartRepaired: a switch restart comes back empty; fastcnpd
+// pushes the pipeline and everything, including a change made while the
+// switch was down. The periodic audit is off: reconnection alone does it.
+func TestSwitchRestartRepaired(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	d := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	s1.stop()
+	qth := uint64(qth120KiB)
+	if _, err := d.SetPortSettings(context.Background(), "s1", 1, PortOverride{QthBytes: &qth}); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("change while the switch is down: %v, want ErrNotInstalled", err)
+	}
+	s1 = startSwitch(t, s1.addr, s1.deviceID)
 	if n := s1.count(pipeline.TablePortConfig); n != 0 {
 		t.Fatalf("restarted switch has %d port configs", n)
 	}
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1})
 	if p := readBackPlan(t, d.Daemon, "s1", s1); !p.Empty() {
 		t.Errorf("s1 after restart: %d/%d/%d", len(p.Insert), len(p.Modify), len(p.Delete))
+	}
+	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+		t.Errorf("s1 port 1 qth %d after the restart, want the change made while it was down (%d)", q, qth120KiB)
+	}
+}
+
+// TestReconnectRepairs: the stream to a switch breaks while the switch
+// keeps running (and someone changed it meanwhile); on reconnection
+// fastcnpd audits it without pushing the pipeline again and repairs the
+// drift with exactly one write. The periodic audit is off.
+func TestReconnectRepairs(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	px := startProxy(t, s1.addr)
+	d := startDaemon(t, testConfig(t, state, &testSwitch{addr: px.addr()}, s2), nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	before, pushes, audits := s1.writes.snapshot(), s1.writes.pushes(), syncs(d.Daemon, "s1", "audit")
+	err := s1.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		es, err := p.ReadEntries(pipeline.TableIPv4Route, nil)
+		if err != nil {
+			return err
+		}
+		return p.DeleteEntry(&es[0])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.cut()
+	waitFor(t, "audit after reconnection", syncTimeout, func() bool {
+		return syncs(d.Daemon, "s1", "audit") > audits && inSync(t, d.Daemon, "s1", s1)
+	})
+	if got, want := s1.writes.since(before), map[p4v1.Update_Type]int{p4v1.Update_INSERT: 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("updates on reconnection: %v, want %v", got, want)
+	}
+	if n := s1.writes.pushes() - pushes; n != 0 {
+		t.Errorf("pipeline pushed %d times on reconnection, want 0 (the switch still runs it)", n)
+	}
+	if n := testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s1")); n != 1 {
+		t.Errorf("%v entries repaired, want 1", n)
 	}
 }
 
@@ -165,13 +243,19 @@ func TestDaemonRestartKeepsState(t *testing.T) {
 	}
 	d.stopNow()
 
+	before := map[string]map[uint64]map[p4v1.Update_Type]int{"s1": s1.writes.snapshot(), "s2": s2.writes.snapshot()}
 	d2 := startDaemon(t, cfg, nil)
 	waitInSync(t, d2.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-	for _, sw := range []string{"s1", "s2"} {
+	for name, s := range map[string]*testSwitch{"s1": s1, "s2": s2} {
+		// The first sync after the restart is an audit (read back and diff).
+		waitFor(t, name+" audited", syncTimeout, func() bool { return syncs(d2.Daemon, name, "audit") >= 1 })
 		for _, typ := range []string{"insert", "modify", "delete"} {
-			if n := updates(d2.Daemon, sw, typ); n != 0 {
-				t.Errorf("%s: restarted daemon wrote %v %s updates, want none", sw, n, typ)
+			if n := updates(d2.Daemon, name, typ); n != 0 {
+				t.Errorf("%s: restarted daemon wrote %v %s updates, want none", name, n, typ)
 			}
+		}
+		if got := s.writes.since(before[name]); len(got) != 0 {
+			t.Errorf("%s received %v updates from the restarted daemon, want none", name, got)
 		}
 	}
 	got := d2.Connections()
@@ -218,10 +302,19 @@ func TestTwoInstancesFailover(t *testing.T) {
 		t.Errorf("standby set: %v, want ErrNotPrimary", err)
 	}
 	for _, sw := range []string{"s1", "s2"} {
-		if n := updates(b.Daemon, sw, "insert") + updates(b.Daemon, sw, "modify"); n != 0 {
+		if n := updates(b.Daemon, sw, "insert") + updates(b.Daemon, sw, "modify") + updates(b.Daemon, sw, "delete"); n != 0 {
 			t.Errorf("standby wrote %v updates to %s", n, sw)
 		}
 	}
+	// What the switches received: only the primary's election ID (10+1).
+	const primaryID, standbyID = 11, 10
+	for _, s := range []*testSwitch{s1, s2} {
+		w := s.writes.snapshot()
+		if len(w[primaryID]) == 0 || len(w) != 1 {
+			t.Errorf("switch %d: writes by election ID %v, want only from %d", s.deviceID, w, primaryID)
+		}
+	}
+	fromA := s1.writes.snapshot()[primaryID]
 	a.stopNow()
 	waitFor(t, "standby promoted", syncTimeout, func() bool {
 		for _, st := range b.Switches() {
@@ -242,12 +335,17 @@ func TestTwoInstancesFailover(t *testing.T) {
 	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
 		t.Errorf("qth %d after the new primary's change", q)
 	}
+	w := s1.writes.snapshot()
+	if !reflect.DeepEqual(w[primaryID], fromA) || w[standbyID][p4v1.Update_MODIFY] == 0 {
+		t.Errorf("s1 writes by election ID after failover: %v (the old primary's before: %v)", w, fromA)
+	}
 }
 
 func TestAnnouncements(t *testing.T) {
 	s1, s2, state := twoSwitches(t)
 	clk := &clock{}
-	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Now = clk.now })
+	logger, hook := logtest.NewNullLogger()
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Now, o.Logger = clk.now, logger })
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	ctx := context.Background()
 	accepted := func(reason string) float64 {
@@ -279,6 +377,8 @@ func TestAnnouncements(t *testing.T) {
 	}
 	mismatch := frame(nil)
 	mismatch[14+12+3] = 99 // IPv4 source 10.1.1.99 while the announcement says 10.1.1.5
+	wrongPort := frame(nil)
+	wrongPort[14+20+2], wrongPort[14+20+3] = 0x12, 0x34 // UDP destination 4660, not 4792
 	tests := []struct {
 		name   string
 		port   uint16
@@ -293,6 +393,7 @@ func TestAnnouncements(t *testing.T) {
 		{"bad version", 1, 1, frame(func(a *wire.Announcement) { a.Version = 9 }), ReasonBadVersion},
 		{"unknown type", 1, 1, frame(func(a *wire.Announcement) { a.Type = 7 }), ReasonUnknownType},
 		{"sender mismatch", 1, 1, mismatch, ReasonSenderMismatch},
+		{"wrong UDP port", 1, 1, wrongPort, ReasonWrongPort},
 		{"wrong port", 2, 1, frame(nil), ReasonSpoofed},
 		{"unknown port", 77, 1, frame(nil), ReasonSpoofed},
 		{"other subnet", 1, 1, announceFrame(t, wire.AnnounceUp, otherSubnet, 7, 7, nil), ReasonSpoofed},
@@ -305,6 +406,7 @@ func TestAnnouncements(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := rejected(tt.want)
+			hook.Reset()
 			res := d.HandleAnnouncement("s1", tt.port, tt.reason, tt.frame)
 			if res.Accepted || res.Reason != tt.want {
 				t.Fatalf("got %+v, want rejected %s", res, tt.want)
@@ -312,10 +414,28 @@ func TestAnnouncements(t *testing.T) {
 			if rejected(tt.want) != before+1 {
 				t.Errorf("counter %s not incremented", tt.want)
 			}
+			// Logged with the reason and a detail, as a warning.
+			logged := false
+			for _, e := range hook.AllEntries() {
+				logged = logged || e.Message == "announcement rejected" && e.Level == logrus.WarnLevel &&
+					e.Data["reason"] == tt.want && e.Data["detail"] != "" && e.Data["switch"] == "s1" && e.Data["port"] == tt.port
+			}
+			if !logged {
+				t.Errorf("no warning log with reason %s: %v", tt.want, hook.AllEntries())
+			}
 		})
 	}
 	if n := len(d.Connections()); n != 1 {
 		t.Fatalf("%d connections after rejections, want 1", n)
+	}
+	// Nothing installed for them: after one more install, still one entry.
+	if err := d.syncAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*testSwitch{s1, s2} {
+		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+			t.Errorf("switch %d: %d connections after rejections, want 1", s.deviceID, n)
+		}
 	}
 
 	// An INC connection adds an inc_group entry with its rank's bit.
@@ -348,6 +468,48 @@ func TestAnnouncements(t *testing.T) {
 	}
 	if n := len(d.Connections()); n != 0 {
 		t.Errorf("%d connections after idle timeout", n)
+	}
+	// A connection added through the API is static: it never expires.
+	static, err := d.AddConnection(ctx, fabric.Connection{ConnKey: fabric.ConnKey{
+		SenderIP: netip.MustParseAddr(connSender), UDPSrcPort: 1, ReceiverQPN: 2}, SenderQPN: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(24 * time.Hour)
+	d.expire()
+	if got := d.Connections(); len(got) != 1 || got[0].ConnKey != static.ConnKey {
+		t.Errorf("connections a day later: %+v, want the static one", got)
+	}
+}
+
+// TestAnnouncementTableFull: with CONN_TABLE_SIZE connections, an "up" for
+// a new one is rejected as table_full and changes nothing.
+func TestAnnouncementTableFull(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	d, err := New(Options{Config: testConfig(t, state, &testSwitch{addr: "127.0.0.1:1"}, &testSwitch{addr: "127.0.0.1:2"}),
+		Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	for i := 0; i < pipeline.ConnTableSize; i++ {
+		_, _, err := d.conns.Upsert(fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"),
+			UDPSrcPort: uint16(i), ReceiverQPN: 1}, Static: true})
+		if err != nil {
+			d.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	d.mu.Unlock()
+	res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP, nil))
+	if res.Accepted || res.Reason != ReasonTableFull {
+		t.Fatalf("got %+v, want rejected %s", res, ReasonTableFull)
+	}
+	if n := testutil.ToFloat64(d.metrics.announcements.WithLabelValues("rejected", ReasonTableFull)); n != 1 {
+		t.Errorf("table_full counted %v times", n)
+	}
+	if n := len(d.Connections()); n != pipeline.ConnTableSize {
+		t.Errorf("%d connections, want %d", n, pipeline.ConnTableSize)
 	}
 }
 
@@ -392,6 +554,62 @@ func TestDigests(t *testing.T) {
 	}
 	if c := ps[0].Counters["pfc_pause_rx"]; c.Packets != 1 {
 		t.Errorf("pfc_pause_rx = %+v", c)
+	}
+
+	// A switch CNP: a RoCEv2 packet of an announced connection meets port 2's
+	// queue above Qth; s1 sends a CNP and reports it in a cnp_digest_t.
+	if res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP, nil)); !res.Accepted {
+		t.Fatalf("announcement: %+v", res)
+	}
+	if err := d.syncAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	env := &wire.Envelope{DstMAC: wire.MAC{2, 0, 0, 0, 1, 1}, SrcMAC: wire.MAC{2, 0, 0, 0, 0, 9},
+		SrcIP: wire.Addr4{10, 1, 1, 5}, DstIP: wire.Addr4{10, 1, 2, 7}, DSCP: 26, ECN: wire.ECT0, SrcPort: connSrcPort}
+	n, err = wire.BuildRoCE(buf, env, &wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey, DestQP: connDestQP},
+		make([]byte, 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cnp bool
+	now := s1.dp.Now()
+	err = s1.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		if err := p.WriteRegister(pipeline.RegPortQueueBytes, 2, 1_000_000); err != nil {
+			return err
+		}
+		var in pipeline.IngressResult
+		if err := p.Ingress(buf[:n], 1, now, &in); err != nil {
+			return err
+		}
+		if in.Verdict != pipeline.VerdictForward || in.EgressPort != 2 {
+			return fmt.Errorf("verdict %d to port %d, want forwarded to port 2", in.Verdict, in.EgressPort)
+		}
+		p.OnEnqueue(&in.Meta)
+		var out pipeline.EgressResult
+		if err := p.Egress(in.Frame, in.EgressPort, now, &in.Meta, &out); err != nil {
+			return err
+		}
+		cnp = out.CNP
+		return nil
+	})
+	if err != nil || !cnp {
+		t.Fatalf("no switch CNP (%v)", err)
+	}
+	waitFor(t, "CNP digest", syncTimeout, func() bool {
+		return testutil.ToFloat64(d.metrics.cnpDigests.WithLabelValues("s1", "2")) == 1
+	})
+	if w := testutil.ToFloat64(d.metrics.cnpWindow.WithLabelValues("s1", "2")); w <= 0 {
+		t.Errorf("fastcnp_cnp_window_bytes = %v", w)
+	}
+	for found := false; !found; {
+		select {
+		case e := <-events:
+			found = e.Kind == EventCNP && e.Switch == "s1" && e.Port == 2 && e.Fields["src_addr"] == "10.1.1.5" &&
+				e.Fields["dst_addr"] == "10.1.2.7" && e.Fields["window_bytes"] != ""
+		case <-deadline:
+			t.Fatal("no cnp event")
+		}
 	}
 }
 

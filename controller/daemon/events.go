@@ -29,6 +29,7 @@ const (
 	EventBackup             = "backup"
 	EventRepaired           = "repaired"
 	EventPortSettings       = "port_settings"
+	EventCounters           = "counters"
 )
 
 // broker fans events out to subscribers; a slow subscriber loses events
@@ -37,10 +38,11 @@ type broker struct {
 	mu      sync.Mutex
 	subs    map[chan Event]struct{}
 	dropped func()
+	count   func(int) // called with the number of subscribers when it changes
 }
 
-func newBroker(dropped func()) *broker {
-	return &broker{subs: make(map[chan Event]struct{}), dropped: dropped}
+func newBroker(dropped func(), count func(int)) *broker {
+	return &broker{subs: make(map[chan Event]struct{}), dropped: dropped, count: count}
 }
 
 // subscribe returns a channel of events and a function that ends the
@@ -49,12 +51,18 @@ func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
 	ch := make(chan Event, buffer)
 	b.mu.Lock()
 	b.subs[ch] = struct{}{}
+	if b.count != nil {
+		b.count(len(b.subs))
+	}
 	b.mu.Unlock()
 	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
 			b.mu.Lock()
 			delete(b.subs, ch)
+			if b.count != nil {
+				b.count(len(b.subs))
+			}
 			b.mu.Unlock()
 			close(ch)
 		})

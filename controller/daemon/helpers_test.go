@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/p4rtserver"
 	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
@@ -82,6 +84,139 @@ type testSwitch struct {
 	srv      *p4rtserver.Server
 	cancel   context.CancelFunc
 	done     chan struct{}
+	writes   *writeLog
+}
+
+// proxy is a TCP relay in front of a switch; cut closes the connections
+// through it (the switch keeps its state, the controller sees its stream
+// break and reconnects through the proxy).
+type proxy struct {
+	lis    net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{lis: lis, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		lis.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.lis.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.lis.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		for _, pair := range [][2]net.Conn{{c, u}, {u, c}} {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				_, _ = io.Copy(pair[0], pair[1])
+				pair[0].Close()
+				pair[1].Close()
+			}()
+		}
+	}
+}
+
+// cut closes every connection through the proxy.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// writeLog counts the updates of the Write RPCs a switch accepted, by the
+// writer's election ID (low half) and update type: what reached the switch,
+// independently of fastcnpd's own metrics.
+type writeLog struct {
+	mu        sync.Mutex
+	n         map[uint64]map[p4v1.Update_Type]int
+	pipelines int // SetForwardingPipelineConfig calls accepted
+}
+
+func (w *writeLog) pushes() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pipelines
+}
+
+func (w *writeLog) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	if _, ok := req.(*p4v1.SetForwardingPipelineConfigRequest); ok && err == nil {
+		w.mu.Lock()
+		w.pipelines++
+		w.mu.Unlock()
+	}
+	if wr, ok := req.(*p4v1.WriteRequest); ok && err == nil {
+		w.mu.Lock()
+		id := wr.GetElectionId().GetLow()
+		if w.n[id] == nil {
+			w.n[id] = map[p4v1.Update_Type]int{}
+		}
+		for _, u := range wr.GetUpdates() {
+			w.n[id][u.GetType()]++
+		}
+		w.mu.Unlock()
+	}
+	return resp, err
+}
+
+// snapshot returns the counts so far: election ID -> type -> updates.
+func (w *writeLog) snapshot() map[uint64]map[p4v1.Update_Type]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[uint64]map[p4v1.Update_Type]int{}
+	for id, m := range w.n {
+		out[id] = map[p4v1.Update_Type]int{}
+		for k, v := range m {
+			out[id][k] = v
+		}
+	}
+	return out
+}
+
+// since returns the updates of each type accepted from any writer since
+// the snapshot before.
+func (w *writeLog) since(before map[uint64]map[p4v1.Update_Type]int) map[p4v1.Update_Type]int {
+	out := map[p4v1.Update_Type]int{}
+	for id, m := range w.snapshot() {
+		for k, v := range m {
+			if d := v - before[id][k]; d != 0 {
+				out[k] += d
+			}
+		}
+	}
+	return out
 }
 
 func startSwitch(t testing.TB, addr string, deviceID uint64) *testSwitch {
@@ -101,13 +236,15 @@ func startSwitch(t testing.TB, addr string, deviceID uint64) *testSwitch {
 		t.Fatal(err)
 	}
 	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
-	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: deviceID, DataPlane: dp, Logger: quietLogger()})
+	wl := &writeLog{n: map[uint64]map[p4v1.Update_Type]int{}}
+	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: deviceID, DataPlane: dp, Logger: quietLogger(),
+		GRPCOptions: []grpc.ServerOption{grpc.UnaryInterceptor(wl.interceptor)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testSwitch{t: t, addr: lis.Addr().String(), deviceID: deviceID, dp: dp, srv: srv, cancel: cancel,
-		done: make(chan struct{})}
+		done: make(chan struct{}), writes: wl}
 	go func() {
 		defer close(s.done)
 		_ = srv.Serve(ctx, lis)
@@ -120,12 +257,6 @@ func (s *testSwitch) stop() {
 	s.cancel()
 	s.srv.Stop()
 	<-s.done
-}
-
-// restart replaces the switch by a new, empty one on the same address.
-func (s *testSwitch) restart() *testSwitch {
-	s.stop()
-	return startSwitch(s.t, s.addr, s.deviceID)
 }
 
 func (s *testSwitch) entries(tableID uint32) []pipeline.TableEntry {
@@ -232,7 +363,7 @@ func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 func startDaemon(t testing.TB, cfg *config.Config, mod func(*Options)) *testDaemon {
 	t.Helper()
-	opts := Options{Config: cfg, Logger: quietLogger(), AuditInterval: -1, ExpiryInterval: 20 * time.Millisecond,
+	opts := Options{Config: cfg, Logger: quietLogger(), AuditInterval: -1, CounterInterval: -1, ExpiryInterval: 20 * time.Millisecond,
 		ClientOptions: []p4rt.Option{p4rt.WithBackoff(p4rt.Backoff{Initial: 20 * time.Millisecond,
 			Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.1})}}
 	if mod != nil {

@@ -21,6 +21,7 @@ type metrics struct {
 	repaired       *prometheus.CounterVec // switch
 	desiredEntries *prometheus.GaugeVec   // switch
 	eventsDropped  prometheus.Counter
+	subscribers    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -59,8 +60,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Entities in the switch's desired state."}, []string{"switch"}),
 		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fastcnp_events_dropped_total",
 			Help: "Events not delivered to a slow WatchEvents subscriber."}),
+		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fastcnp_event_subscribers",
+			Help: "Event stream subscribers (WatchEvents clients) now."}),
 	}
 	reg.MustRegister(m.announcements, m.connections, m.portEvents, m.portQueue, m.portPaused, m.cnpDigests,
-		m.cnpWindow, m.switchUp, m.switchPrimary, m.updates, m.syncs, m.repaired, m.desiredEntries, m.eventsDropped)
+		m.cnpWindow, m.switchUp, m.switchPrimary, m.updates, m.syncs, m.repaired, m.desiredEntries, m.eventsDropped,
+		m.subscribers)
 	return m
 }

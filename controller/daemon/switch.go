@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +60,12 @@ type switchRunner struct {
 	lastErr   string
 	warnings  []string
 	ports     map[uint16]*portRuntime
+	// counters are the configured ports' counters as last polled through
+	// countersFrom (pollCounters); replaced, never modified. They are
+	// exported while countersLive (the last poll succeeded).
+	counters     map[uint16]portCounters
+	countersFrom *p4rt.Client
+	countersLive bool
 }
 
 func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
@@ -164,6 +169,7 @@ func (r *switchRunner) setClient(c *p4rt.Client) {
 	waiters := r.waiters
 	if c == nil {
 		r.waiters = nil
+		r.counters, r.countersFrom, r.countersLive = nil, nil, false
 	}
 	r.mu.Unlock()
 	if c == nil {
@@ -640,22 +646,11 @@ func (r *switchRunner) portStatuses(ctx context.Context) ([]PortStatus, error) {
 	r.mu.Lock()
 	c := r.client
 	r.mu.Unlock()
-	counters := map[uint16]map[string]p4rt.CounterCell{}
+	counters := map[uint16]portCounters{}
 	if c != nil && c.Status().Connected {
-		cells, err := c.ReadCounters(ctx, "", p4rt.AllIndexes)
-		if err != nil {
+		var err error
+		if counters, err = readCounters(ctx, c, r.configuredPorts()); err != nil {
 			return nil, fmt.Errorf("switch %s: reading counters: %w", r.name, err)
-		}
-		for _, cell := range cells {
-			p := uint16(cell.Index)
-			if counters[p] == nil {
-				counters[p] = map[string]p4rt.CounterCell{}
-			}
-			name := cell.Counter
-			if i := strings.LastIndexByte(name, '.'); i >= 0 {
-				name = name[i+1:]
-			}
-			counters[p][name] = cell
 		}
 	}
 	out := make([]PortStatus, 0, len(ports))

@@ -325,6 +325,14 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		var err error
 		if len(in.PrevINC) == pipeline.IncBuckets {
 			t, err = incroute.Update(in.PrevINC, hops)
+			if err == nil {
+				// Update keeps the fewest moves over the run bound when the
+				// two conflict (controller/incroute): say so while it lasts.
+				if cerr := incroute.Check(t, hops); cerr != nil {
+					res.Warnings = append(res.Warnings, fmt.Sprintf(
+						"inc routes: a run exceeds the spread bound, kept so that weight changes move the fewest buckets: %v", cerr))
+				}
+			}
 		} else {
 			t, err = incroute.Build(hops, pipeline.IncBuckets)
 		}

@@ -3,10 +3,12 @@ package fabric
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
@@ -122,6 +124,74 @@ func TestDesiredCounts(t *testing.T) {
 	}
 	if len(res2.Warnings) != 1 || len(res2.INC) != pipeline.IncBuckets {
 		t.Errorf("spine1: warnings %q, %d buckets", res2.Warnings, len(res2.INC))
+	}
+}
+
+// TestINCUpdateRunWarning: Desired applies a weight change with the fewest
+// bucket moves, and warns when that leaves a run beyond the spread bound
+// (weights 97:20:2 -> 97:0:2 on 256 buckets leave hop 1 a run of 65 > 52).
+func TestINCUpdateRunWarning(t *testing.T) {
+	info := testInfo(t)
+	cfg, err := config.Parse([]byte(`
+api: {auth: {insecure: true}}
+switches:
+  - name: s1
+    address: 127.0.0.1:9559
+    device_id: 1
+    tls: {insecure: true}
+    ports:
+      - {port: 1, mac: "02:00:00:00:00:01"}
+      - {port: 2, mac: "02:00:00:00:00:02"}
+      - {port: 3, mac: "02:00:00:00:00:03"}
+    inc:
+      next_hops:
+        - {port: 1, mac: "02:00:00:00:01:01", weight: 97}
+        - {port: 2, mac: "02:00:00:00:01:02", weight: 0}
+        - {port: 3, mac: "02:00:00:00:01:03", weight: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := []incroute.Hop{{ID: 1, Weight: 97}, {ID: 2, Weight: 20}, {ID: 3, Weight: 2}}
+	after := []incroute.Hop{{ID: 1, Weight: 97}, {ID: 2, Weight: 0}, {ID: 3, Weight: 2}}
+	prev, err := incroute.Build(before, pipeline.IncBuckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := incroute.Apportion(after, pipeline.IncBuckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		prev    incroute.Table
+		warn    bool
+		minimal bool
+	}{
+		{"fresh table", nil, false, false},
+		{"weight change", prev, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("s1"), PrevINC: tt.prev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := false
+			for _, w := range res.Warnings {
+				warned = warned || strings.Contains(w, "a run exceeds the spread bound")
+			}
+			if warned != tt.warn {
+				t.Errorf("run warning %v, want %v (warnings %q)", warned, tt.warn, res.Warnings)
+			}
+			if got := incroute.Counts(res.INC); got[1] != counts[1] || got[2] != 0 || got[3] != counts[3] {
+				t.Errorf("buckets per hop %v, want %v", got, counts)
+			}
+			if tt.minimal {
+				if m, want := incroute.Moved(tt.prev, res.INC), incroute.MinMoves(tt.prev, counts); m != want {
+					t.Errorf("%d buckets moved, want the minimum %d", m, want)
+				}
+			}
+		})
 	}
 }
 

@@ -59,6 +59,12 @@ type SenderConfig struct {
 	// RoCEOverhead; +4 with an 802.1Q tag). Frames are at least
 	// wire.MinFrameLen long.
 	Overhead int
+	// LineGap is the line time per frame beyond the frame, in bytes, that
+	// pacing charges (Ethernet's preamble, SFD and minimum inter-frame gap:
+	// 20, as the switch's shaper counts them; default 0). The window and
+	// the byte counters use frame bytes only. With it, a sender paced at
+	// its line rate does not outrun a switch port of the same rate.
+	LineGap int
 	// PayloadFunc, if set, overrides the payload size of packet seq (the
 	// INC worker: its first packet carries the IDS part). Messages then
 	// count packets, not bytes: a message of n bytes is n/MSS packets.
@@ -107,6 +113,8 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 		return o, fmt.Errorf("sender: MSS %d outside [1, 9000]: %w", o.MSS, ErrConfig)
 	case o.Overhead < 0 || o.Overhead > 1024:
 		return o, fmt.Errorf("sender: overhead %d outside [0, 1024]: %w", o.Overhead, ErrConfig)
+	case o.LineGap < 0 || o.LineGap > 1024:
+		return o, fmt.Errorf("sender: line gap %d outside [0, 1024]: %w", o.LineGap, ErrConfig)
 	case o.AckEvery < 1:
 		return o, fmt.Errorf("sender: ack-every %d must be >= 1: %w", o.AckEvery, ErrConfig)
 	case o.RTO < 0 || o.RTO > MaxRTO:
@@ -167,21 +175,23 @@ func (m MessageDone) FCT() time.Duration { return m.Done - m.Posted }
 
 // SenderStats are a sender's counters.
 type SenderStats struct {
-	PacketsSent    uint64 // data packets sent, retransmissions included
-	Retransmits    uint64 // data packets sent again
-	WireBytesSent  int64  // frame bytes sent, retransmissions included
-	PayloadSent    int64  // new payload bytes sent (first transmissions)
-	PayloadAcked   int64  // payload bytes acknowledged
-	Acks           uint64 // ACKs that acknowledged something
-	StaleAcks      uint64 // ACKs for nothing new (duplicates, old PSNs)
-	Naks           uint64 // NAK (PSN sequence error) received
-	Timeouts       uint64 // retransmission timeouts
-	CNPSwitch      uint64 // CNPs made by a switch (extension flag bit1)
-	CNPNP          uint64 // plain CNPs (receiver NP, or a commodity switch)
-	RTTSamples     uint64 // RTT samples taken
-	WindowBlocked  uint64 // Next calls that found the window full
-	AckProbes      uint64 // newest packet re-sent with the A bit (window shrank, see probe)
-	LastCNPWindow  int64  // the window of the last switch CNP, bytes
+	PacketsSent    uint64        // data packets sent, retransmissions included
+	Retransmits    uint64        // data packets sent again
+	WireBytesSent  int64         // frame bytes sent, retransmissions included
+	PayloadSent    int64         // new payload bytes sent (first transmissions)
+	PayloadAcked   int64         // payload bytes acknowledged
+	Acks           uint64        // ACKs that acknowledged something
+	StaleAcks      uint64        // ACKs for nothing new (duplicates, old PSNs)
+	Naks           uint64        // NAK (PSN sequence error) received
+	Timeouts       uint64        // retransmission timeouts
+	CNPSwitch      uint64        // CNPs made by a switch (extension flag bit1)
+	CNPNP          uint64        // plain CNPs (receiver NP, or a commodity switch)
+	RTTSamples     uint64        // RTT samples taken
+	WindowBlocked  uint64        // Next calls that found the window full
+	AckProbes      uint64        // newest packet re-sent with the A bit (window shrank, see probe)
+	LastCNPWindow  int64         // the window of the last switch CNP, bytes
+	Holds          uint64        // times the link started holding the sender (PFC pause, see Hold)
+	Held           time.Duration // time the sender was held, the hold in progress included
 	MessagesPosted int
 	MessagesDone   int
 }
@@ -229,6 +239,8 @@ type Sender struct {
 	lastAReq     uint64 // seq+1 of the newest packet sent with the A bit
 	probed       uint64 // highSeq when the last ACK probe was sent
 	nakActive    bool
+	held         bool          // the link holds the sender's priority (Hold)
+	heldFrom     time.Duration // start of the current hold
 	last         time.Duration // latest event time
 
 	done  []MessageDone
@@ -383,7 +395,7 @@ func (s *Sender) runTimers(now time.Duration) error {
 			return fmt.Errorf("sender: %s timer: %w", s.alg.Name(), err)
 		}
 	}
-	if !s.cfg.NoAck && s.una < s.highSeq && now >= s.lastProgress+s.rto {
+	if !s.cfg.NoAck && !s.held && s.una < s.highSeq && now >= s.lastProgress+s.rto {
 		s.stats.Timeouts++
 		s.goBack(s.una)
 		s.lastProgress = now
@@ -428,7 +440,7 @@ func (s *Sender) Next(now time.Duration) (Packet, bool, error) {
 	if err := s.runTimers(now); err != nil {
 		return Packet{}, false, err
 	}
-	if s.nextSeq >= s.endSeq || now < s.nextDep {
+	if s.held || s.nextSeq >= s.endSeq || now < s.nextDep {
 		return Packet{}, false, nil
 	}
 	seq := s.nextSeq
@@ -500,9 +512,9 @@ func (s *Sender) Next(now time.Duration) (Packet, bool, error) {
 // pace charges a departure of w bytes at now to the token bucket.
 func (s *Sender) pace(now time.Duration, w int) {
 	rate := s.alg.Rate()
-	burst := max(PacingGap(s.wireSize(s.cfg.MSS)*s.cfg.BurstPackets, rate), s.cfg.BurstTime)
+	burst := max(PacingGap((s.wireSize(s.cfg.MSS)+s.cfg.LineGap)*s.cfg.BurstPackets, rate), s.cfg.BurstTime)
 	base := max(s.nextDep, now-burst)
-	s.nextDep = base + PacingGap(w, rate)
+	s.nextDep = base + PacingGap(w+s.cfg.LineGap, rate)
 }
 
 // probe handles a window-blocked sender whose newest packet did not
@@ -678,6 +690,12 @@ func (s *Sender) OnCNP(now time.Duration, ext cc.CNPExt) error {
 // blocked by its window only needs an ACK (or the timeout).
 func (s *Sender) NextWake() time.Duration {
 	w := NoWake
+	if s.held { // only the algorithm's timers run; Hold(false) ends it
+		if t := s.alg.NextTimer(); t != cc.NoTimer {
+			w = t
+		}
+		return w
+	}
 	if s.nextSeq < s.endSeq {
 		blocked := !s.cfg.NoAck && s.inflight > 0 && s.inflight+int64(s.wireSize(s.cfg.MSS)) > s.alg.Window()
 		if !blocked || s.needProbe() {
@@ -693,8 +711,43 @@ func (s *Sender) NextWake() time.Duration {
 	return w
 }
 
-// Stats returns the counters.
-func (s *Sender) Stats() SenderStats { return s.stats }
+// Hold tells the sender whether the link holds its priority (a PFC or
+// PAUSE frame received for it, see PauseGate), as a NIC's paused queue
+// would: while held, Next sends nothing (probes included) but still runs
+// the algorithm's timers, and the retransmission timer does not run; on
+// release it does not count the held time (packets in flight wait in
+// paused queues, they are not lost), and pacing resumes with at most the
+// usual burst. Calls that do not change the state only advance the clock.
+func (s *Sender) Hold(now time.Duration, held bool) error {
+	if err := s.checkTime("hold", now); err != nil {
+		return err
+	}
+	switch {
+	case held && !s.held:
+		s.held, s.heldFrom = true, now
+		s.stats.Holds++
+	case !held && s.held:
+		s.held = false
+		s.stats.Held += now - s.heldFrom
+		if s.una < s.highSeq { // the timer was running: give it the held time back
+			s.lastProgress += now - max(s.heldFrom, s.lastProgress)
+		}
+	}
+	return nil
+}
+
+// Held reports whether the sender is held (see Hold).
+func (s *Sender) Held() bool { return s.held }
+
+// Stats returns the counters (Held includes a hold in progress, counted
+// up to the latest event).
+func (s *Sender) Stats() SenderStats {
+	st := s.stats
+	if s.held {
+		st.Held += s.last - s.heldFrom
+	}
+	return st
+}
 
 // DrainDone returns the messages completed since the last call.
 func (s *Sender) DrainDone() []MessageDone {

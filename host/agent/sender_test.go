@@ -293,6 +293,26 @@ func TestPacingArithmetic(t *testing.T) {
 	if ps := drain(t, s, time.Millisecond); len(ps) != 6 {
 		t.Errorf("burst time 50us at 10us per frame: %d frames at once, want 6", len(ps))
 	}
+	// LineGap: pacing charges the frame plus the gap (1230 + 20 B = 10us at
+	// 1 Gb/s); the window and the byte counters see the frame only.
+	cases := []struct {
+		gap    int
+		frames int // sent in 10 ms, calls every 1us, after the first
+	}{{0, 1016}, {20, 1000}}
+	for _, tc := range cases {
+		s = mustSender(t, SenderConfig{MSS: 1172, BurstPackets: 1, LineGap: tc.gap}, alg)
+		if err := s.Post(0, 5000*1172); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, s, 0)
+		n := 0
+		for now := us; now <= 10*time.Millisecond; now += us {
+			n += len(drain(t, s, now))
+		}
+		if n != tc.frames || s.Inflight() != int64(n+1)*1230 {
+			t.Errorf("gap %d: %d frames in 10 ms (want %d), in flight %d", tc.gap, n, tc.frames, s.Inflight())
+		}
+	}
 }
 
 func TestGoBackN(t *testing.T) {

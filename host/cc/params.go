@@ -131,6 +131,42 @@ func DCQCNPreset(name string) (DCQCNParams, error) {
 	return p, nil
 }
 
+// MaxScale bounds the factor of DCQCNParams.Scaled.
+const MaxScale = 1e6
+
+// Scaled returns the parameters for a network k times slower: the same
+// dynamics in units of the base RTT and the line rate when rates are
+// divided by k and times multiplied by k (a testbed with 100 Mb/s links and
+// millisecond RTTs runs a 100 Gb/s, microsecond parameter set with
+// k = 1000). Periods (alphaPeriod, rateReducePeriod, rpgTimeReset,
+// cnpInterval) are multiplied by k, rates (R_AI, R_HAI, minRate) divided
+// by k; g, F, the initial alpha and byte counts (rpgByteReset = rate x
+// time) are unchanged. k must be finite and in [1/MaxScale, MaxScale]; the
+// result is validated.
+func (p DCQCNParams) Scaled(k float64) (DCQCNParams, error) {
+	if !(k >= 1/MaxScale && k <= MaxScale) {
+		return p, fmt.Errorf("DCQCN scale %v, want %v <= k <= %v: %w", k, 1/MaxScale, MaxScale, ErrBadParams)
+	}
+	if k == 1 {
+		return p, p.Validate()
+	}
+	per := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return 0
+		}
+		return max(time.Duration(math.Round(float64(d)*k)), 1)
+	}
+	q := p
+	q.Set = fmt.Sprintf("%s x%g", p.Set, k)
+	q.AlphaPeriod, q.RateReducePeriod = per(p.AlphaPeriod), per(p.RateReducePeriod)
+	q.RPGTimeReset, q.CNPInterval = per(p.RPGTimeReset), per(p.CNPInterval)
+	q.AI, q.HAI, q.MinRate = p.AI/k, p.HAI/k, p.MinRate/k
+	if err := q.Validate(); err != nil {
+		return p, err
+	}
+	return q, nil
+}
+
 // finitePos reports whether v is a finite number > 0 (false for NaN).
 func finitePos(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
 

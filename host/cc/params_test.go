@@ -229,3 +229,80 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Errorf("allocs per event round = %v, want 0", allocs)
 	}
 }
+
+// TestDCQCNScaled checks the scaling of a parameter set against values
+// computed by hand, and that a scaled flow behaves the same in units of the
+// scaled time: the rate trace of nvidia-cx x1000 at 100 Mb/s, sampled at
+// 1000 x the times, equals the trace of nvidia-cx at 100 Gb/s divided by 1000.
+func TestDCQCNScaled(t *testing.T) {
+	nv, err := DCQCNPreset("nvidia-cx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		k    float64
+		want DCQCNParams
+		err  bool
+	}{
+		{"x1000", 1000, DCQCNParams{Set: "nvidia-cx x1000", G: 0.0048828125, InitialAlpha: 1,
+			AlphaPeriod: time.Millisecond, RateReducePeriod: 4 * time.Millisecond, RPGTimeReset: 300 * time.Millisecond,
+			RPGByteReset: 32767, F: 1, AI: 5e3, HAI: 50e3, MinRate: 1e3, CNPInterval: 4 * time.Millisecond}, false},
+		{"x1 is the identity", 1, nv, false},
+		{"x0.5", 0.5, DCQCNParams{Set: "nvidia-cx x0.5", G: 0.0048828125, InitialAlpha: 1,
+			AlphaPeriod: 500 * time.Nanosecond, RateReducePeriod: 2 * us, RPGTimeReset: 150 * us,
+			RPGByteReset: 32767, F: 1, AI: 10e6, HAI: 100e6, MinRate: 2e6, CNPInterval: 2 * us}, false},
+		{"zero", 0, DCQCNParams{}, true},
+		{"NaN", math.NaN(), DCQCNParams{}, true},
+		{"too large", 2 * MaxScale, DCQCNParams{}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := nv.Scaled(tc.k)
+			if tc.err {
+				if !errors.Is(err, ErrBadParams) {
+					t.Fatalf("Scaled(%v): err %v, want ErrBadParams", tc.k, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Scaled(%v) = %+v, %v\nwant %+v", tc.k, got, err, tc.want)
+			}
+		})
+	}
+	// Same dynamics: a CNP, then the rate over the next 2 ms (real) / 2 s (scaled).
+	scaled, _ := nv.Scaled(1000)
+	fast, err := New("dcqcn", Config{LineRate: 100e9, BaseRTT: 8 * us, DCQCN: nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := New("dcqcn", Config{LineRate: 100e6, BaseRTT: 8 * time.Millisecond, DCQCN: scaled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fast.OnCNP(CNP{Now: 10 * us}); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.OnCNP(CNP{Now: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for step := 1; step <= 20; step++ {
+		at := time.Duration(step) * 100 * us
+		for _, a := range []struct {
+			alg Algorithm
+			now time.Duration
+		}{{fast, at}, {slow, 1000 * at}} {
+			for tm := a.alg.NextTimer(); tm != NoTimer && tm <= a.now; tm = a.alg.NextTimer() {
+				if err := a.alg.OnTimer(tm); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if f, s := fast.Rate()/1000, slow.Rate(); math.Abs(f-s) > 1e-6*f {
+			t.Fatalf("after %v: 100G rate/1000 = %v, scaled rate %v", at, f, s)
+		}
+	}
+	if fast.Rate() == 100e9 || fast.Rate() <= 50e9 {
+		t.Fatalf("the trace did not exercise recovery: rate %v", fast.Rate())
+	}
+}

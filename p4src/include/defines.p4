@@ -13,6 +13,7 @@
 // ---------------------------------------------------------------------------
 #define NUM_PORTS                512   // 9-bit port numbers: one cell per port
 #define ROUTE_TABLE_SIZE         1024  // FastcnpIngress.ipv4_route
+#define L2_FORWARD_TABLE_SIZE    1024  // FastcnpIngress.l2_forward (one entry per MAC: hosts, broadcast)
 #define TRAFFIC_CLASS_TABLE_SIZE 64    // FastcnpIngress.traffic_class
 #define CONN_TABLE_SIZE          4096  // FastcnpIngress.rdma_connection, inc_flow_* registers
 #define FLOW_SLOTS               4096  // flow_* registers (power of two: slot = hash & (FLOW_SLOTS-1))

@@ -301,6 +301,9 @@ struct fastcnp_metadata_t {
     port_id_t punt_ingress_port;
     bit<7>    punt_reason;
 
+    // l2_forward (Ingress step 5).
+    bit<1>    l2_flood;             // sent to a multicast group: egress prunes the copy for the ingress port
+
     // Carried by the E2E clone and the recirculation (v1model glue).
     @field_list(FL_EGRESS_CLONE, FL_RECIRCULATE, FL_RESUBMIT) bit<1>    deferred_cnp;         // the clone becomes a switch CNP
     @field_list(FL_EGRESS_CLONE) bit<24>  cnp_sender_qpn;

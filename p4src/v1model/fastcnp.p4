@@ -21,7 +21,10 @@
 //   - checksums: RFC 1624 incremental IPv4 checksum updates where a field
 //     changes, update_checksum only for the switch CNP's new header; the RoCEv2
 //     ICRC as a CRC-32 hash over the masked fields of the packets the switch builds;
-//   - priority queues: standard_metadata.priority (simple_switch --priority-queues 8).
+//   - priority queues: standard_metadata.priority (simple_switch --priority-queues 8);
+//   - L2 floods: standard_metadata.mcast_grp (the PRE's multicast groups, written by
+//     the controller); the PRE copies to every port of the group, so egress drops
+//     the copy for the ingress port (egress pruning).
 
 #include <core.p4>
 #include <v1model.p4>
@@ -306,6 +309,23 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         meta.contributors_mask = contributors_mask;
     }
 
+    // L2 forwarding of frames that are not IPv4 (Ingress step 5): the frame
+    // leaves unchanged on one port, or on every port of a multicast group of
+    // the PRE (broadcast, flooding).
+    @id(0x0100000A) action l2_set_port(bit<9> port) {
+        standard_metadata.egress_spec = port;
+    }
+
+    // BMv2 replicates to the group whenever mcast_grp != 0, whatever
+    // egress_spec says; mark_to_drop first (it clears mcast_grp too) so that
+    // group 0 drops the frame instead of sending it to egress_spec 0. Egress
+    // drops the copy for the ingress port (meta.l2_flood, Egress step 0).
+    @id(0x0100000B) action l2_flood(bit<16> mcast_grp) {
+        mark_to_drop(standard_metadata);
+        standard_metadata.mcast_grp = mcast_grp;
+        meta.l2_flood = 1;
+    }
+
     // ---- Tables (docs/dataplane.md "Tables"; declaration order = P4Info order).
     @id(0x02000001) table ipv4_route {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
@@ -361,6 +381,15 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         actions = { set_nexthop; NoAction; }
         default_action = NoAction();
         size = INC_BUCKETS;
+    }
+
+    // L2 forwarding of frames that are not IPv4 (Ingress step 5), on the
+    // destination MAC: a host's MAC -> its port, broadcast -> a flood group.
+    @id(0x0200000A) table l2_forward {
+        key = { hdr.ethernet.dst_addr: exact @name("dst_addr"); }
+        actions = { l2_set_port; l2_flood; drop; }
+        default_action = drop();
+        size = L2_FORWARD_TABLE_SIZE;
     }
 
     apply {
@@ -442,7 +471,8 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 // apply a table once per pass): keyed by the ingress port for
                 // PFC/PAUSE frames, by the egress port for IPv4.
                 // PFC (opcode 0x0101, its pause times parsed) or 802.3x PAUSE
-                // (0x0001); other MAC control opcodes are "not IPv4" (step 5).
+                // (0x0001); other MAC control opcodes are "not IPv4" (step 5),
+                // and never forwarded.
                 bool is_pfc = hdr.pfc_times.isValid();
                 bool is_pause = hdr.mac_control.isValid() &&
                                 hdr.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE;
@@ -450,9 +480,20 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 if (is_pause_frame) {
                     meta.config_port = (port_id_t)in_port;
                 } else if (!hdr.ipv4.isValid()) {
-                    // Step 5: not IPv4 (no L2 forwarding).
-                    dropped.count(in_port);
-                    mark_to_drop(standard_metadata);
+                    // Step 5: not IPv4. MAC control (another opcode) is never
+                    // forwarded; anything else (ARP, IPv6, LLDP, ...) is bridged
+                    // by l2_forward, unchanged (an 802.1Q tag included; not
+                    // classified, not accounted: priority 0, lossy). A miss
+                    // (default drop), or an entry whose action is drop: count
+                    // and drop.
+                    if (hdr.mac_control.isValid()) {
+                        dropped.count(in_port);
+                        mark_to_drop(standard_metadata);
+                    } else {
+                        switch (l2_forward.apply().action_run) {
+                            drop: { dropped.count(in_port); }
+                        }
+                    }
                     done = true;
                 } else {
                     // Step 6: class, route, TTL.
@@ -835,6 +876,16 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
                 icrc_cnp.apply(hdr);
             }
             recirculate_preserving_field_list(FL_RECIRCULATE);
+            return;
+        }
+
+        // ---- Step 0: egress pruning of L2 floods (Ingress step 5). BMv2's PRE
+        // replicates to every port of the group, the ingress port included
+        // (the user metadata and ingress_port are copied into each replica):
+        // that copy is dropped, so a flood never goes back where it came from.
+        if (meta.l2_flood == 1 &&
+            standard_metadata.egress_port == standard_metadata.ingress_port) {
+            mark_to_drop(standard_metadata);
             return;
         }
 

@@ -40,7 +40,8 @@ type LocalOptions struct {
 	// Clock is the data plane's time in ns (default: a counter that advances by 1 ms
 	// per call, enough for digest timeouts in tests).
 	Clock func() int64
-	// Forward receives every frame the pipeline forwards (egress port, frame copy).
+	// Forward receives every frame the pipeline forwards (egress port, frame copy):
+	// one call per replica for a frame sent to a multicast group.
 	Forward func(port uint16, frame []byte)
 	// PacketInQueue is the capacity of the packet-in channel (default 256); packets
 	// beyond it are dropped.
@@ -106,11 +107,15 @@ func (d *LocalDataPlane) PacketInDrops() uint64 {
 }
 
 // Receive runs a frame through the pipeline's ingress as received on port at Now():
-// forwarded frames go to Options.Forward, packets for the CPU to PacketIns.
+// forwarded frames (each replica of a multicast) go to Options.Forward, packets for
+// the CPU to PacketIns.
 func (d *LocalDataPlane) Receive(ctx context.Context, frame []byte, port uint16) error {
 	now := d.Now()
-	var fwd []byte
-	var fwdPort uint16
+	type out struct {
+		port  uint16
+		frame []byte
+	}
+	var fwd []out
 	var pin *PacketIn
 	err := d.Exec(ctx, func(p *pipeline.Pipeline) error {
 		if err := p.Ingress(frame, port, now, &d.res); err != nil {
@@ -118,7 +123,11 @@ func (d *LocalDataPlane) Receive(ctx context.Context, frame []byte, port uint16)
 		}
 		switch d.res.Verdict {
 		case pipeline.VerdictForward:
-			fwd, fwdPort = append([]byte(nil), d.res.Frame...), d.res.EgressPort
+			fwd = append(fwd, out{d.res.EgressPort, append([]byte(nil), d.res.Frame...)})
+		case pipeline.VerdictMulticast:
+			for _, r := range d.res.Replicas {
+				fwd = append(fwd, out{r.Port, append([]byte(nil), d.res.Frame...)})
+			}
 		case pipeline.VerdictToCPU:
 			pin = &PacketIn{Payload: append([]byte(nil), d.res.Frame...), Meta: d.res.PacketIn}
 		}
@@ -127,8 +136,10 @@ func (d *LocalDataPlane) Receive(ctx context.Context, frame []byte, port uint16)
 	if err != nil {
 		return err
 	}
-	if fwd != nil && d.opts.Forward != nil {
-		d.opts.Forward(fwdPort, fwd)
+	if d.opts.Forward != nil {
+		for _, f := range fwd {
+			d.opts.Forward(f.port, f.frame)
+		}
 	}
 	if pin != nil {
 		select {

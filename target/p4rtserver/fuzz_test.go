@@ -34,6 +34,7 @@ func seedUpdates() []*p4v1.Update {
 		ins(digestEnt(pipeline.DigestPortState, &p4v1.DigestEntry_Config{MaxListSize: 1})),
 		ins(cloneEnt(pipeline.CNPCloneSession, replica(3, 0))),
 		ins(mcastEnt(1, replica(1, 0))),
+		ins(l2Ent(bcastMAC, act(pipeline.ActionL2Flood, param(1, b(1))))),
 	}
 }
 

@@ -103,10 +103,22 @@ func (s *Server) undoFor(p *pipeline.Pipeline, u *p4v1.Update) undoFunc {
 				return nil
 			}
 		}
-		// Multicast groups live in the server: put the map back (entries are replaced
-		// on write, never changed in place, so a shallow copy is enough).
+		// Multicast groups: the pipeline's group and the server's map (entries are
+		// replaced on write, never changed in place, so a shallow copy is enough).
 		old := maps.Clone(s.mcastGroup)
-		return func(*pipeline.Pipeline) error { s.mcastGroup = old; return nil }
+		id := e.PacketReplicationEngineEntry.GetMulticastGroupEntry().GetMulticastGroupId()
+		oldGroup, err := p.ReadMulticastGroup(id)
+		existed := err == nil
+		return func(p *pipeline.Pipeline) error {
+			s.mcastGroup = old
+			if err := p.DeleteMulticastGroup(id); err != nil && !errors.Is(err, pipeline.ErrNotFound) {
+				return err
+			}
+			if existed {
+				return p.InsertMulticastGroup(oldGroup)
+			}
+			return nil
+		}
 	}
 	return nil
 }

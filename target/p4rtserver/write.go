@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 )
 
-// maxMulticastGroups bounds the stored multicast groups.
-const maxMulticastGroups = 1024
+// maxMulticastGroups bounds the stored multicast groups (the pipeline's bound).
+const maxMulticastGroups = pipeline.MaxMulticastGroups
 
 // entryMeta is what P4Runtime stores with a table entry that the pipeline does not.
 type entryMeta struct {
@@ -498,6 +498,9 @@ func (s *Server) writePRE(p *pipeline.Pipeline, t p4v1.Update_Type, pe *p4v1.Pac
 		case t != p4v1.Update_INSERT && !exists:
 			return errorf(codes.NotFound, "%s does not exist", what)
 		case t == p4v1.Update_DELETE:
+			if err := p.DeleteMulticastGroup(mg.GetMulticastGroupId()); err != nil {
+				return wrapPipeline(err)
+			}
 			delete(s.mcastGroup, mg.GetMulticastGroupId())
 			return nil
 		case t == p4v1.Update_INSERT && len(s.mcastGroup) >= maxMulticastGroups:
@@ -505,6 +508,22 @@ func (s *Server) writePRE(p *pipeline.Pipeline, t p4v1.Update_Type, pe *p4v1.Pac
 		}
 		if err := checkReplicas(mg.GetReplicas(), what); err != nil {
 			return err
+		}
+		// The pipeline replicates (l2_flood); the server keeps the entry as written
+		// for reads (metadata, the replica port's encoding).
+		g := pipeline.MulticastGroup{ID: mg.GetMulticastGroupId(), Replicas: make([]pipeline.Replica, 0, len(mg.GetReplicas()))}
+		for _, r := range mg.GetReplicas() {
+			port, _ := replicaPort(r) // checked by checkReplicas
+			g.Replicas = append(g.Replicas, pipeline.Replica{Port: uint16(port), Instance: r.GetInstance()})
+		}
+		var err error
+		if t == p4v1.Update_INSERT {
+			err = p.InsertMulticastGroup(g)
+		} else {
+			err = p.ModifyMulticastGroup(g)
+		}
+		if err != nil {
+			return wrapPipeline(err)
 		}
 		s.mcastGroup[mg.GetMulticastGroupId()] = proto.Clone(mg).(*p4v1.MulticastGroupEntry)
 		return nil

@@ -111,6 +111,9 @@ func TestZeroAllocs(t *testing.T) {
 	incBuf := make([]byte, 256)
 	psn := uint32(0)
 
+	pl := newL2Test(t)
+	arp := l2Frame(macBcast, 0x0806, 0, arpRequest)
+
 	tests := []struct {
 		name string
 		fn   func()
@@ -118,6 +121,11 @@ func TestZeroAllocs(t *testing.T) {
 		{"ingress of a RoCEv2 data packet", func() {
 			copy(frame, tmpl)
 			_ = p.Ingress(frame, portS, 1, &ir)
+		}},
+		{"ingress of a flooded ARP broadcast", func() {
+			if err := pl.Ingress(arp, portS, 3, &ir); err != nil || len(ir.Replicas) != 3 {
+				t.Fatalf("flood: %v, %d replicas", err, len(ir.Replicas))
+			}
 		}},
 		{"enqueue and egress of a data packet", func() {
 			m := meta

@@ -17,7 +17,9 @@
 //   - registers and counters by index (index < 0 = every cell): ReadRegister,
 //     WriteRegister, ReadCounter, WriteCounter.
 //   - parser value set: SetValueSet, ValueSet. Clone sessions: InsertCloneSession,
-//     ModifyCloneSession, DeleteCloneSession, ReadCloneSession.
+//     ModifyCloneSession, DeleteCloneSession, ReadCloneSession. Multicast groups:
+//     InsertMulticastGroup, ModifyMulticastGroup, DeleteMulticastGroup,
+//     ReadMulticastGroup.
 //   - digests: SetDigestConfig, DeleteDigestConfig, ReadDigestConfig, PollDigestList,
 //     AckDigestList, DigestDrops, DigestsPending. Reset clears everything.
 //
@@ -25,7 +27,9 @@
 // cross-checked against p4src/fastcnp.p4info.txtpb by the tests.
 //
 // Data plane: a packet goes through Ingress (parser, ingress steps 1-9), then OnEnqueue
-// when the traffic manager queues it (step 10), then Egress when it is dequeued. Egress
+// when the traffic manager queues it (step 10), then Egress when it is dequeued. A
+// bridged frame sent to a multicast group (VerdictMulticast) is one such packet per
+// replica, the caller making the copies (the packet replication engine). Egress
 // may hand back a switch CNP that already went through Ingress (like BMv2's
 // recirculation); the caller enqueues it like any other packet (OnEnqueue, then Egress
 // at its dequeue). None of them allocates.
@@ -53,6 +57,8 @@ const (
 	TrafficClassSize = 64
 	// AnnounceValueSetSize is the size of FastcnpParser.announce_udp_port.
 	AnnounceValueSetSize = 4
+	// L2ForwardTableSize is the size of FastcnpIngress.l2_forward.
+	L2ForwardTableSize = 1024
 )
 
 // Port modes (set_port_config.mode).
@@ -100,6 +106,8 @@ const (
 	ActionSetFlowLog2     uint32 = 0x01000007
 	ActionSetPortLog2     uint32 = 0x01000008
 	ActionSetWindow       uint32 = 0x01000009
+	ActionL2SetPort       uint32 = 0x0100000A
+	ActionL2Flood         uint32 = 0x0100000B
 	// ActionNoAction is core.p4's NoAction; its ID is the one p4c assigns (not pinned).
 	ActionNoAction uint32 = 21257015
 
@@ -112,6 +120,7 @@ const (
 	TableFlowBytesLog2  uint32 = 0x02000007
 	TablePortBytesLog2  uint32 = 0x02000008
 	TableWindowExp2     uint32 = 0x02000009
+	TableL2Forward      uint32 = 0x0200000A
 
 	CounterSwitchCNPSent    uint32 = 0x12000001
 	CounterECNMarked        uint32 = 0x12000002

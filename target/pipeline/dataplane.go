@@ -19,11 +19,13 @@ type Options struct {
 type Pipeline struct {
 	tables                                             []*table
 	tRoute, tTC, tPortCfg, tConn, tIncGroup, tIncRoute *table
-	tFlowLog2, tPortLog2, tExp2                        *table
+	tL2, tFlowLog2, tPortLog2, tExp2                   *table
 	regs                                               registers
 	counters                                           [numCounters][NumPorts]counterCell
 	announcePorts                                      []uint16
 	clones                                             map[uint32]CloneSession
+	mcast                                              map[uint32][]Replica
+	repBuf                                             []Replica
 	digests                                            [2]digestQueue
 	rng, seed                                          uint64
 	pf                                                 wire.Frame
@@ -33,10 +35,13 @@ type Pipeline struct {
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
-// and counters, an empty value set, no clone session and no digest config.
+// and counters, an empty value set, no clone session, no multicast group and no
+// digest config.
 func New(opts Options) *Pipeline {
 	p := &Pipeline{
 		clones:        make(map[uint32]CloneSession),
+		mcast:         make(map[uint32][]Replica),
+		repBuf:        make([]Replica, 0, MaxReplicasPerGroup),
 		announcePorts: make([]uint16, 0, AnnounceValueSetSize),
 		incBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
@@ -45,11 +50,19 @@ func New(opts Options) *Pipeline {
 	if p.rng == 0 {
 		p.rng = 1 // xorshift never leaves 0
 	}
-	for i := range schema.Tables {
-		p.tables = append(p.tables, newTable(&schema.Tables[i]))
+	byID := map[uint32]**table{
+		TableIPv4Route: &p.tRoute, TableTrafficClass: &p.tTC, TablePortConfig: &p.tPortCfg,
+		TableRDMAConnection: &p.tConn, TableIncGroup: &p.tIncGroup, TableIncRoute: &p.tIncRoute,
+		TableL2Forward: &p.tL2, TableFlowBytesLog2: &p.tFlowLog2, TablePortBytesLog2: &p.tPortLog2,
+		TableWindowExp2: &p.tExp2,
 	}
-	p.tRoute, p.tTC, p.tPortCfg, p.tConn, p.tIncGroup, p.tIncRoute = p.tables[0], p.tables[1], p.tables[2], p.tables[3], p.tables[4], p.tables[5]
-	p.tFlowLog2, p.tPortLog2, p.tExp2 = p.tables[6], p.tables[7], p.tables[8]
+	for i := range schema.Tables {
+		t := newTable(&schema.Tables[i])
+		p.tables = append(p.tables, t)
+		if dst, ok := byID[t.info.ID]; ok {
+			*dst = t
+		}
+	}
 	return p
 }
 
@@ -82,6 +95,11 @@ const (
 	VerdictToCPU
 	// VerdictForward: enqueue Frame on EgressPort with Meta.
 	VerdictForward
+	// VerdictMulticast: enqueue a copy of Frame on the port of each of Replicas (the
+	// multicast group McastGroup without the ingress port), each with Meta whose
+	// EgressPort is that port. No replicas: nothing is sent (a group the PRE does not
+	// have, or only the ingress port).
+	VerdictMulticast
 )
 
 // DropReason says why Ingress dropped a packet (for tests and debugging; the data
@@ -93,13 +111,14 @@ const (
 	DropNone         DropReason = iota
 	DropMalformed               // counted in malformed
 	DropPFC                     // PFC / PAUSE frame consumed
-	DropNotIPv4                 // counted in dropped
+	DropMACControl              // MAC control, not PFC/PAUSE: never forwarded; counted in dropped
 	DropNoRoute                 // route miss or drop action; counted in dropped
 	DropTTL                     // TTL 0 or 1 on arrival; counted in dropped
 	DropINCOffset               // INC offset >= flow length; counted in dropped
 	DropINCDuplicate            // counted in inc_duplicates
 	DropINCSlotBusy             // counted in inc_slot_busy
 	DropINCConsumed             // contribution absorbed into a slot (not counted as a drop)
+	DropL2Miss                  // not IPv4: l2_forward miss or drop entry; counted in dropped
 )
 
 // PortConfig is the decoded set_port_config action of a port (all zero and Hit false
@@ -183,13 +202,19 @@ const (
 )
 
 // IngressResult is the outcome of Ingress. Frame aliases the caller's frame (modified
-// in place: MACs, TTL; a packet_out frame without its header) or, for an INC RESULT,
-// a pipeline-owned buffer valid until the next Ingress call.
+// in place: MACs, TTL; a packet_out frame without its header; a bridged frame
+// unchanged) or, for an INC RESULT, a pipeline-owned buffer valid until the next
+// Ingress call.
 type IngressResult struct {
 	Verdict    Verdict
 	DropReason DropReason
 	Frame      []byte
 	EgressPort uint16
+	// McastGroup and Replicas are set for VerdictMulticast: the group l2_flood
+	// named, and its replicas but those on the ingress port (egress pruning), in the
+	// group's order. Replicas is pipeline-owned, valid until the next Ingress call.
+	McastGroup uint16
+	Replicas   []Replica
 	PacketIn   PacketIn
 	Meta       PacketMeta
 	// Digests[:NumDigests] are the digests this packet made (also queued for the
@@ -257,6 +282,7 @@ func (p *Pipeline) drop(out *IngressResult, r DropReason) {
 
 func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *IngressResult) {
 	out.Verdict, out.DropReason, out.Frame, out.EgressPort = VerdictDrop, DropNone, nil, 0
+	out.McastGroup, out.Replicas = 0, nil
 	out.PacketIn, out.Meta, out.NumDigests = PacketIn{}, PacketMeta{}, 0
 	now := uint64(rawNow) & mask48
 	acct := uint32(len(frame))
@@ -288,10 +314,9 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 		p.drop(out, DropPFC)
 		return
 	}
-	// 5. Not IPv4.
+	// 5. Not IPv4: bridged (MAC control never).
 	if !f.Has(wire.LayerIPv4) {
-		p.count(CounterDropped, inPort, acct)
-		p.drop(out, DropNotIPv4)
+		p.bridge(frame, f, inPort, acct, out)
 		return
 	}
 	// 6. Traffic class, route.
@@ -357,6 +382,32 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 		}
 	}
 	m.EgressPort, out.EgressPort, out.Verdict = egress, egress, VerdictForward
+}
+
+// bridge is step 5: L2 forwarding of a frame that is not IPv4, unchanged. MAC control
+// (an opcode other than PFC/PAUSE) is never forwarded; anything else goes by
+// l2_forward on the destination MAC. Bridged frames are not classified (priority 0,
+// lossy: OnEnqueue and Egress leave them alone).
+func (p *Pipeline) bridge(frame []byte, f *wire.Frame, inPort uint16, acct uint32, out *IngressResult) {
+	if f.Has(wire.LayerMACControl) {
+		p.count(CounterDropped, inPort, acct)
+		p.drop(out, DropMACControl)
+		return
+	}
+	d := f.Ethernet.Dst
+	key := uint64(d[0])<<40 | uint64(d[1])<<32 | uint64(d[2])<<24 | uint64(d[3])<<16 | uint64(d[4])<<8 | uint64(d[5])
+	act, pr, _ := p.tL2.lookupExact(key, 0, 0)
+	switch act {
+	case ActionL2SetPort:
+		port := uint16(pr[0])
+		out.Verdict, out.Frame, out.EgressPort, out.Meta.EgressPort = VerdictForward, frame, port, port
+	case ActionL2Flood:
+		out.Verdict, out.Frame, out.McastGroup = VerdictMulticast, frame, uint16(pr[0])
+		out.Replicas = p.replicate(out.McastGroup, inPort)
+	default: // drop: a miss (the program's default) or an entry whose action is drop
+		p.count(CounterDropped, inPort, acct)
+		p.drop(out, DropL2Miss)
+	}
 }
 
 func setMACs(frame []byte, src, dst uint64) {

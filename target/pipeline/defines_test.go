@@ -34,6 +34,7 @@ func TestConstantsMirrorDefines(t *testing.T) {
 	}{
 		{"NUM_PORTS", NumPorts},
 		{"ROUTE_TABLE_SIZE", RouteTableSize},
+		{"L2_FORWARD_TABLE_SIZE", L2ForwardTableSize},
 		{"TRAFFIC_CLASS_TABLE_SIZE", TrafficClassSize},
 		{"CONN_TABLE_SIZE", ConnTableSize},
 		{"FLOW_SLOTS", FlowSlots},

@@ -1,13 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
 	"testing"
 )
 
 // FuzzPipeline feeds arbitrary frames through ingress, enqueue and egress of a fully
-// configured pipeline (fastcnp on port 2 with a standing queue, INC group, value set):
-// nothing may panic, and a frame that is forwarded must leave the queue accounting
-// balanced.
+// configured pipeline (fastcnp on port 2 with a standing queue, INC group, value set,
+// L2 entries and a flood group): nothing may panic, a frame that is forwarded must
+// leave the queue accounting balanced, and a flood never goes back to its ingress port.
 func FuzzPipeline(f *testing.F) {
 	f.Add(dataSR(100).build(f), uint16(portS), int64(1000))
 	f.Add(incPkt(0, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(f), uint16(portS), int64(5))
@@ -15,8 +16,10 @@ func FuzzPipeline(f *testing.F) {
 	f.Add(pfcFrame(f, 8, 3, 100), uint16(portR), int64(7))
 	f.Add(append([]byte{0, 0x80}, dataSR(10).build(f)...), uint16(CPUPort), int64(0))
 	f.Add([]byte{}, uint16(0), int64(-1))
+	f.Add(l2Frame(macBcast, 0x0806, 10, arpRequest), uint16(portW), int64(9))
+	f.Add(l2Frame(macR, 0x86dd, 0, ipv6UDP), uint16(portS), int64(9))
 	// One pipeline for the whole run: its state accumulates, which explores more.
-	p := newTest(f, ModeFastcnp)
+	p := newL2Test(f)
 	mustOK(f, p.InsertEntry(&TableEntry{TableID: TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
 		Action: Action{ID: ActionSetIncGroup, Params: []Param{{1, 0b111}}}}))
 	for w := range 3 {
@@ -26,9 +29,21 @@ func FuzzPipeline(f *testing.F) {
 	mustOK(f, p.WriteRegister(RegPortQueueBytes, portR, 500_000))
 	f.Fuzz(func(t *testing.T, frame []byte, port uint16, now int64) {
 		var ir IngressResult
+		orig := append([]byte(nil), frame...)
 		if err := p.Ingress(frame, port, now, &ir); err != nil {
 			if port < NumPorts {
 				t.Fatalf("error on a valid port: %v", err)
+			}
+			return
+		}
+		if ir.Verdict == VerdictMulticast {
+			if len(ir.Replicas) > len(floodReplicas) || !bytes.Equal(ir.Frame, orig) {
+				t.Fatalf("flood: %d replicas, frame changed %v", len(ir.Replicas), !bytes.Equal(ir.Frame, orig))
+			}
+			for _, r := range ir.Replicas {
+				if r.Port == port {
+					t.Fatalf("flood from port %d sent back to it: %v", port, ir.Replicas)
+				}
 			}
 			return
 		}

@@ -140,23 +140,6 @@ func TestRoutingTTLAndDrops(t *testing.T) {
 	}
 }
 
-func TestNotIPv4AndOtherMACControl(t *testing.T) {
-	p := newTest(t, ModeFastcnp)
-	arp := make([]byte, 60)
-	copy(arp, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06})
-	if r := ingress(t, p, arp, portS, 1000); r.DropReason != DropNotIPv4 {
-		t.Errorf("ARP: reason %d", r.DropReason)
-	}
-	mc := pfcFrame(t, 8, 3, 1)
-	mc[15] = 0x02 // opcode 0x0102: other MAC control, accepted, not IPv4
-	if r := ingress(t, p, mc, portS, 1000); r.DropReason != DropNotIPv4 {
-		t.Errorf("other MAC control: reason %d", r.DropReason)
-	}
-	if got := ctr(t, p, CounterDropped, portS).Packets; got != 2 {
-		t.Errorf("dropped = %d, want 2", got)
-	}
-}
-
 func TestTrafficClassVLAN(t *testing.T) {
 	p := newTest(t, ModeFastcnp)
 	// Tagged PCP 5 -> priority 5 lossless, at a higher priority than any DSCP rule.

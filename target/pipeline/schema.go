@@ -168,6 +168,8 @@ var schema = &Schema{
 		{ID: ActionSetConnection, Name: "FastcnpIngress.set_connection", Params: fields(
 			"sender_qpn", 24, "flags", 8, "conn_index", 16, "inc_group", 16, "worker_rank", 8)},
 		{ID: ActionSetIncGroup, Name: "FastcnpIngress.set_inc_group", Params: fields("contributors_mask", 32)},
+		{ID: ActionL2SetPort, Name: "FastcnpIngress.l2_set_port", Params: fields("port", 9)},
+		{ID: ActionL2Flood, Name: "FastcnpIngress.l2_flood", Params: fields("mcast_grp", 16)},
 		{ID: ActionSetFlowLog2, Name: "FastcnpEgress.set_flow_bytes_log2", Params: fields("log2_q6", 16)},
 		{ID: ActionSetPortLog2, Name: "FastcnpEgress.set_port_bytes_log2", Params: fields("log2_q6", 16)},
 		{ID: ActionSetWindow, Name: "FastcnpEgress.set_window", Params: fields("window_bytes", 32)},
@@ -188,6 +190,8 @@ var schema = &Schema{
 			ActionIDs: []uint32{ActionSetIncGroup, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncGroups},
 		{ID: TableIncRoute, Name: "FastcnpIngress.inc_route", Keys: keys("bucket", MatchExact, 8),
 			ActionIDs: []uint32{ActionSetNexthop, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncBuckets},
+		{ID: TableL2Forward, Name: "FastcnpIngress.l2_forward", Keys: keys("dst_addr", MatchExact, 48),
+			ActionIDs: []uint32{ActionL2SetPort, ActionL2Flood, ActionDrop}, DefaultAction: ActionDrop, Size: L2ForwardTableSize},
 		{ID: TableFlowBytesLog2, Name: "FastcnpEgress.flow_bytes_log2", Keys: keys("bytes", MatchLPM, 32),
 			ActionIDs: []uint32{ActionSetFlowLog2, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
 		{ID: TablePortBytesLog2, Name: "FastcnpEgress.port_bytes_log2", Keys: keys("bytes", MatchLPM, 32),

@@ -29,6 +29,7 @@ type Counters struct {
 	LosslessDrops      uint64 `json:"lossless_drops"`        // of which lossless (must stay 0)
 	TMErrors           uint64 `json:"tm_errors"`             // TM calls that failed (bad length...)
 	UnknownEgress      uint64 `json:"unknown_egress"`        // forwarded to a port the switch does not have
+	MulticastCopies    uint64 `json:"multicast_copies"`      // copies made for multicast groups (L2 floods), each then enqueued
 	ClassMismatch      uint64 `json:"class_mismatch"`        // pipeline lossless flag != TM lossless mask
 	Dequeued           uint64 `json:"dequeued"`              // departures
 	ECNMarked          uint64 `json:"ecn_marked"`            // departures CE-marked by egress
@@ -135,6 +136,17 @@ func (s *Switch) process(data []byte, inPort uint16, now int64, m *port.Message,
 		f.meta = r.Meta
 		s.enqueue(f, now)
 		return
+	case pipeline.VerdictMulticast:
+		// The packet replication engine: one copy per replica (the pipeline left
+		// out the ingress port), each a packet of its own egress port.
+		for _, rep := range r.Replicas {
+			c := s.getFrame()
+			c.data = c.buf[:copy(c.buf, r.Frame)]
+			c.meta = r.Meta
+			c.meta.EgressPort = rep.Port
+			s.ctr.MulticastCopies++
+			s.enqueue(c, now)
+		}
 	case pipeline.VerdictToCPU:
 		s.ctr.ToCPU++
 		pin := p4rtserver.PacketIn{Payload: append([]byte(nil), r.Frame...), Meta: r.PacketIn}

@@ -17,7 +17,9 @@
 // Per received frame: PFC / PAUSE -> tm.ReceivePFC / ReceivePause and
 // pipeline.Ingress (the fastcnp port state machine); otherwise pipeline.Ingress ->
 // to-CPU (packet-in to the P4Runtime server) or forward -> tm.Enqueue with the
-// pipeline's priority (pipeline.OnEnqueue in the TM's enqueue hook). PFC XOFF/XON
+// pipeline's priority (pipeline.OnEnqueue in the TM's enqueue hook); a multicast
+// (an L2 flood) is one copy per replica the pipeline lists, each enqueued on its
+// port like a forwarded frame (the packet replication engine). PFC XOFF/XON
 // and refreshes from the TM are built with wire.BuildPFC and written at once out of
 // the ingress port they concern, by the goroutine that made them, bypassing the
 // egress queues, the scheduler and the delay line. At each departure the

@@ -21,6 +21,7 @@ import (
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/target/port"
+	"github.com/fastcnp/fastcnp/target/tm"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -58,6 +59,10 @@ const (
 	// DefaultBurstTime is the pacing bucket depth in time: the measured
 	// overshoot of a short nanosleep on the 2-core test VM is 60-100 us.
 	DefaultBurstTime = 100 * time.Microsecond
+	// DefaultLineGap is the per-frame line time the pacer charges beyond
+	// the frame (Sender.LineGap): preamble, SFD and inter-frame gap, as
+	// the switch's shaper (target/tm.PreambleIFGBytes).
+	DefaultLineGap = tm.PreambleIFGBytes
 )
 
 // Config configures an Agent.
@@ -165,6 +170,10 @@ type Agent struct {
 	incRecv  map[uint32][]*agent.INCChecker // local QPN -> checkers
 	rr       int
 	rxStats  RxCounters
+	// PFC: the received pauses, and the replies (ACKs, CNPs) waiting for
+	// their priority to resume, oldest first.
+	gate      *agent.PauseGate
+	heldReply [8][][]byte
 
 	ran     atomic.Bool
 	kick    chan struct{}
@@ -179,10 +188,20 @@ type RxCounters struct {
 	UnknownQP   uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
 	Malformed   uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
 	INCResults  uint64 `json:"inc_results"` // INC RESULT frames received
+	MACControl  uint64 `json:"mac_control"` // PFC and PAUSE frames applied (see PauseStats)
 	AcksSent    uint64 `json:"acks_sent"`
 	CNPsSent    uint64 `json:"cnps_sent"`
 	ReplyErrors uint64 `json:"reply_errors"`
+	// RepliesHeld counts ACKs and CNPs that waited for their priority to
+	// resume from a PFC pause before being sent; RepliesDropped the held
+	// ones dropped because MaxHeldReplies were already waiting (the oldest
+	// goes: ACKs are cumulative, a newer one covers it).
+	RepliesHeld    uint64 `json:"replies_held"`
+	RepliesDropped uint64 `json:"replies_dropped"`
 }
+
+// MaxHeldReplies bounds the replies waiting per priority during a pause.
+const MaxHeldReplies = 4096
 
 // New checks cfg and builds the agent's flows. The agent is idle until Run.
 func New(cfg Config, p PortIO) (*Agent, error) {
@@ -229,10 +248,14 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 	if _, err := cc.New(cfg.Algo, cfg.CC); err != nil {
 		return nil, fmt.Errorf("agent: algorithm %q: %w", cfg.Algo, err)
 	}
+	gate, err := agent.NewPauseGate(cfg.CC.LineRate)
+	if err != nil {
+		return nil, fmt.Errorf("agent: line rate: %w", err)
+	}
 	a := &Agent{
 		cfg: cfg, p: p, log: cfg.Log.WithField("ip", cfg.IP.String()),
 		byQPN: map[uint32]*flow{}, incRecv: map[uint32][]*agent.INCChecker{},
-		kick: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), gate: gate,
 	}
 	if cfg.Stats != nil {
 		a.enc = newJSONLines(cfg.Stats)
@@ -304,6 +327,9 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 	}
 	sc := a.cfg.Sender
 	sc.Overhead = f.path.Overhead()
+	if sc.LineGap == 0 {
+		sc.LineGap = DefaultLineGap
+	}
 	flags := uint8(wire.AnnounceFlagCNPTarget)
 	if a.cfg.NoCNPTarget {
 		flags = 0
@@ -387,6 +413,9 @@ func (a *Agent) announce(ctx context.Context, typ uint8) error {
 	if a.cfg.NoAnnounce || len(a.senders) == 0 {
 		return nil
 	}
+	if err := a.waitResumed(ctx, a.senders[0].path.Priority(agent.CNPDSCP)); err != nil {
+		return fmt.Errorf("agent: announcements: %w", err)
+	}
 	buf := make([]byte, 128*len(a.senders))
 	var frames [][]byte
 	for i, f := range a.senders {
@@ -405,6 +434,27 @@ func (a *Agent) announce(ctx context.Context, typ uint8) error {
 	a.capture(frames, true)
 	a.log.WithFields(logrus.Fields{"type": typ, "count": len(frames), "port": a.cfg.AnnouncePort}).Info("announcements sent")
 	return nil
+}
+
+// waitResumed returns once priority prio is not paused (PFC), or with
+// ctx's error.
+func (a *Agent) waitResumed(ctx context.Context, prio uint8) error {
+	for {
+		a.mu.Lock()
+		now := a.now()
+		until := a.gate.Until(prio, now)
+		a.mu.Unlock()
+		if until <= now {
+			return nil
+		}
+		t := time.NewTimer(until - now)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func (a *Agent) capture(frames [][]byte, sent bool) {
@@ -447,9 +497,34 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 				wake = min(wake, w)
 			}
 		}
-		for err == nil && len(frames) < batch {
+		// PFC: hold the senders whose priority is paused (they wake when
+		// it ends, or on the XON's kick), release the waiting replies of
+		// the priorities that resumed.
+		for _, f := range a.senders {
+			prio := f.path.Priority(agent.DataDSCP)
+			until := a.gate.Until(prio, now)
+			if e := f.snd.Hold(now, until > now); e != nil && err == nil {
+				err = fmt.Errorf("agent: flow %s: %w", f.cfg.Name, e)
+			}
+			if until > now {
+				wake = min(wake, until)
+			}
+		}
+		for prio := range a.heldReply {
+			if len(a.heldReply[prio]) == 0 {
+				continue
+			}
+			if until := a.gate.Until(uint8(prio), now); until > now {
+				wake = min(wake, until)
+				continue
+			}
+			frames = append(frames, a.heldReply[prio]...)
+			a.heldReply[prio] = nil
+		}
+		nReplies := len(frames)
+		for err == nil && len(frames) < nReplies+batch {
 			progressed := false
-			for k := 0; k < len(a.senders) && len(frames) < batch; k++ {
+			for k := 0; k < len(a.senders) && len(frames) < nReplies+batch; k++ {
 				f := a.senders[(a.rr+k)%len(a.senders)]
 				if !f.started {
 					continue
@@ -462,7 +537,8 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 				if !ok {
 					continue
 				}
-				b := store[len(frames)*frameLen : (len(frames)+1)*frameLen]
+				j := len(frames) - nReplies
+				b := store[j*frameLen : (j+1)*frameLen]
 				var n int
 				if f.inc != nil {
 					n, e = f.path.BuildINC(b, f.rqpn, &p, f.snd.PSNOf(0), *f.inc)
@@ -656,6 +732,7 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 	}
 	replyStore := make([]byte, 64*replySlot)
 	var replies [][]byte
+	var out []reply
 	var pf wire.Frame
 	var ev agent.Event
 	var accepted [][]byte
@@ -678,12 +755,20 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 				a.rxStats.Malformed++ // truncated or malformed headers (any destination)
 				continue
 			}
+			if pf.Has(wire.LayerMACControl) && (pf.Ethernet.Dst == wire.MACControlDst || pf.Ethernet.Dst == a.cfg.MAC) &&
+				a.gate.OnFrame(now, &pf) {
+				a.rxStats.MACControl++
+				kick = true // the send loop re-reads the gate: stop now, or resume on an XON
+				continue
+			}
 			if ev.Kind == agent.KindOther || ev.DstIP != a.cfg.IP {
 				a.rxStats.NotForUs++
 				continue
 			}
 			rb := replyStore[i*replySlot : (i+1)*replySlot]
-			r, k, err := a.handle(now, &ev, rb)
+			var k bool
+			var err error
+			out, k, err = a.handle(now, &ev, rb, out[:0])
 			if err != nil {
 				a.rxStats.ReplyErrors++
 				a.log.WithError(err).Warn("receive")
@@ -691,7 +776,17 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 			}
 			accepted = append(accepted, frame)
 			kick = kick || k
-			replies = append(replies, r...)
+			for _, r := range out {
+				// A paused priority (or one with replies still waiting,
+				// to keep their order) holds the reply; the send loop
+				// sends it when the priority resumes.
+				if q := a.heldReply[r.prio]; len(q) > 0 || a.gate.Paused(r.prio, now) {
+					a.holdReply(r)
+					kick = true
+					continue
+				}
+				replies = append(replies, r.frame)
+			}
 		}
 		a.mu.Unlock()
 		a.capture(accepted, false)
@@ -714,10 +809,27 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 // bytes, padded to 64) and a CNP (74 bytes).
 const replySlot = 64 + 128
 
+// reply is a frame the receive loop answers with and its priority.
+type reply struct {
+	frame []byte
+	prio  uint8
+}
+
+// holdReply queues a copy of r until its priority resumes (under a.mu).
+func (a *Agent) holdReply(r reply) {
+	q := a.heldReply[r.prio]
+	if len(q) >= MaxHeldReplies {
+		q = q[1:]
+		a.rxStats.RepliesDropped++
+	}
+	a.heldReply[r.prio] = append(q, slices.Clone(r.frame))
+	a.rxStats.RepliesHeld++
+}
+
 // handle processes one decoded frame under a.mu. rb (replySlot bytes) holds the
-// replies it builds (at most an ACK and a CNP); kick asks the sender loop
-// to re-examine its flows.
-func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte) (replies [][]byte, kick bool, err error) {
+// replies it builds (at most an ACK and a CNP), appended to replies; kick asks
+// the sender loop to re-examine its flows.
+func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte, replies []reply) ([]reply, bool, error) {
 	if ev.Kind == agent.KindINCResult {
 		a.rxStats.INCResults++
 		cs := a.incRecv[ev.DestQP]
@@ -726,49 +838,49 @@ func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte) (replies [
 				if !c.OnResult(&ev.IDs, &ev.Vector) {
 					a.log.WithFields(logrus.Fields{"group": ev.IDs.GroupID, "message": ev.IDs.MessageID, "offset": ev.IDs.FirstPSN}).Warn("INC RESULT differs from the expected sum")
 				}
-				return nil, true, nil
+				return replies, true, nil
 			}
 		}
 		a.rxStats.UnknownQP++
-		return nil, false, nil
+		return replies, false, nil
 	}
 	f := a.byQPN[ev.DestQP]
 	if f == nil {
 		a.rxStats.UnknownQP++
-		return nil, false, nil
+		return replies, false, nil
 	}
 	switch ev.Kind {
 	case agent.KindAck:
 		if !f.send {
 			a.rxStats.UnknownQP++
-			return nil, false, nil
+			return replies, false, nil
 		}
 		if err := f.snd.OnAck(now, ev.PSN, ev.AETH.Syndrome); err != nil {
-			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+			return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 		}
 		f.collectRTT()
-		return nil, true, nil
+		return replies, true, nil
 	case agent.KindCNP:
 		if !f.send {
 			a.rxStats.UnknownQP++
-			return nil, false, nil
+			return replies, false, nil
 		}
 		if err := f.snd.OnCNP(now, ev.CNP); err != nil {
-			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+			return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 		}
 		f.minWindow = min(f.minWindow, f.snd.Algorithm().Window())
-		return nil, true, nil
+		return replies, true, nil
 	case agent.KindData:
 		if f.send || ev.SrcIP != f.cfg.src {
 			a.rxStats.UnknownQP++
-			return nil, false, nil
+			return replies, false, nil
 		}
 		if !f.learned || f.path.DstMAC != ev.SrcMAC {
 			f.path.DstMAC, f.learned = ev.SrcMAC, true
 		}
 		rep, err := f.rcv.OnData(agent.Arrival{Now: now, PSN: ev.PSN, AckReq: ev.AckReq, CE: ev.CE, Payload: len(ev.Payload)})
 		if err != nil {
-			return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+			return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 		}
 		if rep.Accept {
 			if !agent.CheckPattern(ev.Payload, f.rxOffset) {
@@ -780,24 +892,24 @@ func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte) (replies [
 		if rep.Ack {
 			n, err := f.path.BuildAck(rb[off:64], f.rqpn, &rep)
 			if err != nil {
-				return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+				return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 			}
-			replies = append(replies, rb[off:off+n])
+			replies = append(replies, reply{rb[off : off+n], f.path.Priority(agent.DataDSCP)})
 			off = 64
 			a.rxStats.AcksSent++
 		}
 		if rep.CNP {
 			n, err := f.path.BuildCNP(rb[off:], f.rqpn, nil)
 			if err != nil {
-				return nil, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
+				return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 			}
-			replies = append(replies, rb[off:off+n])
+			replies = append(replies, reply{rb[off : off+n], f.path.Priority(agent.CNPDSCP)})
 			a.rxStats.CNPsSent++
 		}
 		return replies, false, nil
 	}
 	a.rxStats.NotForUs++
-	return nil, false, nil
+	return replies, false, nil
 }
 
 func (f *flow) collectRTT() {
@@ -853,6 +965,13 @@ func (a *Agent) Status() []FlowStatus {
 		out = append(out, s)
 	}
 	return out
+}
+
+// PauseStats returns the counters of the PFC and PAUSE frames received.
+func (a *Agent) PauseStats() agent.PauseStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gate.Stats(a.now())
 }
 
 // INCStatus returns the counters of the local INC checkers.

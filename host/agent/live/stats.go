@@ -25,32 +25,36 @@ type Record struct {
 	Role string  `json:"role,omitempty"` // "sender" or "receiver"
 
 	// sender
-	RateBps       *float64    `json:"rate_bps,omitempty"`    // wire bits sent per second over the interval
-	GoodputBps    *float64    `json:"goodput_bps,omitempty"` // payload bits acknowledged per second over the interval
-	CCRateBps     *float64    `json:"cc_rate_bps,omitempty"` // the algorithm's pacing rate now
-	WindowBytes   *int64      `json:"window_bytes,omitempty"`
-	InflightBytes *int64      `json:"inflight_bytes,omitempty"`
-	BytesSent     *int64      `json:"bytes_sent,omitempty"`     // wire bytes, retransmissions included
-	PayloadSent   *int64      `json:"payload_sent,omitempty"`   // new payload bytes
-	BytesAcked    *int64      `json:"bytes_acked,omitempty"`    // payload bytes acknowledged
-	CNPSwitch     *uint64     `json:"cnp_switch,omitempty"`     // CNPs from a switch (fastcnp extension)
-	CNPNP         *uint64     `json:"cnp_np,omitempty"`         // plain CNPs (receiver NP)
-	Retransmits   *uint64     `json:"retransmits,omitempty"`    // packets sent again
-	Timeouts      *uint64     `json:"timeouts,omitempty"`       // retransmission timeouts
-	Naks          *uint64     `json:"naks,omitempty"`           // NAKs received
-	RTT           *RTTSummary `json:"rtt,omitempty"`            // samples of the interval (sample) or run (summary)
-	RTTSamplesUs  []float64   `json:"rtt_samples_us,omitempty"` // raw samples of the interval, first RTTPerSample
-	FCTUs         *float64    `json:"fct_us,omitempty"`         // message / flow completion time
-	Bytes         *int64      `json:"bytes,omitempty"`          // message size
-	Index         *int        `json:"index,omitempty"`          // message index
-	Done          *bool       `json:"done,omitempty"`
-	PeakInflight  *int64      `json:"peak_inflight_bytes,omitempty"`
-	MinWindow     *int64      `json:"min_window_bytes,omitempty"`
-	SendWindowMax *int64      `json:"send_window_max_bytes,omitempty"` // largest window a packet of the interval was admitted under (-1: no cap, 0: no packet)
-	Recv          *RecvRecord `json:"recv,omitempty"`
-	INC           *INCRecord  `json:"inc,omitempty"`
-	Agent         *RxCounters `json:"agent,omitempty"`
-	Messages      []MsgRecord `json:"messages,omitempty"`
+	RateBps       *float64     `json:"rate_bps,omitempty"`    // wire bits sent per second over the interval
+	GoodputBps    *float64     `json:"goodput_bps,omitempty"` // payload bits acknowledged per second over the interval
+	CCRateBps     *float64     `json:"cc_rate_bps,omitempty"` // the algorithm's pacing rate now
+	WindowBytes   *int64       `json:"window_bytes,omitempty"`
+	InflightBytes *int64       `json:"inflight_bytes,omitempty"`
+	BytesSent     *int64       `json:"bytes_sent,omitempty"`     // wire bytes, retransmissions included
+	PayloadSent   *int64       `json:"payload_sent,omitempty"`   // new payload bytes
+	BytesAcked    *int64       `json:"bytes_acked,omitempty"`    // payload bytes acknowledged
+	CNPSwitch     *uint64      `json:"cnp_switch,omitempty"`     // CNPs from a switch (fastcnp extension)
+	CNPNP         *uint64      `json:"cnp_np,omitempty"`         // plain CNPs (receiver NP)
+	Retransmits   *uint64      `json:"retransmits,omitempty"`    // packets sent again
+	Timeouts      *uint64      `json:"timeouts,omitempty"`       // retransmission timeouts
+	Naks          *uint64      `json:"naks,omitempty"`           // NAKs received
+	RTT           *RTTSummary  `json:"rtt,omitempty"`            // samples of the interval (sample) or run (summary)
+	RTTSamplesUs  []float64    `json:"rtt_samples_us,omitempty"` // raw samples of the interval, first RTTPerSample
+	FCTUs         *float64     `json:"fct_us,omitempty"`         // message / flow completion time
+	Bytes         *int64       `json:"bytes,omitempty"`          // message size
+	Index         *int         `json:"index,omitempty"`          // message index
+	Done          *bool        `json:"done,omitempty"`
+	PeakInflight  *int64       `json:"peak_inflight_bytes,omitempty"`
+	MinWindow     *int64       `json:"min_window_bytes,omitempty"`
+	SendWindowMax *int64       `json:"send_window_max_bytes,omitempty"` // largest window a packet of the interval was admitted under (-1: no cap, 0: no packet)
+	PausedUs      *float64     `json:"paused_us,omitempty"`             // time a PFC pause of its priority held the sender, cumulative
+	Holds         *uint64      `json:"holds,omitempty"`                 // pauses that held the sender (a refresh is the same pause)
+	PauseRx       *uint64      `json:"pause_rx,omitempty"`              // PFC frames pausing the flow's priority the host received (XOFF, refreshes included), cumulative
+	Pause         *PauseRecord `json:"pause,omitempty"`                 // the host's PFC counters (type "agent")
+	Recv          *RecvRecord  `json:"recv,omitempty"`
+	INC           *INCRecord   `json:"inc,omitempty"`
+	Agent         *RxCounters  `json:"agent,omitempty"`
+	Messages      []MsgRecord  `json:"messages,omitempty"`
 }
 
 // RTTSummary summarises RTT samples in microseconds.
@@ -88,6 +92,26 @@ type INCRecord struct {
 	Duplicates uint64 `json:"duplicates"`
 	BadOffset  uint64 `json:"bad_offset"`
 	Complete   bool   `json:"complete"`
+}
+
+// PauseRecord holds a host's counters of received PFC and PAUSE frames.
+type PauseRecord struct {
+	PFCFrames    uint64     `json:"pfc_frames"`   // 802.1Qbb PFC frames received
+	PauseFrames  uint64     `json:"pause_frames"` // 802.3x PAUSE frames received
+	XOFF         [8]uint64  `json:"xoff"`         // per priority: PFC frames pausing it (quanta > 0)
+	XON          [8]uint64  `json:"xon"`          // per priority: PFC frames resuming it (quanta 0)
+	XONIdle      [8]uint64  `json:"xon_idle"`     // per priority: XONs that found it not paused (expired, or frames reordered)
+	PausedUs     [8]float64 `json:"paused_us"`    // per priority: time paused by PFC
+	LinkPausedUs float64    `json:"link_paused_us"`
+}
+
+func pauseRecord(st agent.PauseStats) *PauseRecord {
+	r := &PauseRecord{PFCFrames: st.PFCFrames, PauseFrames: st.PauseFrames, XOFF: st.XOFF, XON: st.XON, XONIdle: st.XONIdle,
+		LinkPausedUs: float64(st.LinkPausedNs) / 1e3}
+	for i, ns := range st.PausedNs {
+		r.PausedUs[i] = float64(ns) / 1e3
+	}
+	return r
 }
 
 // MsgRecord is one completed message in a summary.
@@ -176,6 +200,7 @@ func (a *Agent) sample() []Record {
 	now := a.now()
 	t := now.Seconds()
 	var recs []Record
+	ps := a.gate.Stats(now)
 	for _, f := range a.flows {
 		dt := (now - f.prevT).Seconds()
 		if dt <= 0 {
@@ -217,6 +242,7 @@ func (a *Agent) sample() []Record {
 			BytesSent:     ptr(st.WireBytesSent), PayloadSent: ptr(st.PayloadSent), BytesAcked: ptr(st.PayloadAcked),
 			CNPSwitch: ptr(st.CNPSwitch), CNPNP: ptr(st.CNPNP), Retransmits: ptr(st.Retransmits),
 			Timeouts: ptr(st.Timeouts), Naks: ptr(st.Naks),
+			PausedUs: ptr(us(st.Held)), Holds: ptr(st.Holds), PauseRx: ptr(ps.XOFF[f.path.Priority(agent.DataDSCP)]),
 		}
 		n := min(len(f.rttWin), a.cfg.RTTPerSample)
 		for _, s := range f.rttWin[:n] {
@@ -246,7 +272,9 @@ func (a *Agent) writeSummary() {
 	}
 	recs := a.sample()
 	a.mu.Lock()
-	t := a.now().Seconds()
+	now := a.now()
+	t := now.Seconds()
+	ps := a.gate.Stats(now)
 	for _, f := range a.flows {
 		if !f.send {
 			st := f.rcv.Stats()
@@ -272,6 +300,7 @@ func (a *Agent) writeSummary() {
 			CNPSwitch: ptr(st.CNPSwitch), CNPNP: ptr(st.CNPNP), Retransmits: ptr(st.Retransmits),
 			Timeouts: ptr(st.Timeouts), Naks: ptr(st.Naks), WindowBytes: ptr(win),
 			PeakInflight: ptr(f.peakInflight), MinWindow: ptr(minw),
+			PausedUs: ptr(us(st.Held)), Holds: ptr(st.Holds), PauseRx: ptr(ps.XOFF[f.path.Priority(agent.DataDSCP)]),
 			RTT: Summarize(slices.Clone(f.rtts))}
 		if f.doneAt != 0 {
 			r.FCTUs = ptr(us(f.doneAt - f.start))
@@ -290,7 +319,7 @@ func (a *Agent) writeSummary() {
 			Results: s.Results, Correct: s.Correct, Wrong: s.Wrong, Duplicates: s.Duplicates, BadOffset: s.BadOffset, Complete: c.Complete()}})
 	}
 	rx := a.rxStats
-	recs = append(recs, Record{Type: "agent", T: t, Agent: &rx})
+	recs = append(recs, Record{Type: "agent", T: t, Agent: &rx, Pause: pauseRecord(ps)})
 	a.mu.Unlock()
 	if err := a.enc.write(recs); err != nil {
 		a.log.WithError(err).Error("statistics: write summary failed")

@@ -49,6 +49,7 @@ func run() error {
 	target := flag.String("target", string(testbed.TargetFastcnp), "switch target of -plan: fastcnp-switch or bmv2")
 	p4info := flag.String("p4info", "", "P4Info file for -plan -target bmv2 (fastcnpd pushes it)")
 	devConfig := flag.String("device-config", "", "BMv2 JSON for -plan -target bmv2 (fastcnpd pushes it)")
+	nice := flag.Int("nice", testbed.DefaultNice, "niceness of the switches, agents and fastcnpd (0: unchanged); the emulation runs in real time and must not wait for cores behind other work")
 	replot := flag.Bool("replot", false, "do not run: read -out/result-<mode>.json of -modes and rewrite the tables and plots")
 	flag.Parse()
 
@@ -119,7 +120,7 @@ func run() error {
 	for _, m := range ms {
 		log.WithFields(logrus.Fields{"topology": topo.Name, "mode": m}).Info("running")
 		res, err := testbed.Run(ctx, testbed.Options{Topology: topo, Mode: m, Binaries: bins,
-			WorkDir: filepath.Join(*out, string(m)), Duration: *duration, DCQCNParams: *params, Log: log})
+			WorkDir: filepath.Join(*out, string(m)), Duration: *duration, DCQCNParams: *params, Nice: *nice, Log: log})
 		if err != nil {
 			return fmt.Errorf("mode %s: %w", m, err)
 		}

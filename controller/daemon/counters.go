@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+)
+
+// portCounters are the data-plane counter cells of one port by short
+// counter name ("dropped", "pfc_pause_rx", ...).
+type portCounters map[string]p4rt.CounterCell
+
+// Counters whose increase is logged at warning level (packets lost), and at
+// info level (PFC activity); the others' changes are logged at debug level.
+var (
+	counterWarn = map[string]bool{"dropped": true, "malformed": true}
+	counterInfo = map[string]bool{"pfc_pause_rx": true, "pfc_resume_rx": true}
+)
+
+// counterReadTimeout bounds one counter poll.
+const counterReadTimeout = 10 * time.Second
+
+// readCounters reads every counter of the switch and returns the cells of
+// the given ports.
+func readCounters(ctx context.Context, c *p4rt.Client, ports map[uint16]bool) (map[uint16]portCounters, error) {
+	cells, err := c.ReadCounters(ctx, "", p4rt.AllIndexes)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint16]portCounters{}
+	for _, cell := range cells {
+		if cell.Index < 1 || cell.Index > config.MaxPort || !ports[uint16(cell.Index)] {
+			continue
+		}
+		p := uint16(cell.Index)
+		if out[p] == nil {
+			out[p] = portCounters{}
+		}
+		name := cell.Counter
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		out[p][name] = cell
+	}
+	return out, nil
+}
+
+// configuredPorts returns the set of the switch's configured ports.
+func (r *switchRunner) configuredPorts() map[uint16]bool {
+	r.d.mu.RLock()
+	defer r.d.mu.RUnlock()
+	ports := map[uint16]bool{}
+	for _, p := range r.d.cfg.Switch(r.name).Ports {
+		ports[p.Number] = true
+	}
+	return ports
+}
+
+// counterLoop polls the switch's counters every interval until ctx ends.
+func (r *switchRunner) counterLoop(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// A poll may take longer than a short interval; the ticker
+			// drops the ticks it misses.
+			pctx, cancel := context.WithTimeout(ctx, max(interval, counterReadTimeout))
+			err := r.pollCounters(pctx)
+			cancel()
+			switch {
+			case err != nil && ctx.Err() == nil && err.Error() != lastErr:
+				r.log.WithError(err).Warn("polling counters")
+				lastErr = err.Error()
+			case err == nil:
+				lastErr = ""
+			}
+		}
+	}
+}
+
+// pollCounters reads the counters of the configured ports (any role may
+// read), keeps them for the Prometheus collector, and logs and publishes
+// (event "counters") what increased since the previous poll. The first
+// poll through a new client only sets the baseline; a counter below its
+// previous value (the switch restarted) counts from zero. While the switch
+// is not connected (or cannot be read) nothing is exported.
+func (r *switchRunner) pollCounters(ctx context.Context) error {
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	if c == nil || !c.Status().Connected {
+		r.mu.Lock()
+		r.countersLive = false // not exported while the switch is away
+		r.mu.Unlock()
+		return nil
+	}
+	snap, err := readCounters(ctx, c, r.configuredPorts())
+	if err != nil {
+		r.mu.Lock()
+		r.countersLive = false
+		r.mu.Unlock()
+		return fmt.Errorf("switch %s: reading counters: %w", r.name, err)
+	}
+	r.mu.Lock()
+	prev, baseline := r.counters, r.countersFrom == c
+	r.counters, r.countersFrom, r.countersLive = snap, c, true
+	r.mu.Unlock()
+	if !baseline {
+		return nil
+	}
+	ports := make([]uint16, 0, len(snap))
+	for p := range snap {
+		ports = append(ports, p)
+	}
+	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+	for _, port := range ports {
+		r.reportCounterDeltas(port, prev[port], snap[port])
+	}
+	return nil
+}
+
+// counterDeltas returns the packets each counter of cur gained since prev
+// (only the counters that gained). A counter below its previous value was
+// reset (the switch restarted) and counts from zero; one absent from prev
+// counts from zero too.
+func counterDeltas(prev, cur portCounters) map[string]int64 {
+	out := map[string]int64{}
+	for n, c := range cur {
+		delta := c.Packets
+		if p, ok := prev[n]; ok && p.Packets <= delta {
+			delta -= p.Packets
+		}
+		if delta > 0 {
+			out[n] = delta
+		}
+	}
+	return out
+}
+
+// reportCounterDeltas logs and publishes the counters of one port that
+// increased.
+func (r *switchRunner) reportCounterDeltas(port uint16, prev, cur portCounters) {
+	deltas := counterDeltas(prev, cur)
+	if len(deltas) == 0 {
+		return
+	}
+	names := make([]string, 0, len(deltas))
+	for n := range deltas {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	lf := logrus.Fields{"port": port}
+	ev := map[string]string{}
+	var parts []string
+	level := logrus.DebugLevel
+	for _, n := range names {
+		delta := deltas[n]
+		d := strconv.FormatInt(delta, 10)
+		lf[n] = delta
+		ev[n] = d
+		parts = append(parts, n+" +"+d)
+		switch {
+		case counterWarn[n]:
+			level = logrus.WarnLevel
+		case counterInfo[n] && level > logrus.InfoLevel:
+			level = logrus.InfoLevel
+		}
+	}
+	r.log.WithFields(lf).Log(level, "data-plane counters increased")
+	r.d.publish(Event{Kind: EventCounters, Switch: r.name, Port: port, Message: strings.Join(parts, ", "), Fields: ev})
+}
+
+// counterCollector exports the last polled data-plane counters as
+// Prometheus counters.
+type counterCollector struct {
+	d              *Daemon
+	packets, bytes *prometheus.Desc
+}
+
+func newCounterCollector(d *Daemon) *counterCollector {
+	labels := []string{"switch", "port", "counter"}
+	return &counterCollector{d: d,
+		packets: prometheus.NewDesc("fastcnp_port_counter_packets_total",
+			"Data-plane counter of a configured port (packets), as last polled from the switch.", labels, nil),
+		bytes: prometheus.NewDesc("fastcnp_port_counter_bytes_total",
+			"Data-plane counter of a configured port (bytes), as last polled from the switch.", labels, nil),
+	}
+}
+
+func (cc *counterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cc.packets
+	ch <- cc.bytes
+}
+
+func (cc *counterCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range cc.d.switches {
+		r.mu.Lock()
+		snap := r.counters
+		if !r.countersLive {
+			snap = nil
+		}
+		r.mu.Unlock()
+		for port, cells := range snap {
+			ps := strconv.FormatUint(uint64(port), 10)
+			for name, cell := range cells {
+				ch <- prometheus.MustNewConstMetric(cc.packets, prometheus.CounterValue, float64(cell.Packets), r.name, ps, name)
+				ch <- prometheus.MustNewConstMetric(cc.bytes, prometheus.CounterValue, float64(cell.Bytes), r.name, ps, name)
+			}
+		}
+	}
+}
