@@ -36,7 +36,8 @@ type EventType int
 // Event types.
 const (
 	// EventArbitration: the first arbitration answer, or primary/backup
-	// status or the primary's election ID changed.
+	// status or the primary's election ID changed. Reconcile is true when
+	// this client was promoted from backup to primary.
 	EventArbitration EventType = iota + 1
 	// EventDisconnected: the stream channel went away; the client is
 	// reconnecting. Err says why.
@@ -48,6 +49,13 @@ const (
 	// EventStreamError: the server sent a StreamError (a PacketOut or
 	// DigestListAck it could not handle).
 	EventStreamError
+	// EventDigestsDropped: the Digests buffer was full and a DigestList was
+	// dropped. It comes once per run of consecutive drops (the next list
+	// delivered ends the run); Digest is the first list dropped in the run,
+	// Dropped the total of Stats().DigestsDropped then. Dropped lists were
+	// acknowledged all the same (with auto-ack), so the switch does not
+	// send them again: their data is lost to the caller.
+	EventDigestsDropped
 )
 
 // String names the event type.
@@ -61,6 +69,8 @@ func (t EventType) String() string {
 		return "reconnected"
 	case EventStreamError:
 		return "stream-error"
+	case EventDigestsDropped:
+		return "digests-dropped"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
@@ -69,9 +79,11 @@ func (t EventType) String() string {
 type Event struct {
 	Type        EventType
 	Status      ArbitrationStatus
-	Reconcile   bool              // EventReconnected as primary
+	Reconcile   bool              // this event made the client primary: reconnected as primary, or promoted from backup
 	Err         error             // EventDisconnected: the cause
 	StreamError *p4v1.StreamError // EventStreamError
+	Digest      *DigestList       // EventDigestsDropped: the first list dropped in the run
+	Dropped     uint64            // EventDigestsDropped: Stats().DigestsDropped when it was sent
 }
 
 // Stats counts messages the client dropped because a consumer was slow,
@@ -113,15 +125,20 @@ type Client struct {
 	stream  p4v1.P4Runtime_StreamChannelClient
 	sendMu  sync.Mutex // gRPC streams allow one concurrent sender
 
-	events  chan Event
-	packets chan *PacketIn
-	digests chan *DigestList
-	idle    chan *p4v1.IdleTimeoutNotification
-	acks    chan *p4v1.DigestListAck
+	events    chan Event
+	reconcile chan struct{} // capacity 1: a pending "reconcile needed", never dropped
+	packets   chan *PacketIn
+	digests   chan *DigestList
+	idle      chan *p4v1.IdleTimeoutNotification
+	acks      chan *p4v1.DigestListAck
 
 	up    chan struct{} // closed at the first arbitration answer
 	fatal chan error    // a permanent error before the first answer
 	n     counters
+
+	// Only the run goroutine touches these.
+	digestRun      bool   // the last DigestList was dropped
+	digestRunStart uint64 // DigestsDropped before the current run
 }
 
 // Dial connects to the P4Runtime server at addr (host:port) for the device
@@ -148,6 +165,9 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 	if err := cfg.backoff.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.keepalive.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.chunk <= 0 {
 		return nil, fmt.Errorf("p4rt: chunk size %d: %w", cfg.chunk, ErrInvalidValue)
 	}
@@ -168,20 +188,21 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 			MinConnectTimeout: max(cfg.backoff.Max, time.Second),
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxRecvSize)),
-	}, cfg.dialOpts...)
+	}, append(cfg.keepalive.dialOptions(), cfg.dialOpts...)...)
 	conn, err := grpc.NewClient(addr, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("p4rt: dial %s: %w", addr, err)
 	}
 	c := &Client{
 		cfg: cfg, addr: addr, deviceID: deviceID, conn: conn, rpc: p4v1.NewP4RuntimeClient(conn),
-		log:     cfg.log.WithFields(logrus.Fields{"addr": addr, "device_id": deviceID, "role": cfg.role, "election_id": cfg.electionID.String()}),
-		events:  make(chan Event, cfg.eventBuf),
-		packets: make(chan *PacketIn, cfg.packetBuf),
-		digests: make(chan *DigestList, cfg.digestBuf),
-		idle:    make(chan *p4v1.IdleTimeoutNotification, cfg.idleBuf),
-		up:      make(chan struct{}),
-		fatal:   make(chan error, 1),
+		log:       cfg.log.WithFields(logrus.Fields{"addr": addr, "device_id": deviceID, "role": cfg.role, "election_id": cfg.electionID.String()}),
+		events:    make(chan Event, cfg.eventBuf),
+		reconcile: make(chan struct{}, 1),
+		packets:   make(chan *PacketIn, cfg.packetBuf),
+		digests:   make(chan *DigestList, cfg.digestBuf),
+		idle:      make(chan *p4v1.IdleTimeoutNotification, cfg.idleBuf),
+		up:        make(chan struct{}),
+		fatal:     make(chan error, 1),
 	}
 	if cfg.info != nil {
 		c.info.Store(cfg.info)
@@ -209,7 +230,8 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 
 // Close stops the stream, the reconnection loop and the gRPC connection,
 // waits for every goroutine of the client, and closes the Events,
-// Packets, Digests and IdleTimeouts channels. It is idempotent.
+// ReconcileNeeded, Packets, Digests and IdleTimeouts channels. It is
+// idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.once.Do(func() {
@@ -217,6 +239,7 @@ func (c *Client) Close() error {
 		c.wg.Wait()
 		err = c.conn.Close()
 		close(c.events)
+		close(c.reconcile)
 		close(c.packets)
 		close(c.digests)
 		close(c.idle)
@@ -231,7 +254,19 @@ func (c *Client) Close() error {
 }
 
 // Events delivers connection and arbitration events. It is closed by Close.
+// It is bounded (WithBuffers): when full, events are dropped and counted,
+// so a caller that must not miss "reconcile" also watches ReconcileNeeded.
 func (c *Client) Events() <-chan Event { return c.events }
+
+// ReconcileNeeded receives a value when this client became primary on the
+// switch after Dial returned: it reconnected as primary (the switch may have
+// restarted empty), or a backup was promoted. The caller should then read
+// the switch and rewrite what is missing. It is lossless and coalescing:
+// the channel holds one pending signal, whatever the state of the Events
+// buffer, and signals that come while one is pending merge into it, so one
+// receive stands for every promotion since the last receive. At Dial's
+// return check IsPrimary instead. Closed by Close: receive with ", ok".
+func (c *Client) ReconcileNeeded() <-chan struct{} { return c.reconcile }
 
 // Packets delivers PacketIn messages. It is closed by Close.
 func (c *Client) Packets() <-chan *PacketIn { return c.packets }
@@ -470,6 +505,14 @@ func (c *Client) onArbitration(a *p4v1.MasterArbitrationUpdate, first, everUp bo
 	}
 	c.mu.Lock()
 	old := c.status
+	// Became primary after Dial returned: reconnected as primary (the
+	// status was cleared on disconnection) or promoted from backup. The
+	// signal goes before the new status is visible, so that whoever sees
+	// IsPrimary also finds it.
+	reconcile := st.Primary && !old.Primary && (!first || everUp)
+	if reconcile {
+		c.needReconcile()
+	}
 	c.status = st
 	c.mu.Unlock()
 	log := c.log.WithFields(logrus.Fields{"primary": st.Primary, "primary_election_id": st.PrimaryElectionID.String()})
@@ -477,14 +520,23 @@ func (c *Client) onArbitration(a *p4v1.MasterArbitrationUpdate, first, everUp bo
 	case first && everUp:
 		c.n.reconnects.Add(1)
 		log.Info("p4rt: reconnected and re-arbitrated")
-		c.emit(Event{Type: EventReconnected, Status: st, Reconcile: st.Primary})
+		c.emit(Event{Type: EventReconnected, Status: st, Reconcile: reconcile})
 	case first:
 		log.Info("p4rt: connected")
 		c.emit(Event{Type: EventArbitration, Status: st})
 		close(c.up)
 	case old.Primary != st.Primary || old.PrimaryElectionID != st.PrimaryElectionID || old.HasPrimary != st.HasPrimary:
 		log.Info("p4rt: arbitration changed")
-		c.emit(Event{Type: EventArbitration, Status: st})
+		c.emit(Event{Type: EventArbitration, Status: st, Reconcile: reconcile})
+	}
+}
+
+// needReconcile leaves a "reconcile needed" signal; one already pending
+// covers this one too.
+func (c *Client) needReconcile() {
+	select {
+	case c.reconcile <- struct{}{}:
+	default:
 	}
 }
 
@@ -517,8 +569,19 @@ func (c *Client) onDigest(d *p4v1.DigestList, acks *ackQueue) {
 	}
 	select {
 	case c.digests <- dl:
+		if c.digestRun {
+			c.digestRun = false
+			c.log.WithFields(logrus.Fields{"dropped": c.n.digestsDrop.Load() - c.digestRunStart, "dropped_total": c.n.digestsDrop.Load()}).
+				Warn("p4rt: digest delivery resumed; the dropped digest lists are lost (acknowledged, not resent)")
+		}
 	default:
-		c.n.digestsDrop.Add(1)
+		total := c.n.digestsDrop.Add(1)
+		if !c.digestRun {
+			c.digestRun, c.digestRunStart = true, total-1
+			c.log.WithFields(logrus.Fields{"digest": dl.Name, "digest_id": dl.DigestID, "list_id": dl.ListID, "dropped_total": total}).
+				Warn("p4rt: digest buffer full, dropping digest lists until the consumer catches up")
+			c.emit(Event{Type: EventDigestsDropped, Status: c.Status(), Digest: dl, Dropped: total})
+		}
 	}
 	if c.cfg.autoAck {
 		if !acks.push(&p4v1.DigestListAck{DigestId: d.DigestId, ListId: d.ListId}) {

@@ -99,7 +99,7 @@ func TestArbitration(t *testing.T) {
 		t.Fatalf("high: %+v, want primary", high.Status())
 	}
 	e := waitEvent(t, low, p4rt.EventArbitration)
-	if e.Status.Primary || e.Status.PrimaryElectionID != (p4rt.Uint128{High: 1}) || e.Status.Code != codes.AlreadyExists {
+	if e.Status.Primary || e.Status.PrimaryElectionID != (p4rt.Uint128{High: 1}) || e.Status.Code != codes.AlreadyExists || e.Reconcile {
 		t.Fatalf("low after takeover: %+v, want backup seeing primary 1:0", e.Status)
 	}
 	if low.IsPrimary() {
@@ -125,9 +125,10 @@ func TestArbitration(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = waitEvent(t, low, p4rt.EventArbitration)
-	if !e.Status.Primary || e.Status.PrimaryElectionID != (p4rt.Uint128{Low: 10}) {
-		t.Fatalf("low after primary left: %+v, want primary", e.Status)
+	if !e.Status.Primary || e.Status.PrimaryElectionID != (p4rt.Uint128{Low: 10}) || !e.Reconcile {
+		t.Fatalf("low after primary left: %+v (reconcile %v), want primary and reconcile", e.Status, e.Reconcile)
 	}
+	oneSignal(t, low, "low promoted")
 	ent2, _ := in.TableEntry("port_config").Match(p4rt.Exact("port", 2)).Action("NoAction").Entity()
 	if err := low.Write(ctx(t), p4rt.Insert(ent2)); err != nil {
 		t.Fatalf("new primary write: %v", err)
@@ -220,9 +221,85 @@ func TestCloseIdempotentAndClosesChannels(t *testing.T) {
 	if _, ok := <-c.Packets(); ok {
 		t.Error("Packets not closed")
 	}
+	if _, ok := <-c.ReconcileNeeded(); ok {
+		t.Error("ReconcileNeeded not closed")
+	}
 	in := testInfo(t)
 	c.SetInfo(in)
 	if err := c.PacketOut(context.Background(), []byte{1}, p4rt.P("egress_port", 1), p4rt.P("pad", 0)); !errors.Is(err, p4rt.ErrClosed) {
 		t.Errorf("PacketOut after Close: %v, want ErrClosed", err)
 	}
+}
+
+// noSignal fails the test if a reconcile signal is pending.
+func noSignal(t *testing.T, c *p4rt.Client, when string) {
+	t.Helper()
+	select {
+	case _, ok := <-c.ReconcileNeeded():
+		t.Fatalf("%s: reconcile signal pending (open %v)", when, ok)
+	default:
+	}
+}
+
+// oneSignal fails the test unless exactly one reconcile signal is pending.
+func oneSignal(t *testing.T, c *p4rt.Client, when string) {
+	t.Helper()
+	select {
+	case _, ok := <-c.ReconcileNeeded():
+		if !ok {
+			t.Fatalf("%s: ReconcileNeeded closed", when)
+		}
+	default:
+		t.Fatalf("%s: no reconcile signal", when)
+	}
+	noSignal(t, c, when+", after one receive")
+}
+
+// TestReconcileNeededSurvivesFullEvents: with the Events buffer full, the
+// EventDisconnected and EventReconnected events are dropped, but the caller
+// still learns it must reconcile; two reconnections before the caller
+// looks give one pending signal.
+func TestReconcileNeededSurvivesFullEvents(t *testing.T) {
+	checkLeaks(t)
+	s := startServer(t)
+	addr := s.Addr()
+	c := dial(t, addr, p4rt.WithBuffers(1, 1, 1, 1)) // the first arbitration event fills Events; nobody reads it
+	noSignal(t, c, "after Dial")
+	for round := 1; round <= 2; round++ {
+		s.Stop()
+		eventually(t, "disconnected", func() bool { return !c.Status().Connected })
+		s2, err := p4rttest.Start(addr, testDevice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s2.Stop)
+		s = s2
+		eventually(t, "reconnected", func() bool { return c.Stats().Reconnects == uint64(round) })
+	}
+	eventually(t, "4 events dropped", func() bool { return c.Stats().EventsDropped == 4 })
+	if !c.IsPrimary() {
+		t.Fatalf("status %+v, want primary", c.Status())
+	}
+	oneSignal(t, c, "after two reconnections")
+	if e := <-c.Events(); e.Type != p4rt.EventArbitration {
+		t.Fatalf("buffered event %v, want the first arbitration", e.Type)
+	}
+}
+
+// TestReconcileNeededOnPromotion: a backup promoted to primary is told to
+// reconcile even when its Events buffer is full; becoming backup is not a
+// reason to.
+func TestReconcileNeededOnPromotion(t *testing.T) {
+	checkLeaks(t)
+	s := startServer(t)
+	low := dial(t, s.Addr(), p4rt.WithElectionID(p4rt.Uint128{Low: 10}), p4rt.WithBuffers(1, 1, 1, 1))
+	high := dial(t, s.Addr(), p4rt.WithElectionID(p4rt.Uint128{Low: 20}))
+	eventually(t, "low is backup", func() bool { return !low.IsPrimary() && low.Status().Connected })
+	noSignal(t, low, "after becoming backup")
+	if err := high.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "low promoted", func() bool { return low.IsPrimary() })
+	oneSignal(t, low, "after promotion")
+	eventually(t, "2 events dropped (backup, then promotion)", func() bool { return low.Stats().EventsDropped == 2 })
 }

@@ -1,9 +1,12 @@
 package p4rt
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/big"
 	"reflect"
+	"strconv"
 	"strings"
 
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
@@ -31,7 +34,16 @@ type DecodedTableEntry struct {
 	MemberID uint32            // indirect action (member)
 	GroupID  uint32            // indirect action (group)
 	Counter  *p4v1.CounterData
-	Raw      *p4v1.TableEntry
+	// Metadata is the controller metadata stored with the entry:
+	// TableEntry.metadata (field 11), or, from a server or writer that used
+	// only the deprecated controller_metadata (field 5), that uint64 as 8
+	// big-endian bytes. nil when neither is set.
+	Metadata []byte
+	// ControllerMetadata is the same cookie as a number: field 5 when set,
+	// else field 11 when it is 1 to 8 bytes long (as ControllerMetadata on
+	// the builder writes it), else 0.
+	ControllerMetadata uint64
+	Raw                *p4v1.TableEntry
 }
 
 // DecodeTableEntry turns a table entry read back from the switch into
@@ -42,6 +54,7 @@ func (in *Info) DecodeTableEntry(te *p4v1.TableEntry) (*DecodedTableEntry, error
 		return nil, fmt.Errorf("p4rt: table ID %d not in P4Info: %w", te.GetTableId(), ErrUnknownName)
 	}
 	d := &DecodedTableEntry{Table: name, Priority: te.Priority, Default: te.IsDefaultAction, Counter: te.CounterData, Raw: te}
+	d.Metadata, d.ControllerMetadata = entryMetadata(te)
 	fs := in.matchFields[te.TableId]
 	for _, m := range te.Match {
 		f := fs.byID[m.FieldId]
@@ -88,6 +101,26 @@ func (in *Info) DecodeTableEntry(te *p4v1.TableEntry) (*DecodedTableEntry, error
 	return d, nil
 }
 
+// entryMetadata reads the controller metadata of an entry from either
+// field: metadata (11, bytes) first, else controller_metadata (5, uint64).
+func entryMetadata(te *p4v1.TableEntry) ([]byte, uint64) {
+	md, c := te.GetMetadata(), te.GetControllerMetadata()
+	switch {
+	case len(md) > 0:
+		md = append([]byte(nil), md...)
+	case c != 0:
+		md = binary.BigEndian.AppendUint64(nil, c)
+	default:
+		md = nil
+	}
+	if c == 0 && len(md) <= 8 {
+		for _, x := range md {
+			c = c<<8 | uint64(x)
+		}
+	}
+	return md, c
+}
+
 // PacketIn is a packet sent by the switch to the controller, with its
 // controller metadata decoded by name (canonical bytestrings).
 type PacketIn struct {
@@ -129,14 +162,18 @@ func (in *Info) DecodePacketIn(p *p4v1.PacketIn) (*PacketIn, error) {
 }
 
 // PacketOut builds a PacketOut whose "packet_out" controller metadata is
-// encoded by name with width checks. Every metadata field must be given.
+// encoded by name with width checks. Every field of the packet_out header
+// must be given (the spec has no default values for them): a missing field
+// is an ErrInvalidValue error that names every missing one. Without
+// metadata, PacketOut succeeds only when the P4Info has no packet_out
+// header.
 func (in *Info) PacketOut(payload []byte, md ...Param) (*p4v1.PacketOut, error) {
 	pkt := &p4v1.PacketOut{Payload: payload}
-	if len(md) == 0 {
-		return pkt, nil
-	}
 	id, err := in.ControllerHeaderID("packet_out")
 	if err != nil {
+		if len(md) == 0 && errors.Is(err, ErrUnknownName) {
+			return pkt, nil // no packet_out header: the payload goes as is
+		}
 		return nil, err
 	}
 	fs := in.cpmFields[id]
@@ -156,10 +193,15 @@ func (in *Info) PacketOut(payload []byte, md ...Param) (*p4v1.PacketOut, error) 
 		}
 		pkt.Metadata = append(pkt.Metadata, &p4v1.PacketMetadata{MetadataId: f.ID, Value: v})
 	}
+	var missing []string
 	for _, f := range fs.list {
 		if !given[f.ID] {
-			return nil, fmt.Errorf("p4rt: packet-out metadata %q missing: %w", f.Name, ErrInvalidValue)
+			missing = append(missing, strconv.Quote(f.Name))
 		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("p4rt: packet-out metadata %s missing: every field of controller header %s must be given: %w",
+			strings.Join(missing, ", "), in.cpm.names[id], ErrInvalidValue)
 	}
 	return pkt, nil
 }

@@ -12,8 +12,11 @@
 //     bytestrings with width checks.
 //   - Client owns one gRPC connection and one StreamChannel. It reconnects
 //     with bounded, jittered exponential backoff, re-arbitrates, and reports
-//     status changes as Events (EventReconnected tells the caller to
-//     reconcile its state with the switch).
+//     status changes as Events; ReconcileNeeded tells the caller, without
+//     ever dropping the news, that it became primary again (after a
+//     reconnection or a promotion) and must reconcile its state with the
+//     switch. A gRPC keepalive (DefaultKeepalive) notices links that die
+//     silently.
 //   - Client.Write batches updates into chunks and decodes per-update errors
 //     into a *WriteError; Client.Read streams entities back, wildcards
 //     included.

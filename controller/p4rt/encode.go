@@ -161,6 +161,16 @@ func pad(b []byte, n int) []byte {
 	return out
 }
 
+// isAllOnes reports whether b, a value that fits bit<width>, is
+// 2^width-1, the largest bit<width> value: width significant bits all set.
+func isAllOnes(b []byte, width int) bool {
+	n := 0
+	for _, x := range b {
+		n += bits.OnesCount8(x)
+	}
+	return n == width
+}
+
 // checkTernary rejects value bits outside mask: the spec requires value &
 // ^mask == 0.
 func checkTernary(value, mask []byte, width int) error {

@@ -143,6 +143,14 @@ func TestMatchChecks(t *testing.T) {
 				return bytes.Equal(f.GetRange().Low, []byte{6}) && bytes.Equal(f.GetRange().High, []byte{17})
 			}},
 		{"range inverted", "Ing.acl", p4rt.Range("proto", 17, 6), p4rt.ErrInvalidValue, nil},
+		{"range full is a wildcard", "Ing.acl", p4rt.Range("proto", 0, 255), p4rt.ErrInvalidValue, nil},
+		{"range full, padded bytes", "Ing.acl", p4rt.Range("proto", []byte{0, 0}, []byte{0, 0xff}), p4rt.ErrInvalidValue, nil},
+		{"range all but the top", "Ing.acl", p4rt.Range("proto", 0, 254), nil,
+			func(f *p4v1.FieldMatch) bool {
+				return bytes.Equal(f.GetRange().Low, []byte{0}) && bytes.Equal(f.GetRange().High, []byte{254})
+			}},
+		{"range all but zero", "Ing.acl", p4rt.Range("proto", 1, 255), nil, nil},
+		{"range single value", "Ing.acl", p4rt.Range("proto", 255, 255), nil, nil},
 		{"range too wide", "Ing.acl", p4rt.Range("proto", 0, 256), p4rt.ErrValueTooWide, nil},
 		{"optional", "Egr.acl", p4rt.Optional("dport", 4791), nil,
 			func(f *p4v1.FieldMatch) bool { return bytes.Equal(f.GetOptional().Value, []byte{0x12, 0xb7}) }},
@@ -150,7 +158,11 @@ func TestMatchChecks(t *testing.T) {
 		{"unknown field", "port_config", p4rt.Exact("prot", 1), p4rt.ErrUnknownName, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			te, err := in.TableEntry(tc.table).Match(tc.m).Priority(1).Build()
+			b := in.TableEntry(tc.table).Match(tc.m)
+			if strings.HasSuffix(tc.table, ".acl") { // ternary/range/optional tables need a priority
+				b = b.Priority(1)
+			}
+			te, err := b.Build()
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("got %v, want %v", err, tc.err)
@@ -313,6 +325,186 @@ func TestGroupWeights(t *testing.T) {
 				if m.MemberId != uint32(i+1) || m.Weight != tc.want[i] {
 					t.Errorf("member %d = {%d, weight %d}, want {%d, weight %d}", i, m.MemberId, m.Weight, i+1, tc.want[i])
 				}
+			}
+		})
+	}
+}
+
+// TestPriorityRules checks Build against the spec's priority rule: > 0 for
+// every entry of a table with a ternary, range or optional field, 0 for
+// tables with only exact and LPM fields and for default entries.
+func TestPriorityRules(t *testing.T) {
+	in := testInfo(t)
+	// A table whose only field has an architecture-specific match kind: the
+	// rule is the target's, so the client checks neither way.
+	p := proto.Clone(in.P4Info()).(*p4configv1.P4Info)
+	for _, tb := range p.Tables {
+		if tb.GetPreamble().GetName() == "Ing.port_config" {
+			tb.MatchFields[0].Match = &p4configv1.MatchField_OtherMatchType{OtherMatchType: "dst_range"}
+		}
+	}
+	other, err := p4rt.NewInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		b     *p4rt.TableEntryBuilder
+		prio  int32    // wanted on the wire when err is nil
+		err   error    // nil: builds
+		names []string // in the error
+	}{
+		{"ternary+range without priority", in.TableEntry("Ing.acl").Match(p4rt.Ternary("src", 1, 1)).Action("drop"),
+			0, p4rt.ErrInvalidValue, []string{"Ing.acl", `"src" is ternary`, `"proto" is range`, "priority > 0"}},
+		{"ternary table, every field omitted, no priority", in.TableEntry("Ing.acl").Action("drop"),
+			0, p4rt.ErrInvalidValue, []string{"Ing.acl", "priority > 0"}},
+		{"optional without priority", in.TableEntry("Egr.acl").Match(p4rt.Optional("dport", 1)).Action("NoAction"),
+			0, p4rt.ErrInvalidValue, []string{"Egr.acl", `"dport" is optional`}},
+		{"ternary with priority", in.TableEntry("Ing.acl").Match(p4rt.Ternary("src", 1, 1)).Priority(5).Action("drop"), 5, nil, nil},
+		{"ternary table, fields omitted, priority", in.TableEntry("Ing.acl").Priority(2).Action("drop"), 2, nil, nil},
+		{"lpm with priority", in.TableEntry("ipv4_route").Match(p4rt.LPM("dst_addr", 0x0a000000, 8)).Priority(1).Action("drop"),
+			0, p4rt.ErrInvalidValue, []string{"Ing.ipv4_route", "priority 1", "only exact and LPM"}},
+		{"exact with priority", in.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Priority(7).Action("NoAction"),
+			0, p4rt.ErrInvalidValue, []string{"Ing.port_config", "priority 7"}},
+		{"lpm+exact with priority", in.TableEntry("v6_route").Match(p4rt.Exact("smac", 1)).Priority(3).Action("set_nexthop", p4rt.P("port", 1), p4rt.P("dmac", 1)),
+			0, p4rt.ErrInvalidValue, []string{"Ing.v6_route"}},
+		{"exact without priority", in.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Action("NoAction"), 0, nil, nil},
+		{"default entry of a ternary table", in.TableEntry("Ing.acl").Default().Action("drop"), 0, nil, nil},
+		{"default entry with priority", in.TableEntry("Ing.acl").Default().Priority(1).Action("drop"), 0, p4rt.ErrInvalidValue, nil},
+		{"other match kind, no priority", other.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Action("NoAction"), 0, nil, nil},
+		{"other match kind, priority", other.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Priority(4).Action("NoAction"), 4, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te, err := tc.b.Build()
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || te != nil {
+					t.Fatalf("got %v, %v; want %v", te, err, tc.err)
+				}
+				for _, n := range tc.names {
+					if !strings.Contains(err.Error(), n) {
+						t.Errorf("error %q does not say %s", err, n)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if te.Priority != tc.prio {
+				t.Fatalf("priority %d, want %d", te.Priority, tc.prio)
+			}
+		})
+	}
+}
+
+// TestPacketOutMetadataRequired: every field of the packet_out header must
+// be given, also when none is; the error names each missing field.
+func TestPacketOutMetadataRequired(t *testing.T) {
+	in := testInfo(t)
+	p := proto.Clone(in.P4Info()).(*p4configv1.P4Info)
+	var kept []*p4configv1.ControllerPacketMetadata
+	for _, h := range p.ControllerPacketMetadata {
+		if h.GetPreamble().GetName() != "packet_out" {
+			kept = append(kept, h)
+		}
+	}
+	p.ControllerPacketMetadata = kept
+	noHeader, err := p4rt.NewInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		in      *p4rt.Info
+		md      []p4rt.Param
+		err     error
+		missing []string // named in the error
+		present []string // not named as missing
+	}{
+		{"no metadata at all", in, nil, p4rt.ErrInvalidValue, []string{`"egress_port"`, `"pad"`}, nil},
+		{"one missing", in, []p4rt.Param{p4rt.P("egress_port", 3)}, p4rt.ErrInvalidValue, []string{`"pad"`}, []string{`"egress_port"`}},
+		{"all given", in, []p4rt.Param{p4rt.P("pad", 0), p4rt.P("egress_port", 3)}, nil, nil, nil},
+		{"no packet_out header, no metadata", noHeader, nil, nil, nil, nil},
+		{"no packet_out header, metadata", noHeader, []p4rt.Param{p4rt.P("egress_port", 3)}, p4rt.ErrUnknownName, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkt, err := tc.in.PacketOut([]byte("x"), tc.md...)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || pkt != nil {
+					t.Fatalf("got %v, %v; want %v", pkt, err, tc.err)
+				}
+				for _, m := range tc.missing {
+					if !strings.Contains(err.Error(), m) {
+						t.Errorf("error %q does not name %s", err, m)
+					}
+				}
+				for _, m := range tc.present {
+					if strings.Contains(err.Error(), m) {
+						t.Errorf("error %q names %s, which was given", err, m)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(pkt.Payload) != "x" || len(pkt.Metadata) != len(tc.md) {
+				t.Fatalf("packet %v", pkt)
+			}
+		})
+	}
+}
+
+// TestEntryMetadata: the builder writes the controller metadata to
+// TableEntry.metadata (field 11) only; decoding reads field 11 and, from
+// older writers, the deprecated controller_metadata (field 5).
+func TestEntryMetadata(t *testing.T) {
+	in := testInfo(t)
+	base := func() *p4rt.TableEntryBuilder {
+		return in.TableEntry("port_config").Match(p4rt.Exact("port", 1)).Action("NoAction")
+	}
+	te, err := base().ControllerMetadata(0x0102).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if te.ControllerMetadata != 0 || !bytes.Equal(te.Metadata, []byte{0, 0, 0, 0, 0, 0, 1, 2}) {
+		t.Fatalf("ControllerMetadata(0x102) wrote field 5 = %d, field 11 = %x; want only field 11", te.ControllerMetadata, te.Metadata)
+	}
+	cookie := []byte("owner=fabric;gen=7")
+	te, err = base().Metadata(cookie).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie[0] = 'X' // the builder copied it
+	if string(te.Metadata) != "owner=fabric;gen=7" || te.ControllerMetadata != 0 {
+		t.Fatalf("Metadata: field 11 %q, field 5 %d", te.Metadata, te.ControllerMetadata)
+	}
+	for _, tc := range []struct {
+		name   string
+		f5     uint64
+		f11    []byte
+		wantMD []byte
+		wantC  uint64
+	}{
+		{"none", 0, nil, nil, 0},
+		{"field 11, 8 bytes", 0, []byte{0, 0, 0, 0, 0, 0, 0, 99}, []byte{0, 0, 0, 0, 0, 0, 0, 99}, 99},
+		{"field 11, short", 0, []byte{1, 0}, []byte{1, 0}, 256},
+		{"field 11, longer than 8 bytes", 0, []byte("0123456789"), []byte("0123456789"), 0},
+		{"field 5 only (older writer)", 0x0a0b, nil, []byte{0, 0, 0, 0, 0, 0, 0x0a, 0x0b}, 0x0a0b},
+		{"both", 5, []byte{7}, []byte{7}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := base().Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.ControllerMetadata, raw.Metadata = tc.f5, tc.f11
+			d, err := in.DecodeTableEntry(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(d.Metadata, tc.wantMD) || (d.Metadata == nil) != (tc.wantMD == nil) || d.ControllerMetadata != tc.wantC {
+				t.Fatalf("decoded metadata %x / %d, want %x / %d", d.Metadata, d.ControllerMetadata, tc.wantMD, tc.wantC)
 			}
 		})
 	}

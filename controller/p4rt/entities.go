@@ -1,7 +1,9 @@
 package p4rt
 
 import (
+	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
@@ -82,10 +84,15 @@ type Param struct {
 // P is shorthand for Param{name, v}.
 func P(name string, v any) Param { return Param{Name: name, Value: v} }
 
-// encodeMatch builds a FieldMatch for f. The spec's rules: a ternary mask
-// of zero, an LPM prefix of zero and a full range are "don't care" and must
-// be omitted; we reject them so the caller omits the field instead of the
-// server refusing the entry.
+// encodeMatch builds a FieldMatch for f. The spec (TableEntry.match): a
+// "don't care" match must be omitted from the entry, and it defines one per
+// match kind: a ternary mask of zero, an LPM prefix length of zero, a range
+// that holds every value of the field (low 0, high 2^bitwidth-1), and an
+// optional match left out (the Optional builder always carries a value).
+// Exact has none. encodeMatch rejects every don't-care form with
+// ErrInvalidValue instead of dropping it silently, so that the caller's
+// code says what the entry is (and two spellings of one entry cannot
+// exist); the caller omits the field.
 func encodeMatch(f *Field, m Match, scope string) (*p4v1.FieldMatch, error) {
 	if want := f.Match; want != p4configv1.MatchField_UNSPECIFIED && want != m.Kind.p4info() {
 		return nil, fmt.Errorf("p4rt: %s field %q is %s, not %s: %w", scope, f.Name, want, m.Kind, ErrInvalidValue)
@@ -128,6 +135,10 @@ func encodeMatch(f *Field, m Match, scope string) (*p4v1.FieldMatch, error) {
 		}
 		if DecodeBig(v).Cmp(DecodeBig(hi)) > 0 {
 			return nil, fmt.Errorf("p4rt: match field %q: range low 0x%x > high 0x%x: %w", f.Name, v, hi, ErrInvalidValue)
+		}
+		if bitLen(v) == 0 && isAllOnes(hi, f.Bitwidth) {
+			return nil, fmt.Errorf("p4rt: match field %q: range [0, 0x%x] holds every bit<%d> value, a wildcard, omit the field: %w",
+				f.Name, hi, f.Bitwidth, ErrInvalidValue)
 		}
 		fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: v, High: hi}}
 	default:
@@ -219,8 +230,11 @@ func (b *TableEntryBuilder) Match(ms ...Match) *TableEntryBuilder {
 	return b
 }
 
-// Priority sets the entry priority (required, > 0, for tables with
-// ternary, range or optional fields; higher wins).
+// Priority sets the entry priority; higher wins. The P4Runtime spec wants
+// p > 0 for every entry of a table with a ternary, range or optional field
+// (even when the entry omits those fields), and no priority (0) for tables
+// with only exact and LPM fields and for default entries: Build enforces
+// both.
 func (b *TableEntryBuilder) Priority(p int32) *TableEntryBuilder {
 	if p <= 0 {
 		return b.fail(fmt.Errorf("p4rt: priority %d must be > 0: %w", p, ErrInvalidValue))
@@ -270,19 +284,53 @@ func (b *TableEntryBuilder) IdleTimeout(d time.Duration) *TableEntryBuilder {
 	return b
 }
 
-// ControllerMetadata sets the opaque cookie stored with the entry.
-func (b *TableEntryBuilder) ControllerMetadata(c uint64) *TableEntryBuilder {
-	b.te.ControllerMetadata = c
+// Metadata sets the opaque controller metadata stored with the entry and
+// returned by reads (TableEntry.metadata, field 11, bytes). m is copied;
+// empty m sets none.
+func (b *TableEntryBuilder) Metadata(m []byte) *TableEntryBuilder {
+	if len(m) == 0 {
+		b.te.Metadata = nil
+	} else {
+		b.te.Metadata = append([]byte(nil), m...)
+	}
 	return b
 }
 
-// Build returns the table entry or the first error met.
+// ControllerMetadata stores the cookie c with the entry as 8 big-endian
+// bytes in TableEntry.metadata (field 11), the current P4Runtime field; the
+// deprecated uint64 controller_metadata (field 5) is not sent. Reads give
+// it back as DecodedTableEntry.Metadata and .ControllerMetadata.
+func (b *TableEntryBuilder) ControllerMetadata(c uint64) *TableEntryBuilder {
+	return b.Metadata(binary.BigEndian.AppendUint64(nil, c))
+}
+
+// Build returns the table entry or the first error met. It checks the
+// priority against the table's match kinds (see Priority): a missing
+// priority on a ternary/range/optional table and a priority on an
+// exact/LPM table or a default entry are ErrInvalidValue errors.
 func (b *TableEntryBuilder) Build() (*p4v1.TableEntry, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	if b.te.IsDefaultAction && (len(b.te.Match) > 0 || b.te.Priority != 0) {
-		return nil, fmt.Errorf("p4rt: default entry of %s with match fields or priority: %w", b.in.TableName(b.te.TableId), ErrInvalidValue)
+	table := b.in.TableName(b.te.TableId)
+	if b.te.IsDefaultAction {
+		if len(b.te.Match) > 0 || b.te.Priority != 0 {
+			return nil, fmt.Errorf("p4rt: default entry of %s with match fields or priority: %w", table, ErrInvalidValue)
+		}
+		return b.te, nil
+	}
+	switch b.in.priority[b.te.TableId] {
+	case priorityPositive:
+		if b.te.Priority == 0 {
+			_, why := tablePriorityRule(b.in.matchFields[b.te.TableId].list)
+			return nil, fmt.Errorf("p4rt: table %s: entry needs a priority > 0 (Priority(p)): field %s: %w",
+				table, strings.Join(why, ", field "), ErrInvalidValue)
+		}
+	case priorityZero:
+		if b.te.Priority != 0 {
+			return nil, fmt.Errorf("p4rt: table %s: priority %d given, but the table has only exact and LPM fields, whose entries must have none: %w",
+				table, b.te.Priority, ErrInvalidValue)
+		}
 	}
 	return b.te, nil
 }

@@ -51,15 +51,17 @@ func (e *RPCError) Error() string {
 	return fmt.Sprintf("p4rt: %s: %s: %s", e.Op, e.Code, e.Message)
 }
 
+// codeSentinels maps the sentinel errors that stand for a gRPC status code
+// to that code, for the Is methods of RPCError and WriteError.
+var codeSentinels = map[error]codes.Code{
+	ErrUnimplemented:    codes.Unimplemented,
+	ErrPermissionDenied: codes.PermissionDenied,
+}
+
 // Is reports whether target is the sentinel for e.Code.
 func (e *RPCError) Is(target error) bool {
-	switch target {
-	case ErrUnimplemented:
-		return e.Code == codes.Unimplemented
-	case ErrPermissionDenied:
-		return e.Code == codes.PermissionDenied
-	}
-	return false
+	c, ok := codeSentinels[target]
+	return ok && e.Code == c
 }
 
 // GRPCStatus lets status.FromError and status.Code see the original code.
@@ -178,5 +180,26 @@ func (e *WriteError) Error() string {
 	return b.String()
 }
 
-// Unwrap exposes the RPC status, so errors.Is(err, ErrPermissionDenied) works.
+// Is matches a code sentinel (ErrUnimplemented, ErrPermissionDenied) when
+// every failed update of the chunk carries that code. A batch failure's
+// top-level status is UNKNOWN (the spec), so this is how a refused register
+// write on BMv2 satisfies errors.Is(err, ErrUnimplemented), alone or in a
+// batch; a batch whose failures have different codes matches none, and the
+// caller looks at Updates. A request refused as a whole (PERMISSION_DENIED
+// for a backup) has no per-update errors and matches through Unwrap.
+func (e *WriteError) Is(target error) bool {
+	c, ok := codeSentinels[target]
+	if !ok || len(e.Updates) == 0 {
+		return false
+	}
+	for _, u := range e.Updates {
+		if u.Code != c {
+			return false
+		}
+	}
+	return true
+}
+
+// Unwrap exposes the RPC status, so errors.Is(err, ErrPermissionDenied) works
+// for a request refused as a whole.
 func (e *WriteError) Unwrap() error { return e.Status }

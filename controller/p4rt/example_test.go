@@ -138,6 +138,38 @@ func ExampleDial() {
 	// Output: true 10
 }
 
+// ReconcileNeeded carries the news that this client became primary again,
+// losslessly, whatever the state of the Events buffer. Here the switch
+// restarts, empty, under the client.
+func ExampleClient_ReconcileNeeded() {
+	srv, err := p4rttest.Start("127.0.0.1:0", 1)
+	if err != nil {
+		panic(err)
+	}
+	addr := srv.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := p4rt.Dial(ctx, addr, 1,
+		p4rt.WithBackoff(p4rt.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 2}))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	srv.Stop()
+	if srv, err = p4rttest.Start(addr, 1); err != nil {
+		panic(err)
+	}
+	defer srv.Stop()
+	select {
+	case <-c.ReconcileNeeded():
+		fmt.Println("primary again:", c.IsPrimary())
+		// read the switch and rewrite what is missing
+	case <-ctx.Done():
+		fmt.Println("no reconcile signal")
+	}
+	// Output: primary again: true
+}
+
 func ExampleClient_Write() {
 	srv, _ := p4rttest.Start("127.0.0.1:0", 1)
 	defer srv.Stop()

@@ -93,8 +93,9 @@ func dial(t testing.TB, addr string, opts ...p4rt.Option) *p4rt.Client {
 	return c
 }
 
-// waitEvent returns the next event of type typ, skipping others; it fails
-// the test if none comes within 10 s (a hang guard, not a speed check).
+// waitEvent returns the next event of type typ (any type when typ is 0),
+// skipping others; it fails the test if none comes within 10 s (a hang
+// guard, not a speed check).
 func waitEvent(t *testing.T, c *p4rt.Client, typ p4rt.EventType) p4rt.Event {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
@@ -104,7 +105,7 @@ func waitEvent(t *testing.T, c *p4rt.Client, typ p4rt.EventType) p4rt.Event {
 			if !ok {
 				t.Fatalf("events closed while waiting for %v", typ)
 			}
-			if e.Type == typ {
+			if typ == 0 || e.Type == typ {
 				return e
 			}
 		case <-timeout:

@@ -59,7 +59,8 @@ func TestEntityLifecycle(t *testing.T) {
 	a := byTable["Ing.acl"][0]
 	if a.Priority != 10 || a.Matches[0].Kind != p4rt.MatchTernary || !bytes.Equal(a.Matches[0].Mask, []byte{0xff, 0, 0, 0}) ||
 		a.Matches[1].Kind != p4rt.MatchRange || !bytes.Equal(a.Matches[1].High, []byte{17}) ||
-		a.Raw.IdleTimeoutNs != int64(time.Second) || a.Raw.ControllerMetadata != 99 {
+		a.Raw.IdleTimeoutNs != int64(time.Second) || a.ControllerMetadata != 99 || a.Raw.ControllerMetadata != 0 ||
+		!bytes.Equal(a.Raw.Metadata, []byte{0, 0, 0, 0, 0, 0, 0, 99}) {
 		t.Errorf("acl %+v", a)
 	}
 	if o := byTable["Egr.acl"][0]; o.Matches[0].Kind != p4rt.MatchOptional || o.Matches[0].Kind.String() != "optional" {
@@ -164,7 +165,7 @@ func TestErrorTypes(t *testing.T) {
 		!(p4rt.Uint128{}).IsZero() || (p4rt.Uint128{High: 1, Low: 2}).String() != "1:2" {
 		t.Error("Uint128")
 	}
-	for _, et := range []p4rt.EventType{p4rt.EventArbitration, p4rt.EventDisconnected, p4rt.EventReconnected, p4rt.EventStreamError, 99} {
+	for _, et := range []p4rt.EventType{p4rt.EventArbitration, p4rt.EventDisconnected, p4rt.EventReconnected, p4rt.EventStreamError, p4rt.EventDigestsDropped, 99} {
 		if et.String() == "" {
 			t.Errorf("empty name for %d", et)
 		}

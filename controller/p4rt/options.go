@@ -71,6 +71,46 @@ func (b Backoff) validate() error {
 	return nil
 }
 
+// Keepalive is the gRPC (HTTP/2 PING) keepalive of the connection: after
+// Interval without anything received, the client pings the server and
+// drops the connection if no answer comes within Timeout. Timeout also
+// becomes the socket's TCP_USER_TIMEOUT (Linux): data the peer has not
+// acknowledged for that long ends the connection. Interval 0 turns both off.
+type Keepalive struct {
+	Interval time.Duration
+	Timeout  time.Duration
+}
+
+// DefaultKeepalive is used when WithKeepalive is not given. A P4Runtime
+// stream channel is a call that stays open but is often idle, and gRPC
+// servers allow pings on a connection that sends them no data only every 5
+// minutes by default (grpc C++ GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+// grpc-go EnforcementPolicy.MinTime); a client that pings more often is cut
+// off with GOAWAY "too_many_pings" after 3 early pings. BMv2's PI server
+// keeps that default, so the default interval stays above it, with a
+// margin. A silently dead link is then noticed within about
+// Interval+Timeout when idle, and within Timeout while the client has
+// unacknowledged data in flight. Without keepalive, gRPC's sockets use
+// the kernel's TCP keepalive (2 hours on Linux) and retransmission timeout
+// (about 15 minutes). Servers that permit more (Stratum allows a ping every
+// 10 s) can be given a shorter interval with WithKeepalive.
+var DefaultKeepalive = Keepalive{Interval: 6 * time.Minute, Timeout: 20 * time.Second}
+
+// minKeepalive is the shortest interval grpc-go sends pings at: it raises
+// shorter ones to it.
+const minKeepalive = 10 * time.Second
+
+func (k Keepalive) validate() error {
+	if k.Interval == 0 {
+		return nil
+	}
+	if k.Interval < minKeepalive || k.Timeout <= 0 {
+		return fmt.Errorf("p4rt: keepalive %+v: want Interval 0 (off) or >= %v (gRPC's minimum), and Timeout > 0: %w",
+			k, minKeepalive, ErrInvalidValue)
+	}
+	return nil
+}
+
 type config struct {
 	electionID  Uint128
 	role        string
@@ -78,6 +118,7 @@ type config struct {
 	creds       credentials.TransportCredentials
 	credsErr    error
 	backoff     Backoff
+	keepalive   Keepalive
 	chunk       int
 	atomicity   p4v1.WriteRequest_Atomicity
 	eventBuf    int
@@ -96,7 +137,7 @@ func defaultConfig() config {
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	return config{
-		electionID: Uint128{Low: 1}, backoff: DefaultBackoff, chunk: 500,
+		electionID: Uint128{Low: 1}, backoff: DefaultBackoff, keepalive: DefaultKeepalive, chunk: 500,
 		eventBuf: 64, packetBuf: 1024, digestBuf: 256, idleBuf: 256, autoAck: true,
 		log: l, maxRecvSize: 64 << 20, rand: rand.Float64,
 	}
@@ -197,16 +238,25 @@ func WithInfo(in *Info) Option { return func(c *config) { c.info = in } }
 // WithLogger sets the logger (default: discard).
 func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
 
-// WithKeepalive makes gRPC ping the server after every idle interval and
-// drop the connection when no answer comes within timeout, so that a link
-// that dies silently (no RST) still ends the stream and triggers
-// reconnection. Off by default: gRPC servers refuse pings more frequent
-// than their enforcement policy allows (5 minutes unless configured) and
-// close such connections with "too_many_pings"; set interval to what the
-// switch's server permits.
+// WithKeepalive sets the keepalive (default DefaultKeepalive: 6 min, 20
+// s): gRPC pings the server after every interval without anything received
+// and drops the connection when no answer comes within timeout, so that a
+// link that dies silently (no RST) still ends the stream and triggers
+// reconnection. Pings go only while a call is open (the stream channel
+// always is while connected). The interval must not be shorter than the
+// switch's gRPC server permits (5 minutes unless configured; see
+// DefaultKeepalive), or the server closes the connection with
+// "too_many_pings". Dial refuses an interval below 10 s (gRPC's floor)
+// or a timeout <= 0; WithKeepalive(0, 0) turns keepalive off.
 func WithKeepalive(interval, timeout time.Duration) Option {
-	return WithDialOptions(grpc.WithKeepaliveParams(keepalive.ClientParameters{
-		Time: interval, Timeout: timeout, PermitWithoutStream: true}))
+	return func(c *config) { c.keepalive = Keepalive{Interval: interval, Timeout: timeout} }
+}
+
+func (k Keepalive) dialOptions() []grpc.DialOption {
+	if k.Interval == 0 {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: k.Interval, Timeout: k.Timeout})}
 }
 
 // WithDialOptions appends raw gRPC dial options.

@@ -257,7 +257,45 @@ type Info struct {
 	cpmFields    map[uint32]*fieldSet // per controller packet metadata header
 	registerBits map[uint32]int       // register element width (bit<W> only)
 	digestByID   map[uint32]*p4configv1.Digest
-	noWeights    map[uint32]bool // action profiles with weights_disallowed (v1.5)
+	noWeights    map[uint32]bool         // action profiles with weights_disallowed (v1.5)
+	priority     map[uint32]priorityRule // per table
+}
+
+// priorityRule is what the P4Runtime spec asks of the priority of a table's
+// entries: > 0 when the table has a ternary, range or optional field (the
+// entry is a TCAM-like one), 0 when it has only exact and LPM fields.
+type priorityRule uint8
+
+const (
+	// priorityAny: the table has an architecture-specific match kind
+	// (other_match_type) and no ternary/range/optional field; the rule is
+	// then the target's, and the server checks it.
+	priorityAny priorityRule = iota
+	priorityZero
+	priorityPositive
+)
+
+// tablePriorityRule derives the rule from a table's match fields, and
+// names the fields that make a priority necessary.
+func tablePriorityRule(fs []*Field) (priorityRule, []string) {
+	var why []string
+	other := false
+	for _, f := range fs {
+		switch f.Match {
+		case p4configv1.MatchField_TERNARY, p4configv1.MatchField_RANGE, p4configv1.MatchField_OPTIONAL:
+			why = append(why, fmt.Sprintf("%q is %s", f.Name, strings.ToLower(f.Match.String())))
+		case p4configv1.MatchField_EXACT, p4configv1.MatchField_LPM:
+		default:
+			other = true
+		}
+	}
+	switch {
+	case len(why) > 0:
+		return priorityPositive, why
+	case other:
+		return priorityAny, nil
+	}
+	return priorityZero, nil
 }
 
 // NewInfo indexes p. It fails on duplicate IDs or names within a kind, on a
@@ -277,7 +315,7 @@ func NewInfo(p *p4configv1.P4Info) (*Info, error) {
 		matchFields: map[uint32]*fieldSet{}, params: map[uint32]*fieldSet{},
 		vsFields: map[uint32]*fieldSet{}, cpmFields: map[uint32]*fieldSet{},
 		registerBits: map[uint32]int{}, digestByID: map[uint32]*p4configv1.Digest{},
-		noWeights: map[uint32]bool{},
+		noWeights: map[uint32]bool{}, priority: map[uint32]priorityRule{},
 	}
 	seen := map[uint32]string{}
 	add := func(x *nameIndex, pre *p4configv1.Preamble) error {
@@ -331,6 +369,7 @@ func NewInfo(p *p4configv1.P4Info) (*Info, error) {
 			return nil, err
 		}
 		in.matchFields[t.Preamble.Id] = s
+		in.priority[t.Preamble.Id], _ = tablePriorityRule(s.list)
 	}
 	for _, a := range p.Actions {
 		if err := add(in.actions, a.Preamble); err != nil {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
 )
 
 // eventually polls cond until it holds, failing after 10 s (a hang guard).
@@ -51,6 +54,7 @@ func TestPacketOutAndIn(t *testing.T) {
 		{"too wide", []p4rt.Param{p4rt.P("egress_port", 512), p4rt.P("pad", 0)}, p4rt.ErrValueTooWide},
 		{"unknown", []p4rt.Param{p4rt.P("egress_prt", 1), p4rt.P("pad", 0)}, p4rt.ErrUnknownName},
 		{"missing", []p4rt.Param{p4rt.P("egress_port", 1)}, p4rt.ErrInvalidValue},
+		{"none", nil, p4rt.ErrInvalidValue},
 	} {
 		if err := c.PacketOut(ctx(t), []byte{1}, tc.md...); !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
@@ -242,4 +246,90 @@ func TestEventOverflowCounted(t *testing.T) {
 		}
 	}
 	eventually(t, "5 events dropped", func() bool { return c.Stats().EventsDropped == 5 })
+}
+
+// TestDigestDropsSurfaced: a DigestList dropped on a full Digests buffer is
+// counted, acknowledged all the same, and reported: one EventDigestsDropped
+// and one warning per run of drops, and a warning with the run's count when
+// delivery resumes.
+func TestDigestDropsSurfaced(t *testing.T) {
+	checkLeaks(t)
+	in := testInfo(t)
+	s := startServer(t)
+	logger, hook := test.NewNullLogger()
+	c := dial(t, s.Addr(), p4rt.WithInfo(in), p4rt.WithBuffers(64, 8, 1, 8), p4rt.WithLogger(logger))
+	waitEvent(t, c, p4rt.EventArbitration)
+	id, _ := in.DigestID("state_change_t")
+	send := func(list uint64) {
+		t.Helper()
+		if err := s.SendDigest(&p4v1.DigestList{DigestId: id, ListId: list, Data: []*p4v1.P4Data{stateChange(1, 1, 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// barrier returns the events up to a stream error sent after the
+	// digests: the receiver handles messages in order, so every event the
+	// digests caused is in the list.
+	barrier := func() []p4rt.Event {
+		t.Helper()
+		if err := s.SendStreamError(&p4v1.StreamError{Message: "barrier"}); err != nil {
+			t.Fatal(err)
+		}
+		var evs []p4rt.Event
+		for {
+			e := waitEvent(t, c, 0) // any type
+			if e.Type == p4rt.EventStreamError {
+				return evs
+			}
+			evs = append(evs, e)
+		}
+	}
+	dropEvents := func(evs []p4rt.Event) []p4rt.Event {
+		var out []p4rt.Event
+		for _, e := range evs {
+			if e.Type == p4rt.EventDigestsDropped {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	// List 1 fills the buffer; 2..5 are dropped in one run: one event, for list 2.
+	for l := uint64(1); l <= 5; l++ {
+		send(l)
+	}
+	evs := dropEvents(barrier())
+	if len(evs) != 1 || evs[0].Digest == nil || evs[0].Digest.ListID != 2 || evs[0].Digest.Name != "state_change_t" || evs[0].Dropped != 1 {
+		t.Fatalf("drop events %+v, want one for list 2 with 1 dropped so far", evs)
+	}
+	if st := c.Stats(); st.DigestsDropped != 4 {
+		t.Fatalf("DigestsDropped %d, want 4", st.DigestsDropped)
+	}
+	if d := <-c.Digests(); d.ListID != 1 {
+		t.Fatalf("kept list %d, want 1", d.ListID)
+	}
+	// List 6 is delivered (ends the run); 7 is dropped: a new run, a new event.
+	send(6)
+	send(7)
+	evs = dropEvents(barrier())
+	if len(evs) != 1 || evs[0].Digest == nil || evs[0].Digest.ListID != 7 || evs[0].Dropped != 5 {
+		t.Fatalf("drop events %+v, want one for list 7 with 5 dropped in all", evs)
+	}
+	// Every list was acknowledged, dropped or not: the switch does not stall.
+	eventually(t, "7 acks", func() bool { return len(s.DigestAcks()) == 7 })
+
+	var started, resumed int
+	for _, e := range hook.AllEntries() {
+		switch {
+		case e.Level == logrus.WarnLevel && strings.Contains(e.Message, "digest buffer full"):
+			started++
+		case e.Level == logrus.WarnLevel && strings.Contains(e.Message, "digest delivery resumed"):
+			resumed++
+			if e.Data["dropped"] != uint64(4) {
+				t.Errorf("resume warning %v, want dropped=4", e.Data)
+			}
+		}
+	}
+	if started != 2 || resumed != 1 {
+		t.Errorf("%d drop warnings and %d resume warnings, want 2 and 1", started, resumed)
+	}
 }

@@ -334,3 +334,75 @@ func TestPipeline(t *testing.T) {
 		t.Errorf("capabilities %q %v", v, err)
 	}
 }
+
+// TestWriteErrorIsByUpdateCodes: a failed batch has top-level status
+// UNKNOWN; errors.Is matches a code sentinel when every failed update of the
+// chunk carries that code (BMv2's UNIMPLEMENTED register writes), alone or
+// in a batch, and matches nothing when the failures differ.
+func TestWriteErrorIsByUpdateCodes(t *testing.T) {
+	checkLeaks(t)
+	in := testInfo(t)
+	s := startServer(t)
+	s.RegistersUnimplemented(true)
+	c := dial(t, s.Addr())
+	reg := func(i int64) *p4v1.Update {
+		e, err := in.RegisterEntry("port_rx_bytes", i, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p4rt.Modify(e)[0]
+	}
+	dup := portEntries(t, in, 1)[0]
+	if err := c.Write(ctx(t), []*p4v1.Update{dup}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := portEntries(t, in, 3)[2] // port 2: not written yet
+	for _, tc := range []struct {
+		name        string
+		ups         []*p4v1.Update
+		unimpl      bool
+		failedCodes []codes.Code
+	}{
+		{"one register write", []*p4v1.Update{reg(0)}, true, []codes.Code{codes.Unimplemented}},
+		{"three register writes", []*p4v1.Update{reg(0), reg(1), reg(2)}, true,
+			[]codes.Code{codes.Unimplemented, codes.Unimplemented, codes.Unimplemented}},
+		{"register write among good updates", []*p4v1.Update{fresh, reg(3)}, true, []codes.Code{codes.Unimplemented}},
+		{"register write and a duplicate insert", []*p4v1.Update{reg(4), dup}, false,
+			[]codes.Code{codes.Unimplemented, codes.AlreadyExists}},
+		{"duplicate insert only", []*p4v1.Update{dup}, false, []codes.Code{codes.AlreadyExists}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Write(ctx(t), tc.ups)
+			var we *p4rt.WriteError
+			if !errors.As(err, &we) || we.Status.Code != codes.Unknown || len(we.Updates) != len(tc.failedCodes) {
+				t.Fatalf("got %v, want a *WriteError (UNKNOWN) with %d failed updates", err, len(tc.failedCodes))
+			}
+			for i, u := range we.Updates {
+				if u.Code != tc.failedCodes[i] {
+					t.Errorf("update %d: %v, want %v", u.Index, u.Code, tc.failedCodes[i])
+				}
+			}
+			if got := errors.Is(err, p4rt.ErrUnimplemented); got != tc.unimpl {
+				t.Errorf("errors.Is(err, ErrUnimplemented) = %v, want %v (err: %v)", got, tc.unimpl, err)
+			}
+			if errors.Is(err, p4rt.ErrPermissionDenied) {
+				t.Errorf("errors.Is(err, ErrPermissionDenied) for %v", err)
+			}
+		})
+	}
+
+	// The rule is the same for every code sentinel, and a WriteError
+	// without per-update details falls back to the top-level status.
+	denied := &p4rt.WriteError{Status: &p4rt.RPCError{Op: "Write", Code: codes.Unknown}, Updates: []p4rt.UpdateError{
+		{Index: 0, Code: codes.PermissionDenied}, {Index: 1, Code: codes.PermissionDenied}}}
+	if !errors.Is(denied, p4rt.ErrPermissionDenied) || errors.Is(denied, p4rt.ErrUnimplemented) {
+		t.Error("every update PERMISSION_DENIED: want ErrPermissionDenied only")
+	}
+	whole := &p4rt.WriteError{Status: &p4rt.RPCError{Op: "Write", Code: codes.Unimplemented}}
+	if !errors.Is(whole, p4rt.ErrUnimplemented) {
+		t.Error("request refused as a whole with UNIMPLEMENTED: want ErrUnimplemented")
+	}
+	if errors.Is(&p4rt.WriteError{Status: &p4rt.RPCError{Op: "Write", Code: codes.Unknown}}, p4rt.ErrUnimplemented) {
+		t.Error("UNKNOWN without details matched ErrUnimplemented")
+	}
+}

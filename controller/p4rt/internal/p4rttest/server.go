@@ -419,7 +419,8 @@ func key(e *p4v1.Entity) string {
 	k := proto.Clone(e).(*p4v1.Entity)
 	switch x := k.Entity.(type) {
 	case *p4v1.Entity_TableEntry:
-		x.TableEntry.Action, x.TableEntry.CounterData, x.TableEntry.IdleTimeoutNs, x.TableEntry.ControllerMetadata = nil, nil, 0, 0
+		x.TableEntry.Action, x.TableEntry.CounterData, x.TableEntry.IdleTimeoutNs = nil, nil, 0
+		x.TableEntry.ControllerMetadata, x.TableEntry.Metadata = 0, nil
 	case *p4v1.Entity_CounterEntry:
 		x.CounterEntry.Data = nil
 	case *p4v1.Entity_DirectCounterEntry:
