@@ -80,6 +80,9 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range daemon.SecurityWarnings(cfg.API) {
+		log.WithField("listen", cfg.API.Listen).Warn(w)
+	}
 	auditInterval, counterInterval := *audit, *counters
 	if auditInterval == 0 {
 		auditInterval = -1

@@ -162,3 +162,45 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenWithoutTLSWarned: bearer tokens over plaintext on an address
+// other hosts can reach are logged as a warning at start.
+func TestTokenWithoutTLSWarned(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("admin s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "fastcnpd.yaml")
+	// Nothing listens at the switch's address: fastcnpd keeps retrying.
+	err = os.WriteFile(cfg, []byte(fmt.Sprintf(`
+api: {listen: "0.0.0.0:%s", auth: {token_file: %s}}
+state_file: %s
+metrics: {listen: ""}
+switches:
+  - {name: leaf1, address: %q, device_id: 1, tls: {insecure: true}}
+`, port, tokens, filepath.Join(dir, "state.json"), freeAddr(t))), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--config", cfg, "--log-format", "json"}, logs) }()
+	const want = `"level":"warning","listen":"0.0.0.0:`
+	deadline := time.Now().Add(60 * time.Second) // guards against a hang only
+	for !strings.Contains(logs.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if out := logs.String(); !strings.Contains(out, want) || !strings.Contains(out, "bearer tokens cross the network in plaintext") {
+		t.Errorf("no warning about plaintext tokens:\n%s", out)
+	}
+}

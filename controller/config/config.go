@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // Config is a validated fastcnpd configuration with all defaults applied.
@@ -48,10 +49,22 @@ type API struct {
 type Auth struct {
 	// TokenFile holds a bearer token clients must present.
 	TokenFile string
+	// TLS, with TokenFile, serves the API over TLS so that tokens do not
+	// cross the network in plaintext (nil: plaintext gRPC).
+	TLS *ServerTLS
 	// MTLS, if set, requires client certificates signed by MTLS.CA.
 	MTLS *TLSFiles
 	// Insecure disables authentication (development only).
 	Insecure bool
+}
+
+// ServerTLS is the API server's certificate for token authentication.
+type ServerTLS struct {
+	// Cert and Key are the server's certificate and private key (PEM).
+	Cert, Key string
+	// ClientCA, if set, also requires a client certificate signed by it;
+	// the token still decides the role.
+	ClientCA string
 }
 
 // TLSFiles names PEM files.
@@ -158,6 +171,10 @@ type Switch struct {
 	Routes []Route
 	// INC is the INC route table input; nil if not configured.
 	INC *INC
+	// Keepalive is the gRPC keepalive ping interval towards the switch's
+	// P4Runtime server (0: off): a link that dies silently is noticed
+	// within about Keepalive + KeepaliveTimeout.
+	Keepalive time.Duration
 }
 
 // PortSettings are the per-port settings of spec 01 and 02.
@@ -235,7 +252,7 @@ const (
 	DefaultAPIListen        = "127.0.0.1:9560"
 	DefaultMetricsListen    = "127.0.0.1:9561"
 	DefaultStateFile        = "/var/lib/fastcnp/state.json"
-	DefaultAnnouncePort     = 4792
+	DefaultAnnouncePort     = wire.DefaultAnnouncePort
 	DefaultIdleTimeout      = 60 * time.Second
 	DefaultLosslessPriority = 3
 	DefaultCNPDSCP          = 48
@@ -252,6 +269,19 @@ const (
 	QthAt100G = 100 * units.KB
 	// MaxPort is the largest port number (9-bit port IDs, 511 usable).
 	MaxPort = 511
+	// DefaultKeepalive is the keepalive ping interval: above the 5 minutes
+	// gRPC servers (BMv2's PI server, fastcnp-switch) accept pings at by
+	// default, with a margin.
+	DefaultKeepalive = 6 * time.Minute
+	// KeepaliveTimeout is how long a keepalive ping may go unanswered.
+	KeepaliveTimeout = 20 * time.Second
+	// MinKeepalive is the shortest keepalive gRPC sends pings at.
+	MinKeepalive = 10 * time.Second
+	// ServerPingMinTime is how often a gRPC server accepts pings on a
+	// connection by default (grpc-go EnforcementPolicy.MinTime, grpc C++
+	// GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS); more often,
+	// it closes the connection with GOAWAY "too_many_pings".
+	ServerPingMinTime = 5 * time.Minute
 )
 
 // DefaultQth returns the default Qth for a link rate: 100 KB at 100 Gb/s,

@@ -210,6 +210,20 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"config:10: switches[0].inc.next_hops[0].port: port 5 is not configured under ports"}},
 		{"inc without next hops", base + "    inc: {buckets: 16}\n", []string{"config:8: switches[0].inc.next_hops: required"}},
 		{"announce port roce", base + "announce: {udp_port: 4791}\n", []string{"config:8: announce.udp_port: 4791 is the RoCEv2 port"}},
+		{"announce port on bmv2", base + "    target: bmv2\n    p4info: /p\n    device_config: /d\nannounce: {udp_port: 4793}\n",
+			[]string{"config:8: switches[0].target: a bmv2 switch cannot take announce.udp_port 4793 (line 11): " +
+				"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), " +
+				"so its parser recognises only the compiled-in port 4792; use announce.udp_port 4792"}},
+		{"keepalive below gRPC's floor", base + "    keepalive: 5s\n", []string{"config:8: switches[0].keepalive: 5s: want 0 (off) or at least 10s"}},
+		{"keepalive below the server's ping policy", base + "    keepalive: 30s\n",
+			[]string{"config:8: switches[0].keepalive: 30s is shorter than the 5m a fastcnp-switch P4Runtime server accepts pings at"}},
+		{"keepalive below the ping policy on bmv2", base + "    target: bmv2\n    p4info: /p\n    device_config: /d\n    keepalive: 4m\n",
+			[]string{"config:11: switches[0].keepalive: 4m is shorter than the 5m a bmv2 P4Runtime server"}},
+		{"keepalive negative", base + "    keepalive: -1m\n", []string{`config:8: switches[0].keepalive: duration "-1m": must not be negative`}},
+		{"api tls without token", "api:\n  auth:\n    insecure: true\n    tls: {cert: /c, key: /k}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{"config:4: api.auth.tls: tls goes with token_file (mtls has its own cert and key"}},
+		{"api tls incomplete", "api:\n  auth:\n    token_file: /t\n    tls: {cert: /c}\nswitches:\n  - {name: a, address: 'h:1', device_id: 1, tls: {insecure: true}}\n",
+			[]string{"config:4: api.auth.tls: tls needs cert and key"}},
 		{"announce timeout", base + "announce: {idle_timeout: 10ms}\n", []string{"config:8: announce.idle_timeout: 10ms is out of range 1s..168h"}},
 		{"dscp out of range", base + "qos:\n  dscp_priority: {64: 3}\n", []string{"config:9: qos.dscp_priority.64: 64 is out of range 0..63"}},
 		{"priority out of range", base + "qos:\n  dscp_priority: {26: 8}\n", []string{"config:9: qos.dscp_priority.26: 8 is out of range 0..7"}},
@@ -303,8 +317,12 @@ func TestExampleRoundTrip(t *testing.T) {
 		len(p4.Subnets) != 2 || p4.Subnets[1] != netip.MustParsePrefix("fd00:1:4::/64") {
 		t.Errorf("leaf1 port 4: %+v", p4)
 	}
-	if spine.ElectionID != (ElectionID{Low: 10}) || spine.Target != TargetBMv2 || spine.TLS.ServerName != "spine1.fabric" {
+	if spine.ElectionID != (ElectionID{Low: 10}) || spine.Target != TargetBMv2 || spine.TLS.ServerName != "spine1.fabric" ||
+		spine.Keepalive != 10*time.Minute || leaf.Keepalive != DefaultKeepalive {
 		t.Errorf("spine1: %+v", spine)
+	}
+	if a := c.API.Auth; a.TokenFile == "" || a.TLS == nil || a.TLS.Cert != "/etc/fastcnp/api.pem" || a.TLS.ClientCA != "" {
+		t.Errorf("api auth: %+v %+v", a, a.TLS)
 	}
 	if sp := spine.Port(2).Settings; sp.Qth != 480*units.KiB || sp.Tcheck != 12*time.Microsecond || sp.CNPGap != 2*time.Microsecond {
 		t.Errorf("spine1 port 2: %+v", sp)
@@ -345,6 +363,57 @@ func TestMTLSAdminNames(t *testing.T) {
 	if m := c.API.Auth.MTLS; m == nil || !reflect.DeepEqual(m.AdminNames, []string{"ops", "noc.example"}) {
 		t.Fatalf("mtls: %+v", c.API.Auth.MTLS)
 	}
+	checkRoundTrip(t, c)
+}
+
+// TestKeepalive: the per-switch keepalive defaults to 6m, 0 turns it off,
+// and a tofino switch may ping more often than the gRPC default allows
+// (Stratum permits 10 s); every value survives Marshal.
+func TestKeepalive(t *testing.T) {
+	tests := []struct {
+		name, extra string
+		want        time.Duration
+	}{
+		{"default", "", 6 * time.Minute},
+		{"off", "    keepalive: 0\n", 0},
+		{"longer", "    keepalive: 10m\n", 10 * time.Minute},
+		{"tofino", "    target: tofino\n    p4info: /p\n    device_config: /d\n    keepalive: 30s\n", 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(base + tt.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Switches[0].Keepalive; got != tt.want {
+				t.Errorf("keepalive %v, want %v", got, tt.want)
+			}
+			checkRoundTrip(t, c)
+		})
+	}
+}
+
+// TestTokenTLS: token authentication with server TLS (and an optional
+// client CA) parses and survives Marshal.
+func TestTokenTLS(t *testing.T) {
+	for _, tlsYAML := range []string{"{cert: /c, key: /k}", "{cert: /c, key: /k, client_ca: /ca}"} {
+		src := strings.Replace(base, "auth: {insecure: true}", "auth:\n    token_file: /t\n    tls: "+tlsYAML, 1)
+		c, err := Parse([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.API.Auth
+		if a.TokenFile != "/t" || a.TLS == nil || a.TLS.Cert != "/c" || a.TLS.Key != "/k" ||
+			(a.TLS.ClientCA != "") != strings.Contains(tlsYAML, "client_ca") {
+			t.Fatalf("auth %+v, tls %+v", a, a.TLS)
+		}
+		checkRoundTrip(t, c)
+	}
+}
+
+// checkRoundTrip fails unless Marshal gives YAML that parses back to c.
+func checkRoundTrip(t *testing.T, c *Config) {
+	t.Helper()
 	out, err := c.Marshal()
 	if err != nil {
 		t.Fatal(err)

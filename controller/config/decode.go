@@ -420,15 +420,53 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 			d.addf(swNode, "switches", "at least one switch is required")
 		}
 		d.checkSwitches(swNode, c)
+		d.checkAnnouncePort(swNode, c)
 	}
 	d.checkQoS(root, c.QoS)
 	return c
 }
 
+// checkAnnouncePort rejects a BMv2 switch with an announcement port other
+// than the default: the parser knows the default as a constant and any
+// other port only through the announce_udp_port value set, which BMv2's
+// P4Runtime server cannot write (behavioral-model issue #854).
+func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
+	if c.Announce.UDPPort == DefaultAnnouncePort || n.Kind != yaml.SequenceNode {
+		return
+	}
+	portLine := 0
+	if pn := d.nodes["announce.udp_port"]; pn != nil {
+		portLine = pn.Line
+	}
+	for i, s := range c.Switches {
+		if s.Target != TargetBMv2 || i >= len(n.Content) {
+			continue
+		}
+		p := join(index("switches", i), "target")
+		d.addf(d.at(p, deref(n.Content[i])), p, "a bmv2 switch cannot take announce.udp_port %d (line %d): "+
+			"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), "+
+			"so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
+			c.Announce.UDPPort, portLine, DefaultAnnouncePort, DefaultAnnouncePort)
+	}
+}
+
 func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {
 	set := 0
+	var tlsNode *yaml.Node
 	d.mapping(n, p, fields{
 		"token_file": func(n *yaml.Node, p string) { set++; d.str(n, p, &a.TokenFile) },
+		"tls": func(n *yaml.Node, p string) {
+			tlsNode = n
+			a.TLS = &ServerTLS{}
+			d.mapping(n, p, fields{
+				"cert":      func(n *yaml.Node, p string) { d.str(n, p, &a.TLS.Cert) },
+				"key":       func(n *yaml.Node, p string) { d.str(n, p, &a.TLS.Key) },
+				"client_ca": func(n *yaml.Node, p string) { d.str(n, p, &a.TLS.ClientCA) },
+			})
+			if a.TLS.Cert == "" || a.TLS.Key == "" {
+				d.addf(n, p, "tls needs cert and key")
+			}
+		},
 		"mtls": func(n *yaml.Node, p string) {
 			set++
 			a.MTLS = &TLSFiles{}
@@ -469,6 +507,8 @@ func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {
 	})
 	if set != 1 {
 		d.addf(n, p, "set exactly one of token_file, mtls, insecure: true")
+	} else if tlsNode != nil && a.TokenFile == "" {
+		d.addf(tlsNode, join(p, "tls"), "tls goes with token_file (mtls has its own cert and key; insecure has none)")
 	}
 }
 
@@ -677,9 +717,9 @@ func builtinDefaults() PortSettings {
 }
 
 func (d *decoder) decodeSwitch(n *yaml.Node, p string) Switch {
-	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}}
+	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}, Keepalive: DefaultKeepalive}
 	var defaults rawSettings
-	var portsNode, routesNode, incNode, tlsNode *yaml.Node
+	var portsNode, routesNode, incNode, tlsNode, keepaliveNode *yaml.Node
 	type rawPort struct {
 		node     *yaml.Node
 		path     string
@@ -744,6 +784,16 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string) Switch {
 				d.addf(n, p, "%q: want fastcnp-switch, bmv2 or tofino", v)
 			}
 		},
+		"keepalive": func(n *yaml.Node, p string) {
+			if v, ok := d.duration(n, p, 0, 2*time.Hour); ok {
+				if v != 0 && v < MinKeepalive {
+					d.addf(n, p, "%s: want 0 (off) or at least %s (gRPC's shortest ping interval)",
+						units.FormatDuration(v), units.FormatDuration(MinKeepalive))
+					return
+				}
+				s.Keepalive, keepaliveNode = v, n
+			}
+		},
 		"p4info":        func(n *yaml.Node, p string) { d.str(n, p, &s.P4Info) },
 		"device_config": func(n *yaml.Node, p string) { d.str(n, p, &s.DeviceConfig) },
 		"defaults": func(n *yaml.Node, p string) {
@@ -772,6 +822,12 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string) Switch {
 		case (t.Cert == "") != (t.Key == ""):
 			d.addf(tlsNode, join(p, "tls"), "cert and key go together")
 		}
+	}
+	if keepaliveNode != nil && s.Keepalive != 0 && s.Keepalive < ServerPingMinTime && s.Target != TargetTofino {
+		d.addf(keepaliveNode, join(p, "keepalive"), "%s is shorter than the %s a %s P4Runtime server accepts pings at "+
+			"(the gRPC default): it would close the connection with GOAWAY too_many_pings; use at least %s, or 0 (off)",
+			units.FormatDuration(s.Keepalive), units.FormatDuration(ServerPingMinTime), s.Target,
+			units.FormatDuration(ServerPingMinTime))
 	}
 	if s.Target != TargetFastcnp {
 		if s.P4Info == "" {

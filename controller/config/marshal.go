@@ -26,15 +26,21 @@ type (
 		Auth   yAuth  `yaml:"auth"`
 	}
 	yAuth struct {
-		TokenFile string `yaml:"token_file,omitempty"`
-		MTLS      *yTLS  `yaml:"mtls,omitempty"`
-		Insecure  bool   `yaml:"insecure,omitempty"`
+		TokenFile string      `yaml:"token_file,omitempty"`
+		TLS       *yServerTLS `yaml:"tls,omitempty"`
+		MTLS      *yTLS       `yaml:"mtls,omitempty"`
+		Insecure  bool        `yaml:"insecure,omitempty"`
 	}
 	yTLS struct {
 		CA         string   `yaml:"ca"`
 		Cert       string   `yaml:"cert"`
 		Key        string   `yaml:"key"`
 		AdminNames []string `yaml:"admin_names,omitempty,flow"`
+	}
+	yServerTLS struct {
+		Cert     string `yaml:"cert"`
+		Key      string `yaml:"key"`
+		ClientCA string `yaml:"client_ca,omitempty"`
 	}
 	yMetrics struct {
 		Listen string `yaml:"listen"`
@@ -66,6 +72,7 @@ type (
 		Target       string     `yaml:"target"`
 		P4Info       string     `yaml:"p4info,omitempty"`
 		DeviceConfig string     `yaml:"device_config,omitempty"`
+		Keepalive    string     `yaml:"keepalive"`
 		Defaults     ySettings  `yaml:"defaults"`
 		Ports        []yPort    `yaml:"ports,omitempty"`
 		Routes       []yRoute   `yaml:"routes,omitempty"`
@@ -152,6 +159,9 @@ func (c *Config) Marshal() ([]byte, error) {
 			CNPDSCP:      c.QoS.CNPDSCP,
 		},
 	}
+	if t := c.API.Auth.TLS; t != nil {
+		y.API.Auth.TLS = &yServerTLS{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}
+	}
 	if m := c.API.Auth.MTLS; m != nil {
 		y.API.Auth.MTLS = &yTLS{CA: m.CA, Cert: m.Cert, Key: m.Key, AdminNames: m.AdminNames}
 	}
@@ -163,7 +173,8 @@ func (c *Config) Marshal() ([]byte, error) {
 			TLS: ySwitchTLS{Insecure: s.TLS.Insecure, CA: s.TLS.CA, Cert: s.TLS.Cert, Key: s.TLS.Key,
 				ServerName: s.TLS.ServerName},
 			Target: string(s.Target), P4Info: s.P4Info, DeviceConfig: s.DeviceConfig,
-			Defaults: ySettingsOf(s.Defaults),
+			Keepalive: units.FormatDuration(s.Keepalive),
+			Defaults:  ySettingsOf(s.Defaults),
 		}
 		for _, p := range s.Ports {
 			yp := yPort{Port: p.Number, ySettings: ySettingsOf(p.Settings)}

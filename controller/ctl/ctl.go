@@ -115,7 +115,7 @@ func commands() []command {
 		{"inc", "inc routes --switch S: the INC route table", cmdINC},
 		{"events", "events [--follow] [--kind K]...: the event stream", cmdEvents},
 		{"config", "config validate FILE [--remote]: check a configuration", cmdConfig},
-		{"completion", "completion bash: print a bash completion script", cmdCompletion},
+		{"completion", "completion bash|zsh|fish: print a shell completion script", cmdCompletion},
 	}
 }
 
@@ -207,6 +207,9 @@ func report(w io.Writer, g *globals, err error) int {
 				fmt.Fprintf(w, "fastcnpctl: TLS handshake with fastcnpd at %s failed: it refused the connection (check --cert and --key: fastcnpd's CA must have signed them): %v\n", g.addr, perr)
 				return ExitAuth
 			}
+		} else if servesTLS(g.addr) {
+			fmt.Fprintf(w, "fastcnpctl: fastcnpd at %s serves TLS and fastcnpctl spoke plaintext: give --ca (the CA that signed fastcnpd's certificate) with --token, or --cert and --key for mTLS\n", g.addr)
+			return ExitAuth
 		}
 		fmt.Fprintf(w, "fastcnpctl: fastcnpd unreachable at %s: %s\n", g.addr, msg)
 		return ExitUnreachable
@@ -275,6 +278,22 @@ func probeTLS(addr string, tc *tls.Config) error {
 		return nil // the server sent HTTP/2 data, or waits for ours: accepted
 	}
 	return err
+}
+
+// servesTLS reports whether the server at addr completes a TLS handshake:
+// after a plaintext RPC failed, it tells "fastcnpd wants TLS" from
+// "fastcnpd is down". The handshake does not verify the server (nothing is
+// sent over it): it only detects TLS.
+func servesTLS(addr string) bool {
+	d := &net.Dialer{Timeout: probeTimeout}
+	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // detection only; no data is sent
+		NextProtos:         []string{"h2"}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // probeTimeout bounds probeTLS's connection and handshake, probeVerdict its
@@ -918,59 +937,8 @@ func cmdConfig(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-func cmdCompletion(_ context.Context, g *globals, args []string) error {
-	if len(args) != 1 || args[0] != "bash" {
-		return usageErr("completion: want \"completion bash\"")
-	}
-	var names []string
-	for _, c := range commands() {
-		names = append(names, c.name)
-	}
-	fmt.Fprintf(g.stdout, bashCompletion, strings.Join(eventKinds, " "), strings.Join(names, " "))
-	return nil
-}
-
 // eventKinds are the event kinds fastcnpd publishes (events --kind).
 var eventKinds = []string{daemon.EventPortState, daemon.EventCNP, daemon.EventCounters, daemon.EventAnnounceAccepted,
 	daemon.EventAnnounceRejected, daemon.EventConnectionAdded, daemon.EventConnectionRemoved,
 	daemon.EventSwitchConnected, daemon.EventSwitchDisconnected, daemon.EventPrimary, daemon.EventBackup,
 	daemon.EventRepaired, daemon.EventPortSettings}
-
-// bashCompletion is the bash completion script; its verbs are the event
-// kinds and the command names. The command is the first word that is
-// neither a flag nor the value of a global flag, so global flags may come
-// first.
-const bashCompletion = `# fastcnpctl bash completion: source <(fastcnpctl completion bash)
-_fastcnpctl() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i=1 w
-  local globals="--addr --token --token-file --ca --cert --key --server-name -o --output --timeout"
-  while [[ $i -lt $COMP_CWORD ]]; do
-    w=${COMP_WORDS[i]}
-    case "$w" in
-      --addr|--token|--token-file|--ca|--cert|--key|--server-name|-o|--output|--timeout) i=$((i + 1)) ;;
-      -*) ;;
-      *) cmd=$w; break ;;
-    esac
-    i=$((i + 1))
-  done
-  case "$prev" in
-    -o|--output) COMPREPLY=($(compgen -W "table json yaml" -- "$cur")); return ;;
-    --mode) COMPREPLY=($(compgen -W "ecn fastcnp" -- "$cur")); return ;;
-    --kind) COMPREPLY=($(compgen -W "%s" -- "$cur")); return ;;
-    --token-file|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-  esac
-  case "$cmd" in
-    "") COMPREPLY=($(compgen -W "%s help $globals" -- "$cur")) ;;
-    threshold) COMPREPLY=($(compgen -W "get set --switch --port --qth $globals" -- "$cur")) ;;
-    port) COMPREPLY=($(compgen -W "get set --switch --port --qth --mode --tcheck --cnp-gap --red-kmin --red-kmax --red-pmax $globals" -- "$cur")) ;;
-    ports) COMPREPLY=($(compgen -W "--switch $globals" -- "$cur")) ;;
-    switches) COMPREPLY=($(compgen -W "$globals" -- "$cur")) ;;
-    connections) COMPREPLY=($(compgen -W "list add remove --sender-ip --udp-sport --dest-qp --receiver-ip --sender-qpn --flags --worker-rank --inc-group $globals" -- "$cur")) ;;
-    inc) COMPREPLY=($(compgen -W "routes --switch --buckets $globals" -- "$cur")) ;;
-    events) COMPREPLY=($(compgen -W "--follow --for --kind $globals" -- "$cur")) ;;
-    config) COMPREPLY=($(compgen -f -W "validate --remote" -- "$cur")) ;;
-    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
-  esac
-}
-complete -F _fastcnpctl fastcnpctl
-`

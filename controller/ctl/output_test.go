@@ -124,6 +124,111 @@ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fastcnpctl; printf '%s\n' "${COMPREP
 	}
 }
 
+// TestCompletionScripts: every shell's script is produced, names every
+// command, verb and flag of the completion spec, and parses in its shell
+// when that shell is installed (zsh -n, fish --no-execute); an unknown
+// shell is a usage error.
+func TestCompletionScripts(t *testing.T) {
+	checks := map[string]struct {
+		markers []string
+		parse   []string // the shell and its syntax-check flag
+	}{
+		"bash": {[]string{"complete -F _fastcnpctl fastcnpctl"}, []string{"bash", "-n"}},
+		"zsh":  {[]string{"#compdef fastcnpctl", "compdef _fastcnpctl fastcnpctl"}, []string{"zsh", "-n"}},
+		"fish": {[]string{"complete -c fastcnpctl -f", "function __fastcnpctl_command"}, []string{"fish", "--no-execute"}},
+	}
+	for _, shell := range completionShells {
+		t.Run(shell, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := Run(context.Background(), []string{"completion", shell}, &out, &errb); code != ExitOK {
+				t.Fatalf("completion %s: exit %d: %s", shell, code, errb.String())
+			}
+			script := out.String()
+			want := append([]string(nil), checks[shell].markers...)
+			for _, c := range completionSpec() {
+				want = append(want, c.name)
+				want = append(want, c.words...)
+				want = append(want, c.flags...)
+			}
+			want = append(want, eventKinds...)
+			for _, f := range globalFlags() {
+				want = append(want, f.Name)
+			}
+			for _, w := range want {
+				if !strings.Contains(script, w) {
+					t.Errorf("the %s script lacks %q", shell, w)
+				}
+			}
+			bin, err := exec.LookPath(checks[shell].parse[0])
+			if err != nil {
+				t.Skipf("%s is not installed: the script is not parsed", shell)
+			}
+			file := filepath.Join(t.TempDir(), "fastcnpctl."+shell)
+			if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := exec.Command(bin, checks[shell].parse[1], file).CombinedOutput(); err != nil {
+				t.Errorf("%s %s: %v\n%s", bin, checks[shell].parse[1], err, b)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"completion", "tcsh"}, &out, &errb); code != ExitUsage ||
+		!strings.Contains(errb.String(), `"completion fish"`) {
+		t.Errorf("completion tcsh: exit %d %q, want %d naming the shells", code, errb.String(), ExitUsage)
+	}
+}
+
+// TestCompletionSpec keeps the completion spec in step with the commands:
+// every command has an entry and no entry names a missing command, and
+// every flag it lists is one the command accepts with one of its verbs
+// (its --help works with the flag given; an unknown flag is a usage error).
+func TestCompletionSpec(t *testing.T) {
+	spec := map[string]compCommand{}
+	for _, c := range completionSpec() {
+		spec[c.name] = c
+	}
+	for _, c := range commands() {
+		if _, ok := spec[c.name]; !ok {
+			t.Errorf("command %s has no completion entry", c.name)
+		}
+		delete(spec, c.name)
+	}
+	for name := range spec {
+		t.Errorf("completion entry %s names no command", name)
+	}
+	accepts := func(args ...string) bool {
+		var out, errb bytes.Buffer
+		return Run(context.Background(), append(args, "--help"), &out, &errb) == ExitOK
+	}
+	for _, c := range completionSpec() {
+		for _, f := range c.flags {
+			ok := false
+			for _, verb := range append([]string{""}, c.words...) {
+				args := []string{c.name}
+				if verb != "" {
+					args = append(args, verb)
+				}
+				args = append(args, "--"+f)
+				if boolFlags[f] {
+					ok = ok || accepts(args...)
+					continue
+				}
+				for _, v := range []string{"1", "1s"} {
+					ok = ok || accepts(append(args, v)...)
+				}
+			}
+			if !ok {
+				t.Errorf("%s does not accept --%s with any of its verbs", c.name, f)
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"ports", "--no-such-flag", "--help"}, &out, &errb); code != ExitUsage {
+		t.Errorf("an unknown flag: exit %d, want %d (the check above would prove nothing)", code, ExitUsage)
+	}
+}
+
 func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)

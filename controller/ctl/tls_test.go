@@ -101,13 +101,7 @@ func TestMTLS(t *testing.T) {
 	}
 	set := []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "64KiB"}
 	get := []string{"threshold", "get", "--switch", "s1", "--port", "3"}
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		stderr  string
-		wantQth uint64
-	}{
+	tests := []qthCase{
 		{"read-only certificate reads", append(flags(viewCert, viewKey), get...), ExitOK, "", 400000},
 		{"read-only certificate cannot set", append(flags(viewCert, viewKey), set...), ExitAuth, "PermissionDenied", 400000},
 		{"no client certificate", append(flags("", ""), get...), ExitAuth, "TLS handshake", 400000},
@@ -116,17 +110,35 @@ func TestMTLS(t *testing.T) {
 			ExitAuth, "x509", 400000},
 		{"admin certificate sets", append(flags(opCert, opKey), set...), ExitOK, "", 64 * 1024},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, out, stderr := e.runNoToken(tt.args...)
-			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
-				t.Fatalf("exit %d stderr %q, want %d containing %q (stdout %q)", code, stderr, tt.code, tt.stderr, out)
-			}
-			if got := e.qth("s1", 3); got != tt.wantQth {
-				t.Errorf("switch s1 port 3 qth_bytes %d, want %d", got, tt.wantQth)
-			}
-		})
+	e.runQthCases(t, tests, e.runNoToken)
+}
+
+// TestTokenOverTLS runs fastcnpctl against fastcnpd serving token
+// authentication over TLS (api.auth.tls): with --ca and a token it works
+// as over plaintext; a client that trusts another CA, or speaks plaintext
+// to the TLS server, fails with exit 6 and says why.
+func TestTokenOverTLS(t *testing.T) {
+	ca, other := newPKI(t, "fastcnp-ca"), newPKI(t, "other-ca")
+	_, _, srvCert, srvKey := ca.issue("fastcnpd", false)
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("admin "+adminToken+"\nread "+readToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	e := startEnvAuth(t, fmt.Sprintf("{token_file: %s, tls: {cert: %s, key: %s}}", tokens, srvCert, srvKey))
+	set := []string{"threshold", "set", "--switch", "s1", "--port", "3", "--qth", "64KiB"}
+	get := []string{"threshold", "get", "--switch", "s1", "--port", "3"}
+	trust := func(caFile string, args ...string) []string {
+		return append([]string{"--ca", caFile, "--server-name", "fastcnpd"}, args...)
+	}
+	tests := []qthCase{
+		{"read token reads", trust(ca.file, append([]string{"--token", readToken}, get...)...), ExitOK, "", 400000},
+		{"read token cannot set", trust(ca.file, append([]string{"--token", readToken}, set...)...), ExitAuth, "needs an admin token", 400000},
+		{"no token", trust(ca.file, append([]string{"--token", ""}, get...)...), ExitAuth, "missing bearer token", 400000},
+		{"server not trusted", trust(other.file, get...), ExitAuth, "x509", 400000},
+		{"plaintext to a TLS server", get, ExitAuth, "serves TLS", 400000},
+		{"admin token sets", trust(ca.file, set...), ExitOK, "", 64 * 1024},
+	}
+	e.runQthCases(t, tests, e.run)
 }
 
 // TestProbeTLS: the probe behind exit code 6 for a refused TLS connection

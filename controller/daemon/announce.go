@@ -25,6 +25,7 @@ const (
 	ReasonTableFull       = "table_full"         // CONN_TABLE_SIZE connections already
 	ReasonUnknownConn     = "unknown_connection" // down for a connection that is not installed
 	ReasonStateFile       = "state_file"         // the state file could not be written
+	ReasonNotPrimary      = "not_primary"        // this instance is a standby: the primary handles it
 )
 
 // Accepted announcement outcomes (reason label with result="accepted").
@@ -129,6 +130,13 @@ func (d *Daemon) announce(sw string, port uint16, reason uint8, frame []byte) An
 	d.mu.RUnlock()
 	if !ok {
 		r := reject(ReasonSpoofed, "sender %s is not in a subnet behind %s port %d", c.SenderIP, sw, port)
+		r.Conn = c
+		return r
+	}
+	if !d.writer.Load() {
+		// Switches send packet-ins to their primary only; a standby that
+		// got one anyway must not change the shared state.
+		r := reject(ReasonNotPrimary, "this fastcnpd is not the primary controller")
 		r.Conn = c
 		return r
 	}

@@ -96,20 +96,10 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 	case a.Insecure:
 		return &Authenticator{insecure: true}, nil, nil
 	case a.MTLS != nil:
-		cert, err := tls.LoadX509KeyPair(a.MTLS.Cert, a.MTLS.Key)
+		tc, err := serverTLS(a.MTLS.Cert, a.MTLS.Key, a.MTLS.CA)
 		if err != nil {
 			return nil, nil, fmt.Errorf("api: mtls: %w", err)
 		}
-		ca, err := os.ReadFile(a.MTLS.CA)
-		if err != nil {
-			return nil, nil, fmt.Errorf("api: mtls: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, nil, fmt.Errorf("api: mtls: no certificate in %s", a.MTLS.CA)
-		}
-		tc := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
-			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 		auth := &Authenticator{mtls: true}
 		if len(a.MTLS.AdminNames) > 0 {
 			auth.adminNames = map[string]bool{}
@@ -127,9 +117,62 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("api: token file %s: %w", a.TokenFile, err)
 		}
-		return &Authenticator{tokens: toks}, nil, nil
+		var opts []grpc.ServerOption
+		if a.TLS != nil {
+			tc, err := serverTLS(a.TLS.Cert, a.TLS.Key, a.TLS.ClientCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("api: tls: %w", err)
+			}
+			opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+		}
+		return &Authenticator{tokens: toks}, opts, nil
 	}
 	return nil, nil, errors.New("api: no authentication configured")
+}
+
+// serverTLS is the API server's TLS config: its certificate and, with a
+// client CA, required client certificates signed by it.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA == "" {
+		return tc, nil
+	}
+	ca, err := os.ReadFile(clientCA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no certificate in %s", clientCA)
+	}
+	tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	return tc, nil
+}
+
+// SecurityWarnings returns what is unsafe about an API configuration that
+// is still valid, on an address other hosts can reach: bearer tokens over
+// plaintext gRPC, or no authentication at all.
+func SecurityWarnings(api config.API) []string {
+	host, _, err := net.SplitHostPort(api.Listen)
+	if err != nil {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() || host == "localhost" {
+		return nil
+	}
+	switch a := api.Auth; {
+	case a.TokenFile != "" && a.TLS == nil:
+		return []string{fmt.Sprintf("api.listen %s is not a loopback address and api.auth.tls is not set: "+
+			"bearer tokens cross the network in plaintext (set api.auth.tls: {cert, key})", api.Listen)}
+	case a.Insecure:
+		return []string{fmt.Sprintf("api.listen %s is not a loopback address and api.auth is insecure: "+
+			"everyone who can reach it is admin", api.Listen)}
+	}
+	return nil
 }
 
 // role returns the caller's role.

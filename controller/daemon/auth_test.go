@@ -125,6 +125,9 @@ func startAuthEnv(t *testing.T, auth config.Auth) *authEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As if it had been primary: an admin's change is saved (and reported
+	// not installed, the switches being down).
+	d.writer.Store(true)
 	gs, err := NewGRPCServer(d, auth)
 	if err != nil {
 		t.Fatal(err)
@@ -362,6 +365,112 @@ func TestStateFile(t *testing.T) {
 		}
 		if _, err := loadStateFile(path); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want %q", tt.content, err, tt.want)
+		}
+	}
+}
+
+// TestTokenTLS: token authentication over TLS (api.auth.tls). A client that
+// trusts the server's CA authenticates with its token as over plaintext; a
+// plaintext client or one that trusts another CA gets nowhere. With a
+// client CA, a client certificate is required as well, and the token still
+// decides the role.
+func TestTokenTLS(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("admin adm1n\nread r3ad\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, other := makeCert(t, "fastcnp-ca", nil, true), makeCert(t, "other-ca", nil, true)
+	caFile, _ := writePEM(t, dir, "ca", ca)
+	sc, sk := writePEM(t, dir, "server", makeCert(t, "fastcnpd", ca, false))
+	client := makeCert(t, "operator", ca, false)
+	pool, otherPool := x509.NewCertPool(), x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	otherPool.AddCert(other.cert)
+	tlsCreds := func(roots *x509.CertPool, withCert bool) grpc.DialOption {
+		tc := &tls.Config{RootCAs: roots, ServerName: "fastcnpd", MinVersion: tls.VersionTLS12}
+		if withCert {
+			tc.Certificates = []tls.Certificate{{Certificate: [][]byte{client.der}, PrivateKey: client.key}}
+		}
+		return grpc.WithTransportCredentials(credentials.NewTLS(tc))
+	}
+	plain := grpc.WithTransportCredentials(insecure.NewCredentials())
+	get := func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.GetPortSettings(ctx, &fastcnpv1.GetPortSettingsRequest{Switch: "s1", Port: 1})
+		return err
+	}
+	set := func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		_, err := c.SetPortSettings(ctx, &fastcnpv1.SetPortSettingsRequest{Switch: "s1", Port: 1, QthBytes: &authQth})
+		return err
+	}
+	tests := []struct {
+		name     string
+		clientCA string
+		dial     grpc.DialOption
+		token    string
+		call     func(context.Context, fastcnpv1.FastcnpClient) error
+		want     codes.Code
+	}{
+		{"admin token over TLS", "", tlsCreds(pool, false), "adm1n", set, codes.OK},
+		{"read token over TLS reads", "", tlsCreds(pool, false), "r3ad", get, codes.OK},
+		{"read token over TLS cannot set", "", tlsCreds(pool, false), "r3ad", set, codes.PermissionDenied},
+		{"no token over TLS", "", tlsCreds(pool, false), "", get, codes.Unauthenticated},
+		{"plaintext client", "", plain, "adm1n", get, codes.Unavailable},
+		{"server not trusted", "", tlsCreds(otherPool, false), "adm1n", get, codes.Unavailable},
+		{"client CA: certificate and token", caFile, tlsCreds(pool, true), "adm1n", set, codes.OK},
+		{"client CA: certificate, read token", caFile, tlsCreds(pool, true), "r3ad", set, codes.PermissionDenied},
+		{"client CA: no certificate", caFile, tlsCreds(pool, false), "adm1n", get, codes.Unavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startAuthEnv(t, config.Auth{TokenFile: tokens, TLS: &config.ServerTLS{Cert: sc, Key: sk, ClientCA: tt.clientCA}})
+			conn, err := grpc.NewClient(e.addr, tt.dial)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx := context.Background()
+			if tt.token != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tt.token)
+			}
+			err = tt.call(ctx, fastcnpv1.NewFastcnpClient(conn))
+			if got := status.Code(err); got != tt.want {
+				t.Fatalf("%v (%v), want %v", got, err, tt.want)
+			}
+			pi, _ := e.d.PortSettings("s1", 1)
+			if changed := uint64(pi.Params.QthBytes) == authQth; changed != (tt.want == codes.OK && tt.token == "adm1n") {
+				t.Errorf("qth %d after the call", pi.Params.QthBytes)
+			}
+		})
+	}
+}
+
+// TestSecurityWarnings: a token without TLS, or no authentication, is
+// warned about unless the API listens on loopback only.
+func TestSecurityWarnings(t *testing.T) {
+	tokenOnly := config.Auth{TokenFile: "/t"}
+	withTLS := config.Auth{TokenFile: "/t", TLS: &config.ServerTLS{Cert: "/c", Key: "/k"}}
+	mtls := config.Auth{MTLS: &config.TLSFiles{CA: "/ca", Cert: "/c", Key: "/k"}}
+	tests := []struct {
+		listen string
+		auth   config.Auth
+		warn   string // "" for none
+	}{
+		{"127.0.0.1:9560", tokenOnly, ""},
+		{"[::1]:9560", tokenOnly, ""},
+		{"localhost:9560", tokenOnly, ""},
+		{"0.0.0.0:9560", tokenOnly, "tokens cross the network in plaintext"},
+		{":9560", tokenOnly, "tokens cross the network in plaintext"},
+		{"10.0.0.1:9560", tokenOnly, "tokens cross the network in plaintext"},
+		{"0.0.0.0:9560", withTLS, ""},
+		{"0.0.0.0:9560", mtls, ""},
+		{"0.0.0.0:9560", config.Auth{Insecure: true}, "everyone who can reach it is admin"},
+		{"127.0.0.1:9560", config.Auth{Insecure: true}, ""},
+	}
+	for _, tt := range tests {
+		w := SecurityWarnings(config.API{Listen: tt.listen, Auth: tt.auth})
+		if (len(w) > 0) != (tt.warn != "") || tt.warn != "" && !strings.Contains(w[0], tt.warn) {
+			t.Errorf("%s %+v: warnings %q, want %q", tt.listen, tt.auth, w, tt.warn)
 		}
 	}
 }

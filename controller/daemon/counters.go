@@ -13,6 +13,8 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
+	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
 // portCounters are the data-plane counter cells of one port by short
@@ -29,12 +31,29 @@ var (
 // counterReadTimeout bounds one counter poll.
 const counterReadTimeout = 10 * time.Second
 
-// readCounters reads every counter of the switch and returns the cells of
-// the given ports.
-func readCounters(ctx context.Context, c *p4rt.Client, ports map[uint16]bool) (map[uint16]portCounters, error) {
-	cells, err := c.ReadCounters(ctx, "", p4rt.AllIndexes)
-	if err != nil {
-		return nil, err
+// portCounterNames are the counters of a P4Info indexed by port: those with
+// one cell per port (NUM_PORTS). Counters indexed otherwise (by egress
+// queue, port * 8 + priority) are left out: their index is not a port.
+func portCounterNames(info *p4configv1.P4Info) []string {
+	var out []string
+	for _, c := range info.GetCounters() {
+		if c.GetSize() == pipeline.NumPorts {
+			out = append(out, c.GetPreamble().GetName())
+		}
+	}
+	return out
+}
+
+// readCounters reads the named counters (portCounterNames) of the switch
+// and returns the cells of the given ports.
+func readCounters(ctx context.Context, c *p4rt.Client, names []string, ports map[uint16]bool) (map[uint16]portCounters, error) {
+	var cells []p4rt.CounterCell
+	for _, n := range names {
+		cs, err := c.ReadCounters(ctx, n, p4rt.AllIndexes)
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, cs...)
 	}
 	out := map[uint16]portCounters{}
 	for _, cell := range cells {
@@ -107,7 +126,7 @@ func (r *switchRunner) pollCounters(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	snap, err := readCounters(ctx, c, r.configuredPorts())
+	snap, err := readCounters(ctx, c, r.portCounters, r.configuredPorts())
 	if err != nil {
 		r.mu.Lock()
 		r.countersLive = false

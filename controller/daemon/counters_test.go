@@ -10,6 +10,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -165,5 +167,39 @@ func TestCounterPolling(t *testing.T) {
 	}
 	if _, ok := gathered(t, d.reg, "fastcnp_port_counter_packets_total", map[string]string{"switch": "s2"}); ok {
 		t.Error("counters of s2 exported, which was never polled")
+	}
+}
+
+// TestPortCounterNames: the counters polled per port include the
+// program's port-indexed ones (docs/dataplane.md) and none of those indexed
+// by egress queue (port * 8 + priority), whose index is not a port.
+func TestPortCounterNames(t *testing.T) {
+	info, err := p4src.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, n := range portCounterNames(info) {
+		got[n] = true
+	}
+	for _, n := range []string{"FastcnpIngress.pfc_pause_rx", "FastcnpIngress.pfc_resume_rx", "FastcnpIngress.dropped",
+		"FastcnpIngress.malformed", "FastcnpIngress.flow_collisions", "FastcnpIngress.announcements",
+		"FastcnpIngress.inc_contributions", "FastcnpIngress.inc_duplicates", "FastcnpIngress.inc_results",
+		"FastcnpIngress.inc_slot_busy", "FastcnpEgress.switch_cnp_sent", "FastcnpEgress.ecn_marked"} {
+		if !got[n] {
+			t.Errorf("port counter %s not polled", n)
+		}
+	}
+	queues := 0
+	for _, c := range info.GetCounters() {
+		if c.GetSize() == pipeline.NumQueues {
+			queues++
+			if got[c.GetPreamble().GetName()] {
+				t.Errorf("queue-indexed counter %s polled as a port counter", c.GetPreamble().GetName())
+			}
+		}
+	}
+	if queues == 0 {
+		t.Log("the program has no queue-indexed counter: nothing to leave out")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,16 @@ type Daemon struct {
 	base      *config.Config // as loaded
 	conns     *fabric.ConnTable
 	overrides map[string]map[uint16]PortOverride
+
+	// savedSeen is each connection's LastSeen as last written to the state
+	// file (d.mu): refreshes are written once it is idle_timeout/4 old.
+	savedSeen map[fabric.ConnKey]time.Time
+	// since is when this instance last became the writer (d.mu): no
+	// connection expires sooner than idle_timeout after it.
+	since time.Time
+	// writer: this instance has been primary (and not demoted since), so it
+	// owns the state file; a standby never writes it.
+	writer atomic.Bool
 
 	saveMu   sync.Mutex // serialises state file writes
 	stamp    fileStamp  // the state file as last read or written (saveMu)
@@ -174,17 +185,28 @@ func (d *Daemon) loadState() error {
 	if d.overrides == nil {
 		d.overrides = map[string]map[uint16]PortOverride{}
 	}
+	d.savedSeen = make(map[fabric.ConnKey]time.Time, conns.Len())
+	for _, c := range conns.List() {
+		d.savedSeen[c.ConnKey] = c.LastSeen
+	}
 	d.metrics.connections.Set(float64(conns.Len()))
 	d.mu.Unlock()
 	d.log.WithFields(logrus.Fields{"state_file": d.base.StateFile, "connections": conns.Len()}).Info("state loaded")
 	return nil
 }
 
-// saveLocked writes the state file; d.mu must be held (read or write).
+// saveLocked writes the state file; d.mu must be held for writing. Only
+// the writer (an instance that is or was primary, not demoted since) may:
+// a standby's view is stale and the file is shared.
 func (d *Daemon) saveLocked() error {
+	if !d.writer.Load() {
+		return fmt.Errorf("daemon: state file not written: %w", ErrNotPrimary)
+	}
 	fs := &fileState{Version: stateVersion, Ports: d.overrides}
+	seen := make(map[fabric.ConnKey]time.Time, d.conns.Len())
 	for _, c := range d.conns.List() {
 		fs.Connections = append(fs.Connections, toFile(c))
+		seen[c.ConnKey] = c.LastSeen
 	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
@@ -192,7 +214,29 @@ func (d *Daemon) saveLocked() error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.stamp = statStamp(d.base.StateFile)
+	d.savedSeen = seen
 	return nil
+}
+
+// claimWriter makes this instance the state file's writer when one of its
+// switches made it primary; the expiry grace period starts then.
+func (d *Daemon) claimWriter() {
+	if d.writer.Swap(true) {
+		return
+	}
+	d.mu.Lock()
+	d.since = d.opts.Now()
+	d.mu.Unlock()
+	d.log.Info("primary: this instance now writes the state file")
+}
+
+// releaseWriter gives up the state file when a switch demoted this instance
+// (another controller is primary) and it is primary of no switch.
+func (d *Daemon) releaseWriter() {
+	if d.primaryAnywhere() || !d.writer.Swap(false) {
+		return
+	}
+	d.log.Info("standby: this instance no longer writes the state file")
 }
 
 // fileStamp identifies a version of the state file.
@@ -227,8 +271,22 @@ func (d *Daemon) reloadIfChanged() {
 }
 
 // Run connects to every switch and keeps them in their desired state until
-// ctx ends; it returns once every goroutine it started has ended.
+// ctx ends; it returns once every goroutine it started has ended. A primary
+// then writes the state file a last time (refresh times not yet saved); a
+// standby leaves it alone.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.run(ctx)
+	if !d.writer.Load() {
+		return nil
+	}
+	d.mu.Lock()
+	err := d.saveLocked()
+	d.mu.Unlock()
+	return err
+}
+
+// run is Run without the final save (what a crash leaves behind).
+func (d *Daemon) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, r := range d.switches {
 		wg.Add(1)
@@ -250,10 +308,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.expiryLoop(ctx)
 	}()
 	wg.Wait()
-	d.mu.RLock()
-	err := d.saveLocked()
-	d.mu.RUnlock()
-	return err
 }
 
 func (d *Daemon) expiryLoop(ctx context.Context) {
@@ -274,7 +328,7 @@ func (d *Daemon) expire() {
 		return // a standby leaves the shared state to the primary
 	}
 	d.mu.Lock()
-	gone := d.conns.Expire(d.opts.Now(), d.cfg.Announce.IdleTimeout)
+	gone := d.conns.Expire(d.opts.Now(), d.cfg.Announce.IdleTimeout, d.since)
 	var err error
 	if len(gone) > 0 {
 		err = d.saveLocked()
@@ -394,7 +448,7 @@ func (d *Daemon) SetPortSettings(ctx context.Context, sw string, port uint16, o 
 	if err != nil {
 		return PortInfo{}, err
 	}
-	if r.isBackup() {
+	if r.isBackup() || !d.writer.Load() {
 		return PortInfo{}, fmt.Errorf("switch %s: %w", sw, ErrNotPrimary)
 	}
 	d.mu.Lock()
@@ -477,12 +531,25 @@ func (d *Daemon) RemoveConnection(ctx context.Context, k fabric.ConnKey) error {
 	return d.syncAll(ctx)
 }
 
+// upsert adds or refreshes a connection and saves the state file when the
+// table changed, or when the refresh time saved for the connection is
+// idle_timeout/4 old (so that a restarted or standby instance, which reads
+// the file, does not take a live connection for idle; refreshes in between
+// are not written).
 func (d *Daemon) upsert(c fabric.Connection) (fabric.Connection, bool, error) {
 	d.mu.Lock()
 	got, changed, err := d.conns.Upsert(c)
-	if err == nil && changed {
+	switch {
+	case err != nil:
+	case changed:
 		d.metrics.connections.Set(float64(d.conns.Len()))
 		err = d.saveLocked()
+	case !got.Static && got.LastSeen.Sub(d.savedSeen[got.ConnKey]) >= d.cfg.Announce.IdleTimeout/4:
+		// The refresh holds in memory either way: a failed write is only
+		// logged, and the next refresh tries again.
+		if serr := d.saveLocked(); serr != nil {
+			d.log.WithError(serr).WithField("connection", got.ConnKey.String()).Warn("saving a refresh time")
+		}
 	}
 	d.mu.Unlock()
 	if err == nil && changed {

@@ -283,14 +283,7 @@ func TestTwoInstancesFailover(t *testing.T) {
 	a := startDaemon(t, cfg, func(o *Options) { o.ElectionOffset = 1 }) // higher election ID: primary
 	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	b := startDaemon(t, cfg, nil)
-	waitFor(t, "standby connected", syncTimeout, func() bool {
-		for _, st := range b.Switches() {
-			if !st.Connected || st.Primary {
-				return false
-			}
-		}
-		return true
-	})
+	waitStandby(t, b.Daemon)
 	ctx := context.Background()
 	if _, err := a.AddConnection(ctx, fabric.Connection{ConnKey: fabric.ConnKey{
 		SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}, SenderQPN: 3}); err != nil {
@@ -316,14 +309,7 @@ func TestTwoInstancesFailover(t *testing.T) {
 	}
 	fromA := s1.writes.snapshot()[primaryID]
 	a.stopNow()
-	waitFor(t, "standby promoted", syncTimeout, func() bool {
-		for _, st := range b.Switches() {
-			if !st.Primary {
-				return false
-			}
-		}
-		return true
-	})
+	waitPrimary(t, b.Daemon)
 	waitInSync(t, b.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	if n := s1.count(pipeline.TableRDMAConnection); n != 1 {
 		t.Errorf("after failover s1 has %d connections, want 1 (taken over from the shared state file)", n)
@@ -491,6 +477,7 @@ func TestAnnouncementTableFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.writer.Store(true) // as if it had been primary: its switches are down now
 	d.mu.Lock()
 	for i := 0; i < pipeline.ConnTableSize; i++ {
 		_, _, err := d.conns.Upsert(fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"),

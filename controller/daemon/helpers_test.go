@@ -15,6 +15,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
@@ -26,11 +29,12 @@ import (
 )
 
 // TestMain fails the run if goroutines of the daemon, p4rt, the server or
-// gRPC outlive the tests.
+// gRPC outlive the tests. They may take a while to end on a loaded machine:
+// the deadline only guards against a hang.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if leaks := waitNoLeaks(5 * time.Second); leaks != "" {
+		if leaks := waitNoLeaks(30 * time.Second); leaks != "" {
 			fmt.Fprintf(os.Stderr, "goroutine leak:\n%s\n", leaks)
 			code = 1
 		}
@@ -85,6 +89,7 @@ type testSwitch struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	writes   *writeLog
+	vs       *valueSetRefuser // nil unless started with noValueSets
 }
 
 // proxy is a TCP relay in front of a switch; cut closes the connections
@@ -219,32 +224,123 @@ func (w *writeLog) since(before map[uint64]map[p4v1.Update_Type]int) map[p4v1.Up
 	return out
 }
 
+// valueSetRefuser makes a switch answer like BMv2's P4Runtime server (PI,
+// behavioral-model issue #854) does for parser value sets: a read of a
+// value set fails with UNIMPLEMENTED, and a write applies its other updates
+// and fails with UNKNOWN, reporting UNIMPLEMENTED for each value-set update
+// and OK for the others (the P4Runtime batch error).
+type valueSetRefuser struct {
+	writes, reads atomic.Int64 // value-set writes and reads refused
+}
+
+func (v *valueSetRefuser) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	wr, ok := req.(*p4v1.WriteRequest)
+	if !ok {
+		return h(ctx, req)
+	}
+	var rest []*p4v1.Update
+	for _, u := range wr.GetUpdates() {
+		if u.GetEntity().GetValueSetEntry() == nil {
+			rest = append(rest, u)
+		}
+	}
+	if len(rest) == len(wr.GetUpdates()) {
+		return h(ctx, req)
+	}
+	v.writes.Add(1)
+	var applied error
+	if len(rest) > 0 {
+		sub := proto.Clone(wr).(*p4v1.WriteRequest)
+		sub.Updates = rest
+		_, applied = h(ctx, sub)
+	}
+	st := status.New(codes.Unknown, "batch failed")
+	for _, u := range wr.GetUpdates() {
+		e := &p4v1.Error{CanonicalCode: int32(codes.OK)}
+		switch {
+		case u.GetEntity().GetValueSetEntry() != nil:
+			e = &p4v1.Error{CanonicalCode: int32(codes.Unimplemented), Message: "value sets are not supported"}
+		case applied != nil:
+			e = &p4v1.Error{CanonicalCode: int32(codes.Unknown), Message: applied.Error()}
+		}
+		var err error
+		if st, err = st.WithDetails(e); err != nil {
+			return nil, err
+		}
+	}
+	return nil, st.Err()
+}
+
+func (v *valueSetRefuser) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return h(srv, &refusingStream{ServerStream: ss, v: v})
+}
+
+type refusingStream struct {
+	grpc.ServerStream
+	v *valueSetRefuser
+}
+
+func (s *refusingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if rr, ok := m.(*p4v1.ReadRequest); ok {
+		for _, e := range rr.GetEntities() {
+			if e.GetValueSetEntry() != nil {
+				s.v.reads.Add(1)
+				return status.Error(codes.Unimplemented, "value sets are not supported")
+			}
+		}
+	}
+	return nil
+}
+
+// switchOpts vary a test switch.
+type switchOpts struct {
+	// noValueSets answers value-set reads and writes as BMv2 does.
+	noValueSets bool
+}
+
 func startSwitch(t testing.TB, addr string, deviceID uint64) *testSwitch {
+	t.Helper()
+	return startSwitchOpts(t, addr, deviceID, switchOpts{})
+}
+
+func startSwitchOpts(t testing.TB, addr string, deviceID uint64, so switchOpts) *testSwitch {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
 	var lis net.Listener
 	var err error
-	for i := 0; i < 50; i++ { // the previous server's port may take a moment to free
-		if lis, err = net.Listen("tcp", addr); err == nil {
+	// The previous server's port may take a while to free on a loaded
+	// machine; the deadline only guards against a hang.
+	for deadline := time.Now().Add(syncTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if lis, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
 	wl := &writeLog{n: map[uint64]map[p4v1.Update_Type]int{}}
+	unary := []grpc.UnaryServerInterceptor{wl.interceptor}
+	var streams []grpc.StreamServerInterceptor
+	var vs *valueSetRefuser
+	if so.noValueSets {
+		vs = &valueSetRefuser{}
+		unary = append([]grpc.UnaryServerInterceptor{vs.unary}, unary...) // outermost: wl counts what was applied
+		streams = append(streams, vs.stream)
+	}
 	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: deviceID, DataPlane: dp, Logger: quietLogger(),
-		GRPCOptions: []grpc.ServerOption{grpc.UnaryInterceptor(wl.interceptor)}})
+		GRPCOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(streams...)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testSwitch{t: t, addr: lis.Addr().String(), deviceID: deviceID, dp: dp, srv: srv, cancel: cancel,
-		done: make(chan struct{}), writes: wl}
+		done: make(chan struct{}), writes: wl, vs: vs}
 	go func() {
 		defer close(s.done)
 		_ = srv.Serve(ctx, lis)
@@ -355,16 +451,33 @@ type testDaemon struct {
 	done   chan error
 }
 
-// clock is a settable test clock.
+// clock is a test clock that moves only when the test advances it, so that
+// nothing expires because the machine is slow.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+// clockBase is where every test clock starts.
+var clockBase = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func (c *clock) now() time.Time          { return clockBase.Add(time.Duration(c.off.Load())) }
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
+// startDaemon runs a daemon with a fake clock (unless mod sets Now).
 func startDaemon(t testing.TB, cfg *config.Config, mod func(*Options)) *testDaemon {
 	t.Helper()
+	return startDaemonRun(t, cfg, mod, false)
+}
+
+// startCrashingDaemon is startDaemon for a daemon that crashes when
+// stopped: it ends without the final write of the state file.
+func startCrashingDaemon(t testing.TB, cfg *config.Config, mod func(*Options)) *testDaemon {
+	t.Helper()
+	return startDaemonRun(t, cfg, mod, true)
+}
+
+func startDaemonRun(t testing.TB, cfg *config.Config, mod func(*Options), crash bool) *testDaemon {
+	t.Helper()
 	opts := Options{Config: cfg, Logger: quietLogger(), AuditInterval: -1, CounterInterval: -1, ExpiryInterval: 20 * time.Millisecond,
-		ClientOptions: []p4rt.Option{p4rt.WithBackoff(p4rt.Backoff{Initial: 20 * time.Millisecond,
+		Now: (&clock{}).now, ClientOptions: []p4rt.Option{p4rt.WithBackoff(p4rt.Backoff{Initial: 20 * time.Millisecond,
 			Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.1})}}
 	if mod != nil {
 		mod(&opts)
@@ -375,7 +488,14 @@ func startDaemon(t testing.TB, cfg *config.Config, mod func(*Options)) *testDaem
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	td := &testDaemon{Daemon: d, cancel: cancel, done: make(chan error, 1)}
-	go func() { td.done <- d.Run(ctx) }()
+	go func() {
+		if crash {
+			d.run(ctx)
+			td.done <- nil
+			return
+		}
+		td.done <- d.Run(ctx)
+	}()
 	var once sync.Once
 	t.Cleanup(func() { once.Do(td.stopNow) })
 	return td
@@ -385,6 +505,32 @@ func (td *testDaemon) stopNow() {
 	td.cancel()
 	<-td.done
 	td.done <- nil // later stops return at once
+}
+
+// waitStandby waits until d is connected to every switch as a backup.
+func waitStandby(t testing.TB, d *Daemon) {
+	t.Helper()
+	waitFor(t, "standby connected", syncTimeout, func() bool {
+		for _, st := range d.Switches() {
+			if !st.Connected || st.Primary {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitPrimary waits until d is the primary of every switch.
+func waitPrimary(t testing.TB, d *Daemon) {
+	t.Helper()
+	waitFor(t, "primary of every switch", syncTimeout, func() bool {
+		for _, st := range d.Switches() {
+			if !st.Primary {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // waitFor polls cond until it holds or the timeout passes.

@@ -22,6 +22,7 @@ import (
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // retryDelay is how soon a failed install is retried.
@@ -66,6 +67,18 @@ type switchRunner struct {
 	counters     map[uint16]portCounters
 	countersFrom *p4rt.Client
 	countersLive bool
+	// vsUnsupported: the target answered UNIMPLEMENTED to a value-set
+	// write (BMv2): value-set updates are left out of later writes and
+	// vsErr is the switch's error, until the next connection.
+	vsUnsupported bool
+	vsErr         string
+	// vsUnreadableLogged: the UNIMPLEMENTED answer to value-set reads was
+	// logged (once per runner).
+	vsUnreadableLogged bool
+	// keepalive is the gRPC keepalive interval given to p4rt (0: off).
+	keepalive time.Duration
+	// portCounters are the P4 counters indexed by port (portCounterNames).
+	portCounters []string
 }
 
 func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
@@ -90,6 +103,7 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	if r.info, err = p4rt.NewInfo(r.p4info); err != nil {
 		return nil, fmt.Errorf("daemon: switch %s: %w", name, err)
 	}
+	r.portCounters = portCounterNames(r.p4info)
 	h := fnv.New64a()
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.p4info)
 	if err != nil {
@@ -104,6 +118,16 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	}
 	if !sw.TLS.Insecure {
 		r.opts = append(r.opts, p4rt.WithTLSFiles(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName))
+	}
+	// Keepalive (switches[].keepalive): gRPC pings the switch after that
+	// long without anything received and drops a connection that does not
+	// answer within config.KeepaliveTimeout, so a silently dead link ends
+	// the stream and fastcnpd reconnects. 0 turns it off.
+	r.keepalive = sw.Keepalive
+	if sw.Keepalive > 0 {
+		r.opts = append(r.opts, p4rt.WithKeepalive(sw.Keepalive, config.KeepaliveTimeout))
+	} else {
+		r.opts = append(r.opts, p4rt.WithKeepalive(0, 0))
 	}
 	if d.opts.ChunkSize > 0 {
 		r.opts = append(r.opts, p4rt.WithChunkSize(d.opts.ChunkSize))
@@ -151,6 +175,9 @@ func (r *switchRunner) status() SwitchStatus {
 	defer r.mu.Unlock()
 	st := SwitchStatus{Name: r.name, Address: r.addr, DeviceID: r.deviceID, Primary: r.primary,
 		Entries: r.entries, LastError: r.lastErr, Warnings: append([]string(nil), r.warnings...)}
+	if st.LastError == "" {
+		st.LastError = r.vsErr
+	}
 	if r.client != nil {
 		st.Connected = r.client.Status().Connected
 	}
@@ -166,6 +193,7 @@ func (r *switchRunner) incTable() incroute.Table {
 func (r *switchRunner) setClient(c *p4rt.Client) {
 	r.mu.Lock()
 	r.client, r.primary = c, false
+	r.vsUnsupported, r.vsErr = false, "" // a new connection may reach another target: try again
 	waiters := r.waiters
 	if c == nil {
 		r.waiters = nil
@@ -202,6 +230,11 @@ func (r *switchRunner) setPrimary(p bool) {
 		v = 1
 	}
 	r.d.metrics.switchPrimary.WithLabelValues(r.name).Set(v)
+	if p {
+		r.d.claimWriter()
+	} else {
+		r.d.releaseWriter()
+	}
 	if p != was {
 		kind, msg := EventBackup, "backup controller"
 		if p {
@@ -280,8 +313,10 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 		}
 	}
 	becomePrimary := func() {
-		r.setPrimary(true)
+		// Take over the state file as the previous primary left it before
+		// writing it (connections, refresh times, port settings).
 		r.d.reloadIfChanged()
+		r.setPrimary(true)
 		if err := r.ensurePipeline(ctx, c); err != nil {
 			r.log.WithError(err).Error("pushing the pipeline")
 			r.setErr(err)
@@ -425,6 +460,9 @@ func (r *switchRunner) readBack(ctx context.Context, c *p4rt.Client) (*fabric.St
 		}, q.e)
 		if err != nil && q.optional != 0 && errors.Is(err, p4rt.ErrUnimplemented) {
 			unreadable = append(unreadable, q.optional)
+			if q.optional == fabric.KindValueSet {
+				r.logValueSetsUnreadable()
+			}
 			continue
 		}
 		if err != nil {
@@ -432,6 +470,19 @@ func (r *switchRunner) readBack(ctx context.Context, c *p4rt.Client) (*fabric.St
 		}
 	}
 	return st, unreadable, nil
+}
+
+// logValueSetsUnreadable notes, once, that the target cannot report value
+// sets: the audit then takes the value set as installed earlier.
+func (r *switchRunner) logValueSetsUnreadable() {
+	r.mu.Lock()
+	logged := r.vsUnreadableLogged
+	r.vsUnreadableLogged = true
+	r.mu.Unlock()
+	if !logged {
+		r.log.Info("the switch cannot report parser value sets (reads answer UNIMPLEMENTED, as BMv2 does): " +
+			"the audit takes announce_udp_port as last installed")
+	}
 }
 
 // sync makes the switch equal to its desired state: against the last
@@ -477,7 +528,18 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 	for _, k := range unreadable {
 		// The server cannot read these back: after a pipeline push they are
 		// absent; otherwise take them as installed earlier (or as desired).
-		if !pushed {
+		// A value set is empty after a push; after a restart of fastcnpd it
+		// is written again (idempotent), unless the desired one is empty.
+		switch {
+		case k == fabric.KindValueSet && (pushed || installed == nil):
+			empty, err := r.info.ValueSetEntry(fabric.ValueSetAnnounce)
+			if err == nil {
+				err = actual.Put(empty)
+			}
+			if err != nil {
+				return fmt.Errorf("switch %s: %w", r.name, err)
+			}
+		case !pushed:
 			actual.AssumeKind(k, installed, res.State)
 		}
 	}
@@ -489,14 +551,40 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 	r.d.metrics.desiredEntries.WithLabelValues(r.name).Set(float64(res.State.Len()))
 	if !plan.Empty() {
 		start := time.Now()
-		if err := c.Write(ctx, plan.Updates()); err != nil {
+		// Value-set updates go in a write of their own, after the rest: a
+		// target without value sets (BMv2) refuses them and nothing else.
+		var rest, vs []*p4v1.Update
+		for _, u := range plan.Updates() {
+			if u.GetEntity().GetValueSetEntry() != nil {
+				vs = append(vs, u)
+			} else {
+				rest = append(rest, u)
+			}
+		}
+		r.mu.Lock()
+		skipVS := r.vsUnsupported
+		r.mu.Unlock()
+		err := c.Write(ctx, rest)
+		unwritten := 0 // value-set modifies left out
+		switch {
+		case err != nil || len(vs) == 0:
+		case skipVS:
+			unwritten = len(vs)
+		default:
+			// UNIMPLEMENTED for the RPC, or for every update of the batch.
+			if err = c.Write(ctx, vs); err != nil && errors.Is(err, p4rt.ErrUnimplemented) {
+				r.valueSetsUnsupported(err)
+				unwritten, err = len(vs), nil
+			}
+		}
+		if err != nil {
 			r.mu.Lock()
 			r.installed = nil // unknown now: read back next time
 			r.mu.Unlock()
 			return fmt.Errorf("switch %s: write: %w", r.name, err)
 		}
 		r.d.metrics.updates.WithLabelValues(r.name, "insert").Add(float64(len(plan.Insert)))
-		r.d.metrics.updates.WithLabelValues(r.name, "modify").Add(float64(len(plan.Modify)))
+		r.d.metrics.updates.WithLabelValues(r.name, "modify").Add(float64(len(plan.Modify) - unwritten))
 		r.d.metrics.updates.WithLabelValues(r.name, "delete").Add(float64(len(plan.Delete)))
 		lf := logrus.Fields{"kind": kind, "insert": len(plan.Insert), "modify": len(plan.Modify),
 			"delete": len(plan.Delete), "took": time.Since(start).String()}
@@ -513,6 +601,24 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 	r.installed, r.inc, r.pushed = res.State, res.INC, false
 	r.mu.Unlock()
 	return nil
+}
+
+// valueSetsUnsupported records that the switch refused the value set with
+// UNIMPLEMENTED: the rest of its state is installed, the error stays on the
+// switch (ListSwitches, fastcnpctl switches) and later writes leave the
+// value set out.
+func (r *switchRunner) valueSetsUnsupported(err error) {
+	r.d.mu.RLock()
+	port := r.d.cfg.Announce.UDPPort
+	r.d.mu.RUnlock()
+	msg := fmt.Sprintf("switch %s: the target does not support parser value sets (BMv2: behavioral-model issue #854), "+
+		"so announce.udp_port %d cannot be installed and announcements to it are not punted: use announce.udp_port %d, "+
+		"which the P4 program recognises without the value set, or a target that implements value sets (%v)",
+		r.name, port, wire.DefaultAnnouncePort, err)
+	r.mu.Lock()
+	r.vsUnsupported, r.vsErr = true, msg
+	r.mu.Unlock()
+	r.log.WithField("announce_udp_port", port).Error(msg)
 }
 
 // incFromState extracts the INC route table (bucket -> port) from a
@@ -649,7 +755,7 @@ func (r *switchRunner) portStatuses(ctx context.Context) ([]PortStatus, error) {
 	counters := map[uint16]portCounters{}
 	if c != nil && c.Status().Connected {
 		var err error
-		if counters, err = readCounters(ctx, c, r.configuredPorts()); err != nil {
+		if counters, err = readCounters(ctx, c, r.portCounters, r.configuredPorts()); err != nil {
 			return nil, fmt.Errorf("switch %s: reading counters: %w", r.name, err)
 		}
 	}

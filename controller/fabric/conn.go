@@ -151,12 +151,20 @@ func (t *ConnTable) Remove(k ConnKey) (Connection, error) {
 	return *c, nil
 }
 
-// Expire removes the non-static connections last seen before now-idle and
-// returns them.
-func (t *ConnTable) Expire(now time.Time, idle time.Duration) []Connection {
+// Expire removes the non-static connections idle for longer than idle at
+// now and returns them. A connection's idle time counts from the later of
+// its LastSeen and since: a controller that has just (re)started or taken
+// over passes the moment it did, so that a connection whose refreshes it
+// could not see (or whose last refresh was not saved) gets a full idle
+// period to be announced again.
+func (t *ConnTable) Expire(now time.Time, idle time.Duration, since time.Time) []Connection {
 	var out []Connection
 	for k, c := range t.conns {
-		if !c.Static && now.Sub(c.LastSeen) > idle {
+		seen := c.LastSeen
+		if since.After(seen) {
+			seen = since
+		}
+		if !c.Static && now.Sub(seen) > idle {
 			out = append(out, *c)
 			delete(t.conns, k)
 			delete(t.used, c.Index)

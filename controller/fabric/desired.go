@@ -14,6 +14,7 @@ import (
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/target/pipeline/window"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // P4 object names used by the controller (docs/dataplane.md).
@@ -170,6 +171,19 @@ func ComputePortParams(sw *config.Switch, p *config.Port, losslessPriority uint8
 	return out, nil
 }
 
+// AnnounceValueSet is the desired announce_udp_port value set for the
+// configured announcement port. The parser recognises
+// wire.DefaultAnnouncePort as a compile-time constant, so the value set
+// holds only another port: with the default port it is empty, which is
+// also what a pipeline push leaves, so nothing is written (BMv2's P4Runtime
+// server cannot write or read value sets at all).
+func AnnounceValueSet(info *p4rt.Info, port uint16) (*p4v1.Entity, error) {
+	if port == wire.DefaultAnnouncePort {
+		return info.ValueSetEntry(ValueSetAnnounce)
+	}
+	return info.ValueSetEntry(ValueSetAnnounce, []p4rt.Match{p4rt.Exact("", port)})
+}
+
 // Input is everything the desired state of one switch depends on.
 type Input struct {
 	// Config is the whole configuration (QoS and announce settings).
@@ -241,8 +255,8 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	res := &Result{}
 	b := &builder{info: info, st: NewState()}
 
-	// Value set, clone session, digests.
-	b.add(info.ValueSetEntry(ValueSetAnnounce, []p4rt.Match{p4rt.Exact("", in.Config.Announce.UDPPort)}))
+	// Value set (AnnounceValueSet), clone session, digests.
+	b.add(AnnounceValueSet(info, in.Config.Announce.UDPPort))
 	b.add(p4rt.CloneSession(pipeline.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
 	for _, d := range ManagedDigests {
 		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
@@ -324,15 +338,10 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		var t incroute.Table
 		var err error
 		if len(in.PrevINC) == pipeline.IncBuckets {
-			t, err = incroute.Update(in.PrevINC, hops)
-			if err == nil {
-				// Update keeps the fewest moves over the run bound when the
-				// two conflict (controller/incroute): say so while it lasts.
-				if cerr := incroute.Check(t, hops); cerr != nil {
-					res.Warnings = append(res.Warnings, fmt.Sprintf(
-						"inc routes: a run exceeds the spread bound, kept so that weight changes move the fewest buckets: %v", cerr))
-				}
-			}
+			// Proportional and within the run bound always; the fewest moves
+			// whenever those allow it, else a bounded few more
+			// (controller/incroute, docs/controller.md).
+			t, err = incroute.UpdateBounded(in.PrevINC, hops)
 		} else {
 			t, err = incroute.Build(hops, pipeline.IncBuckets)
 		}

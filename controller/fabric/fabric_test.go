@@ -3,7 +3,6 @@ package fabric
 import (
 	"errors"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,10 +126,12 @@ func TestDesiredCounts(t *testing.T) {
 	}
 }
 
-// TestINCUpdateRunWarning: Desired applies a weight change with the fewest
-// bucket moves, and warns when that leaves a run beyond the spread bound
-// (weights 97:20:2 -> 97:0:2 on 256 buckets leave hop 1 a run of 65 > 52).
-func TestINCUpdateRunWarning(t *testing.T) {
+// TestINCUpdateBounded: Desired applies a weight change with
+// incroute.UpdateBounded: weights 97:20:2 -> 97:0:2 on 256 buckets, where
+// the minimal-churn table would leave hop 1 a run of 65 > its bound 52, give
+// a table within the bound, proportional, that moves at most the bounded
+// extra over the minimum, with no warning.
+func TestINCUpdateBounded(t *testing.T) {
 	info := testInfo(t)
 	cfg, err := config.Parse([]byte(`
 api: {auth: {insecure: true}}
@@ -162,36 +163,91 @@ switches:
 	if err != nil {
 		t.Fatal(err)
 	}
+	minimal, err := incroute.Update(prev, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if incroute.Check(minimal, after) == nil {
+		t.Fatal("the minimal-churn table meets the run bound: the example no longer shows the conflict")
+	}
 	for _, tt := range []struct {
-		name    string
-		prev    incroute.Table
-		warn    bool
-		minimal bool
+		name string
+		prev incroute.Table
 	}{
-		{"fresh table", nil, false, false},
-		{"weight change", prev, true, true},
+		{"fresh table", nil},
+		{"weight change", prev},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("s1"), PrevINC: tt.prev})
 			if err != nil {
 				t.Fatal(err)
 			}
-			warned := false
-			for _, w := range res.Warnings {
-				warned = warned || strings.Contains(w, "a run exceeds the spread bound")
+			if len(res.Warnings) != 0 {
+				t.Errorf("warnings %q", res.Warnings)
 			}
-			if warned != tt.warn {
-				t.Errorf("run warning %v, want %v (warnings %q)", warned, tt.warn, res.Warnings)
+			if err := incroute.Check(res.INC, after); err != nil {
+				t.Error(err)
 			}
 			if got := incroute.Counts(res.INC); got[1] != counts[1] || got[2] != 0 || got[3] != counts[3] {
 				t.Errorf("buckets per hop %v, want %v", got, counts)
 			}
-			if tt.minimal {
-				if m, want := incroute.Moved(tt.prev, res.INC), incroute.MinMoves(tt.prev, counts); m != want {
-					t.Errorf("%d buckets moved, want the minimum %d", m, want)
+			if tt.prev != nil {
+				limit := incroute.MinMoves(tt.prev, counts) + incroute.BoundedExtraMoves(minimal, counts)
+				if m := incroute.Moved(tt.prev, res.INC); m > limit {
+					t.Errorf("%d buckets moved, more than the bound %d", m, limit)
 				}
 			}
 		})
+	}
+}
+
+// TestAnnounceValueSet: the value set holds the announcement port only when
+// it is not the default (which the parser knows as a constant); with the
+// default it is empty, like after a pipeline push, so nothing is written.
+func TestAnnounceValueSet(t *testing.T) {
+	info, cfg := testInfo(t), testConfig(t)
+	for _, tt := range []struct {
+		port    uint16
+		members int
+	}{{4792, 0}, {4793, 1}, {9000, 1}} {
+		cfg.Announce.UDPPort = tt.port
+		res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs *p4v1.ValueSetEntry
+		for _, e := range res.State.Entries() {
+			if e.Kind == KindValueSet {
+				vs = e.Entity.GetValueSetEntry()
+			}
+		}
+		if vs == nil || len(vs.GetMembers()) != tt.members {
+			t.Fatalf("port %d: value set %v, want %d members", tt.port, vs, tt.members)
+		}
+		if tt.members == 1 {
+			if got := vs.GetMembers()[0].GetMatch()[0].GetExact().GetValue(); len(got) != 2 ||
+				uint16(got[0])<<8|uint16(got[1]) != tt.port {
+				t.Errorf("port %d: member %x", tt.port, got)
+			}
+		}
+		// Against an empty value set (as a pipeline push leaves it), the
+		// default port needs no write and another port one MODIFY.
+		empty, err := AnnounceValueSet(info, 4792)
+		if err != nil {
+			t.Fatal(err)
+		}
+		actual := NewState()
+		for _, e := range res.State.Entries() {
+			if e.Kind != KindValueSet {
+				_ = actual.Put(e.Entity)
+			}
+		}
+		if err := actual.Put(empty); err != nil {
+			t.Fatal(err)
+		}
+		if p := Diff(res.State, actual); len(p.Modify) != tt.members || p.Len() != tt.members {
+			t.Errorf("port %d against an empty value set: plan %d/%d/%d", tt.port, len(p.Insert), len(p.Modify), len(p.Delete))
+		}
 	}
 }
 
@@ -289,7 +345,12 @@ func TestConnTable(t *testing.T) {
 	if _, _, err := tab.Upsert(c); !errors.Is(err, ErrTableFull) {
 		t.Errorf("third: %v, want ErrTableFull", err)
 	}
-	exp := tab.Expire(now.Add(61*time.Second), time.Minute)
+	// Idle time counts from the later of LastSeen and since: a controller
+	// that took over 30 s ago expires nothing yet.
+	if exp := tab.Expire(now.Add(61*time.Second), time.Minute, now.Add(30*time.Second)); len(exp) != 0 {
+		t.Fatalf("expired %+v within a minute of the takeover", exp)
+	}
+	exp := tab.Expire(now.Add(61*time.Second), time.Minute, time.Time{})
 	if len(exp) != 1 || exp[0].ConnKey != a.ConnKey {
 		t.Fatalf("expired %+v", exp)
 	}

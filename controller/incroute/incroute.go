@@ -16,6 +16,9 @@
 //     a hop with an unchanged count keeps exactly its buckets. The number of
 //     changed buckets is MinMoves, the sum of the positive count differences,
 //     which no table with the new counts can beat.
+//   - Bounded churn (UpdateBounded): at most MinMoves + BoundedExtraMoves
+//     of Update's table, and exactly MinMoves whenever Update's table meets
+//     the run bound (below).
 //
 // Minimal churn and the run bound conflict. Example (TestChurnRunConflict):
 // 64 buckets, weights 1, 7, 144, 8, 7 for hops 1..5; hop 3 holds 55 buckets
@@ -32,9 +35,17 @@
 //     that never add a move), and meets RunBound whenever that search finds a
 //     way (most updates: see TestUpdateProperties for the measured share),
 //     but it guarantees no run bound.
-//   - UpdateBounded always meets RunBound; it equals Update when Update does,
-//     and otherwise moves a few more buckets (or, as a last resort, returns
-//     Build's table).
+//   - UpdateBounded always meets RunBound and proportionality, and bounds
+//     its churn: it returns Update's table (minimal churn) whenever that
+//     meets the bound, and otherwise repairs it with at most
+//     BoundedExtraMoves more moves: 2 per separator that a too-long run
+//     of a hop with less than half of the buckets needs (such a run of V
+//     buckets with bound B needs ceil((V-B)/(B+1))), or, when the hop
+//     with at least half of the buckets has a run too long, 2*(N - c) for
+//     its c buckets (its N - c separators are respaced). In the example
+//     above the allowance is 2*(64-58) = 12 and UpdateBounded moves 6
+//     buckets more than the 3 of MinMoves (TestChurnRunConflict); over
+//     random update chains TestUpdateProperties logs the extra moves.
 //
 // Check reports whether a table meets both proportionality and the bound,
 // so the controller can choose per update. Output is deterministic: the
@@ -543,26 +554,309 @@ func abs(x int) int {
 
 // UpdateBounded is Update for callers that put scattering first: it returns
 // Update's minimal-churn table when that keeps every run within RunBound,
-// and otherwise moves extra buckets (swaps that shorten the long runs, and
-// as a last resort a fresh Build) until it does. Its result always meets
-// the run bound; its churn is minimal whenever Update's table meets it.
+// and otherwise the cheaper of two repairs of it, each of which always meets
+// the bound (the package comment states and proves the churn they add):
+//
+//   - splitLongRuns: for a hop h with fewer than half of the buckets, each
+//     run longer than RunBound gets the fewest separators, evenly spaced, and
+//     each separator swaps with a bucket of another hop elsewhere that h can
+//     take without making a run too long (one always exists);
+//   - respace: for a hop b with at least half of the buckets, the other hops'
+//     buckets (b's separators) keep their order and, where the gaps allow,
+//     their positions; the others move as little to the right or left as
+//     needed for every gap to fit b's bound.
+//
+// Its result always meets the run bound and proportionality; its churn is
+// Update's (minimal) when Update meets the bound, and otherwise at most
+// MinMoves + BoundedExtraMoves(Update's table).
 func UpdateBounded(prev Table, hops []Hop) (Table, error) {
 	t, err := Update(prev, hops)
 	if err != nil {
 		return nil, err
 	}
-	if Check(t, hops) == nil {
-		return t, nil
-	}
 	counts, err := Apportion(hops, len(t))
 	if err != nil {
 		return nil, fmt.Errorf("incroute: update: %w", err)
 	}
-	newSearch(t, nil, counts).repair()
-	if Check(t, hops) == nil {
+	if withinBound(t, counts) {
 		return t, nil
 	}
-	return Build(hops, len(prev))
+	var best Table
+	for _, c := range []Table{splitLongRuns(t, prev, counts), respace(t, counts)} {
+		if c != nil && withinBound(c, counts) && (best == nil || Moved(prev, c) < Moved(prev, best)) {
+			best = c
+		}
+	}
+	if best == nil {
+		// Unreachable: one of the two repairs always succeeds (package
+		// comment); an error rather than a table that breaks the promise.
+		return nil, errors.New("incroute: update: no repair met the run bound (a bug in UpdateBounded)")
+	}
+	return best, nil
+}
+
+// BoundedExtraMoves is the most buckets UpdateBounded moves beyond MinMoves
+// when Update's table t (with the given counts) exceeds the run bound:
+//
+//   - 2*(N - c_b) when a hop b with 2*c_b >= N has a run longer than
+//     RunBound(c_b, N) in t (respace moves at most each of b's N - c_b
+//     separators, two buckets each);
+//   - otherwise 2 * the sum, over the runs of t longer than their bound B,
+//     of ceil((V - B)/(B + 1)) for a run of length V (the fewest separators
+//     that split it; splitLongRuns swaps each with one bucket elsewhere).
+//
+// It is 0 when t meets the bound.
+func BoundedExtraMoves(t Table, counts map[uint32]int) int {
+	n := len(t)
+	bigViolated, big := false, 0
+	seps := 0
+	for i := 0; i < n; {
+		j := i
+		for j < n && t[j] == t[i] {
+			j++
+		}
+		c := counts[t[i]]
+		if b := RunBound(c, n); j-i > b {
+			seps += (j - i - b + b) / (b + 1)
+			if 2*c >= n {
+				bigViolated, big = true, c
+			}
+		}
+		i = j
+	}
+	if bigViolated {
+		return 2 * (n - big)
+	}
+	return 2 * seps
+}
+
+// withinBound reports whether every run of t is within RunBound.
+func withinBound(t Table, counts map[uint32]int) bool {
+	n := len(t)
+	for i := 0; i < n; {
+		j := i
+		for j < n && t[j] == t[i] {
+			j++
+		}
+		if j-i > RunBound(counts[t[i]], n) {
+			return false
+		}
+		i = j
+	}
+	return true
+}
+
+// splitLongRuns returns a copy of t in which every run longer than its bound
+// is split by separators, or nil when such a run belongs to a hop with at
+// least half of the buckets (respace handles that one).
+//
+// For a hop h with c < N - c = o buckets the bound is B = 2. A run of V > B
+// gets k = ceil((V-B)/(B+1)) separators, evenly spaced, so that its pieces
+// are 1..B long. Each separator p takes the hop of a receiver q elsewhere,
+// which becomes h: q is a bucket of another hop, not one of the new
+// separators, whose neighbouring runs of h (L before, R after) satisfy
+// L + R + 1 <= B, so the run q joins stays within the bound. The other
+// hop's bucket at p sits between two pieces of h (a run of 1), and it only
+// loses one at q, so no other hop's run grows. A receiver always exists:
+// every run of h borders at most two buckets of other hops, so the sum of
+// L + R over them is at most 2 * (h's buckets); with K separators pending,
+// j of them matched, and every original separator of h having L + R >= B,
+// (o - j) * B <= 2(c - K + j) - 2K, yet (o - j)(c/o + 1) > 2c - 4K + 2j for
+// j < K and c < o. Each separator with its receiver changes two buckets.
+func splitLongRuns(t, prev Table, counts map[uint32]int) Table {
+	n := len(t)
+	out := append(Table(nil), t...)
+	long := make(map[uint32][][2]int) // hop -> its runs over the bound, as found in t
+	for i := 0; i < n; {
+		j := i
+		for j < n && t[j] == t[i] {
+			j++
+		}
+		if j-i > RunBound(counts[t[i]], n) {
+			long[t[i]] = append(long[t[i]], [2]int{i, j})
+		}
+		i = j
+	}
+	prevPos := make(map[uint32][]int, len(long)) // where each hop was in prev
+	for i, id := range prev {
+		if _, ok := long[id]; ok {
+			prevPos[id] = append(prevPos[id], i)
+		}
+	}
+	pending := make([]bool, n)
+	for _, h := range sortedIDs(long) {
+		c := counts[h]
+		if 2*c >= n {
+			return nil
+		}
+		bound := RunBound(c, n)
+		// The runs of h only shrink while earlier hops are fixed (h may
+		// have given them receivers), so look again inside each range.
+		var seps []int
+		for _, r := range long[h] {
+			for i := r[0]; i < r[1]; {
+				if out[i] != h {
+					i++
+					continue
+				}
+				j := i
+				for j < r[1] && out[j] == h {
+					j++
+				}
+				if v := j - i; v > bound {
+					k := (v - bound + bound) / (bound + 1)
+					for s := 1; s <= k; s++ {
+						p := i + s*(v-k)/(k+1) + s - 1
+						seps = append(seps, p)
+						pending[p] = true
+					}
+				}
+				i = j
+			}
+		}
+		if len(seps) == 0 {
+			continue
+		}
+		isH := func(i int) bool { return i >= 0 && i < n && out[i] == h && !pending[i] }
+		receives := func(q int) bool {
+			if out[q] == h || pending[q] {
+				return false
+			}
+			l, r := 0, 0
+			for l <= bound && isH(q-1-l) {
+				l++
+			}
+			for r <= bound && isH(q+1+r) {
+				r++
+			}
+			return l+r+1 <= bound
+		}
+		// Separators by the hop they held in prev: giving a separator back
+		// to that hop undoes a move.
+		byPrev := make(map[uint32][]int)
+		for _, p := range seps {
+			byPrev[prev[p]] = append(byPrev[prev[p]], p)
+		}
+		used := make(map[int]bool, len(seps))
+		next := 0
+		left := len(seps)
+		take := func(q int) {
+			g := out[q]
+			p := -1
+			for ps := byPrev[g]; len(ps) > 0 && p < 0; ps = byPrev[g] {
+				if byPrev[g] = ps[1:]; !used[ps[0]] {
+					p = ps[0]
+				}
+			}
+			for p < 0 {
+				if !used[seps[next]] {
+					p = seps[next]
+				}
+				next++
+			}
+			used[p] = true
+			out[p], pending[p] = g, false
+			out[q] = h
+			left--
+		}
+		// Receivers where h was in prev first (each undoes a move), then any.
+		for _, q := range prevPos[h] {
+			if left == 0 {
+				break
+			}
+			if receives(q) {
+				take(q)
+			}
+		}
+		for q := 0; q < n && left > 0; q++ {
+			if receives(q) {
+				take(q)
+			}
+		}
+		if left > 0 {
+			return nil // unreachable for c < o (see above)
+		}
+	}
+	return out
+}
+
+// bigHop returns the hop of t with the most buckets when it has at least
+// half of them and not all: with two hops of N/2 each, the one whose runs
+// exceed the bound (else the smaller ID).
+func bigHop(t Table, counts map[uint32]int) (uint32, bool) {
+	n := len(t)
+	b, bc := uint32(0), -1
+	for _, id := range sortedIDs(counts) {
+		if counts[id] > bc {
+			b, bc = id, counts[id]
+		}
+	}
+	if 2*bc < n || bc == n {
+		return 0, false
+	}
+	if 2*bc == n {
+		runs := MaxRuns(t)
+		for id, c := range counts {
+			if id != b && c == bc && runs[id] > RunBound(c, n) {
+				b = id
+			}
+		}
+	}
+	return b, true
+}
+
+// respace returns a copy of t in which the buckets of the hop b with the
+// most buckets (at least half; nil if there is none) are spread within
+// RunBound: the other buckets, b's separators, keep their order and hops;
+// each keeps its position when the gap before it allows, and otherwise moves
+// to the nearest position that does. Separator k (of o) goes to a position
+// in [lo, hi]: hi = min(previous + B + 1, N - 1 - 2*(o-k-1)) keeps the gap
+// before it within B and leaves room for the rest, lo = max(previous + 2,
+// N - 1 - B - (o-k-1)*(B+1)) keeps it apart from the previous one and
+// lets the rest cover the table; lo <= hi holds at every step when
+// N >= 2o and B >= 1 (induction from the first separator, where lo = 0...
+// and hi = B). Two kept neighbours of different hops may stay adjacent. So
+// b's runs are within B, and every other hop's runs are 1 long. Only the
+// separators' old and new positions change: at most 2o buckets.
+func respace(t Table, counts map[uint32]int) Table {
+	b, ok := bigHop(t, counts)
+	if !ok {
+		return nil
+	}
+	n := len(t)
+	bound := RunBound(counts[b], n)
+	var sepPos []int
+	for i, id := range t {
+		if id != b {
+			sepPos = append(sepPos, i)
+		}
+	}
+	o := len(sepPos)
+	out := make(Table, n)
+	for i := range out {
+		out[i] = b
+	}
+	last := -1
+	for k, s := range sepPos {
+		rest := o - k - 1
+		hi := min(last+bound+1, n-1-2*rest)
+		lo := n - 1 - bound - rest*(bound+1)
+		switch {
+		case k == 0:
+			lo = max(lo, 0)
+		case s == last+1 && t[s] != out[last]:
+			lo = max(lo, last+1) // kept next to a separator of another hop
+		default:
+			lo = max(lo, last+2)
+		}
+		if lo > hi {
+			return nil // unreachable (see above)
+		}
+		pos := min(max(s, lo), hi)
+		out[pos] = t[s]
+		last = pos
+	}
+	return out
 }
 
 func sortedIDs[V any](m map[uint32]V) []uint32 {

@@ -290,11 +290,12 @@ func nextHops(rng *rand.Rand, hops []Hop) []Hop {
 
 // TestUpdateProperties: thousands of random update chains. Every Update is
 // proportional, deterministic and has minimal churn; UpdateBounded always
-// meets the run bound and has minimal churn whenever Update meets it. The
-// share of Update results that meet the bound is measured and must stay high.
+// meets the run bound, equals Update whenever Update meets it, and never
+// moves more than MinMoves + BoundedExtraMoves(Update's table). The share
+// of Update results that meet the bound is measured and must stay high.
 func TestUpdateProperties(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	updates, withinBound := 0, 0
+	updates, withinBound, extraMoves, repaired := 0, 0, 0, 0
 	for chain := 0; chain < 1000; chain++ {
 		n := sizes[rng.Intn(len(sizes))]
 		hops := randomHops(rng, 10)
@@ -334,22 +335,65 @@ func TestUpdateProperties(t *testing.T) {
 			if ok && !reflect.DeepEqual(b, tb) {
 				t.Fatal("UpdateBounded differs from Update although Update meets the bound")
 			}
-			if Moved(prev, b) < MinMoves(prev, counts) {
-				t.Fatal("UpdateBounded moved fewer buckets than the minimum")
+			checkBoundedChurn(t, prev, b, tb, counts)
+			if !ok {
+				repaired++
+				extraMoves += Moved(prev, b) - MinMoves(prev, counts)
 			}
-			// A chain of UpdateBounded keeps meeting the bound too.
+			// A chain of UpdateBounded keeps meeting both bounds too.
 			bc, err := UpdateBounded(bounded, next)
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkRuns(t, bc, counts)
+			tbc, _ := Update(bounded, next)
+			checkBoundedChurn(t, bounded, bc, tbc, counts)
 			prev, bounded, hops = tb, bc, next
 		}
 	}
 	share := float64(withinBound) / float64(updates)
-	t.Logf("Update met RunBound in %d of %d updates (%.1f%%)", withinBound, updates, 100*share)
+	t.Logf("Update met RunBound in %d of %d updates (%.1f%%); UpdateBounded repaired the other %d with %d extra moves in all",
+		withinBound, updates, 100*share, repaired, extraMoves)
 	if share < 0.95 {
 		t.Errorf("Update met RunBound in only %.1f%% of updates", 100*share)
+	}
+}
+
+// checkBoundedChurn asserts UpdateBounded's churn bound: b (UpdateBounded's
+// table) moves at most MinMoves + BoundedExtraMoves(tb) buckets, tb being
+// Update's table for the same input.
+func checkBoundedChurn(t *testing.T, prev, b, tb Table, counts map[uint32]int) {
+	t.Helper()
+	limit := MinMoves(prev, counts) + BoundedExtraMoves(tb, counts)
+	if got := Moved(prev, b); got > limit {
+		t.Fatalf("UpdateBounded moved %d buckets, bound MinMoves %d + extra %d", got, MinMoves(prev, counts),
+			BoundedExtraMoves(tb, counts))
+	}
+}
+
+// TestBoundedExtraMoves checks the churn allowance against hand counts.
+func TestBoundedExtraMoves(t *testing.T) {
+	tests := []struct {
+		name string
+		t    Table
+		want int
+	}{
+		{"within the bound", Table{1, 2, 1, 2}, 0},
+		// Hop 1 has 3 of 8 (bound 2): its run of 3 needs one separator.
+		{"small hop run of 3", Table{1, 1, 1, 2, 2, 3, 2, 3}, 2},
+		// No hop has half of the 24 buckets, so every bound is 2: hop 4's
+		// run of 6 needs ceil(4/3) = 2 separators, hop 2's run of 3 one.
+		{"two small runs", Table{4, 4, 4, 4, 4, 4, 2, 2, 2, 3, 5, 3, 5, 3, 5, 3, 5, 3, 5, 3, 5, 3, 5, 3}, 2 * (2 + 1)},
+		// Hop 9 has 6 of 8 (bound ceil(6/2)+1 = 4): a run of 5 makes the
+		// allowance 2 * (8 - 6) whatever the small hops do.
+		{"big hop", Table{9, 9, 9, 9, 9, 1, 9, 1}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := BoundedExtraMoves(tt.t, Counts(tt.t)); got != tt.want {
+				t.Errorf("BoundedExtraMoves(%v) = %d, want %d", tt.t, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -378,6 +422,7 @@ func TestUpdateLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRuns(t, b, counts)
+		checkBoundedChurn(t, prev, b, tb, counts)
 		prev, hops = tb, next
 	}
 }
@@ -432,6 +477,11 @@ func TestChurnRunConflict(t *testing.T) {
 	if err := Check(b, after); err != nil {
 		t.Fatal(err)
 	}
+	// The allowance here is 2 * (64 - 58) separators' worth: 12 extra.
+	if extra := BoundedExtraMoves(tb, newC); extra != 12 {
+		t.Errorf("BoundedExtraMoves = %d, want 12", extra)
+	}
+	checkBoundedChurn(t, prev, b, tb, newC)
 	t.Logf("hop 3: run %d > bound %d with minimal churn (%d moves); UpdateBounded: %d moves",
 		run, bound, Moved(prev, tb), Moved(prev, b))
 }
@@ -489,6 +539,7 @@ func FuzzBuildUpdate(f *testing.F) {
 		if err != nil || Check(b, hops(w2)) != nil {
 			t.Fatalf("UpdateBounded: %v", err)
 		}
+		checkBoundedChurn(t, prev, b, next, counts)
 	})
 }
 
@@ -526,5 +577,73 @@ func TestManyHops(t *testing.T) {
 		if err := Check(b, h2); err != nil {
 			t.Fatal(err)
 		}
+		checkBoundedChurn(t, prev, b, next, counts)
+	}
+}
+
+// clumpyTable returns a random table of n buckets over k hops built from
+// runs of random lengths, so that many runs exceed their bound.
+func clumpyTable(rng *rand.Rand, n, k int) Table {
+	t := make(Table, 0, n)
+	for len(t) < n {
+		id := uint32(1 + rng.Intn(k))
+		for l := 1 + rng.Intn(1+rng.Intn(12)); l > 0 && len(t) < n; l-- {
+			t = append(t, id)
+		}
+	}
+	return t
+}
+
+// TestRepairs checks the two repairs behind UpdateBounded on random tables
+// whose runs are far beyond their bounds (Update rarely hands them such
+// tables): splitLongRuns always succeeds when no hop with half of the
+// buckets or more is too long, respace always succeeds when such a hop
+// exists, both keep every hop's count and meet the run bound, and each
+// changes at most the buckets BoundedExtraMoves allows.
+func TestRepairs(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	split, spaced := 0, 0
+	for it := 0; it < 20000; it++ {
+		n := 1 + rng.Intn(300)
+		tb := clumpyTable(rng, n, 1+rng.Intn(6))
+		counts := Counts(tb)
+		prev := clumpyTable(rng, n, 8) // only steers the choice of receivers
+		bigTooLong := false
+		for id, r := range MaxRuns(tb) {
+			bigTooLong = bigTooLong || (2*counts[id] >= n && r > RunBound(counts[id], n))
+		}
+		check := func(name string, out Table, limit int) {
+			t.Helper()
+			if !reflect.DeepEqual(Counts(out), counts) {
+				t.Fatalf("%s changed the counts of %v: %v", name, tb, out)
+			}
+			if !withinBound(out, counts) {
+				t.Fatalf("%s of %v: %v exceeds the run bound (runs %v)", name, tb, out, MaxRuns(out))
+			}
+			if m := Moved(tb, out); m > limit {
+				t.Fatalf("%s of %v moved %d buckets, at most %d allowed: %v", name, tb, m, limit, out)
+			}
+		}
+		if !bigTooLong {
+			out := splitLongRuns(tb, prev, counts)
+			if out == nil {
+				t.Fatalf("splitLongRuns found no receiver for %v", tb)
+			}
+			check("splitLongRuns", out, BoundedExtraMoves(tb, counts))
+			split++
+		}
+		if _, ok := bigHop(tb, counts); ok {
+			out := respace(tb, counts)
+			if out == nil {
+				t.Fatalf("respace failed on %v", tb)
+			}
+			b, _ := bigHop(tb, counts)
+			check("respace", out, 2*(n-counts[b]))
+			spaced++
+		}
+	}
+	t.Logf("splitLongRuns checked on %d tables, respace on %d", split, spaced)
+	if split < 1000 || spaced < 1000 {
+		t.Errorf("too few cases: %d split, %d respaced", split, spaced)
 	}
 }

@@ -1,0 +1,212 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+// idle is announce.idle_timeout in testYAML; refreshes are saved once the
+// saved time is idle/4 old.
+const idle = 10 * time.Second
+
+// announceUp hands d an "up" announcement of the test connection punted by
+// s1 port 1 and returns the outcome.
+func announceUp(t *testing.T, d *Daemon) AnnounceResult {
+	t.Helper()
+	return d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP, nil))
+}
+
+// refreshFor has the host refresh the test connection every 3 s for d of
+// the test clock.
+func refreshFor(t *testing.T, dm *Daemon, clk *clock, d time.Duration) {
+	t.Helper()
+	for i := time.Duration(0); i < d; i += 3 * time.Second {
+		clk.advance(3 * time.Second)
+		if res := announceUp(t, dm); res.Reason != AcceptRefresh {
+			t.Fatalf("refresh at +%v: %+v", i+3*time.Second, res)
+		}
+	}
+}
+
+// savedLastSeen returns the last_seen of the only connection in the state
+// file (zero time and false when it holds none).
+func savedLastSeen(t *testing.T, path string) (time.Time, bool) {
+	t.Helper()
+	fs, err := loadStateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch len(fs.Connections) {
+	case 0:
+		return time.Time{}, false
+	case 1:
+		return fs.Connections[0].LastSeen, true
+	}
+	t.Fatalf("state file holds %d connections, want at most 1", len(fs.Connections))
+	return time.Time{}, false
+}
+
+// TestRefreshSaved: a refresh is written to the state file once the saved
+// refresh time is idle_timeout/4 old, and not before (so a steady stream of
+// refreshes does not write the file on every packet).
+func TestRefreshSaved(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	clk := &clock{}
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Now = clk.now })
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	if res := announceUp(t, d.Daemon); res.Reason != AcceptUp {
+		t.Fatalf("up: %+v", res)
+	}
+	up := clk.now()
+	steps := []struct {
+		advance time.Duration
+		saved   time.Duration // the saved last_seen, from up
+	}{
+		{time.Second, 0},                          // 1 s old: not written
+		{time.Second, 0},                          // 2 s
+		{idle/4 - 2*time.Second, idle / 4},        // 2.5 s: written
+		{time.Second, idle / 4},                   // 1 s after that: not written
+		{idle / 4, idle/4 + time.Second + idle/4}, // written
+	}
+	elapsed := time.Duration(0)
+	for i, st := range steps {
+		clk.advance(st.advance)
+		elapsed += st.advance
+		if res := announceUp(t, d.Daemon); res.Reason != AcceptRefresh {
+			t.Fatalf("refresh %d: %+v", i, res)
+		}
+		got, ok := savedLastSeen(t, state)
+		if want := up.Add(st.saved); !ok || !got.Equal(want) {
+			t.Errorf("after a refresh at +%v: saved last_seen %v (%v), want %v", elapsed, got, ok, want)
+		}
+	}
+}
+
+// TestCrashRestartKeepsAnnounced: fastcnpd crashes (no final write) while
+// hosts refresh a connection; it comes back after the connection's last
+// refresh is older than idle_timeout. The restarted daemon keeps the
+// connection on every switch until it has been idle for idle_timeout after
+// the restart, and a refresh keeps it (same conn_index).
+func TestCrashRestartKeepsAnnounced(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	clk := &clock{}
+	a := startCrashingDaemon(t, cfg, func(o *Options) { o.Now = clk.now })
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	up := announceUp(t, a.Daemon)
+	if up.Reason != AcceptUp {
+		t.Fatalf("up: %+v", up)
+	}
+	refreshFor(t, a.Daemon, clk, 30*time.Second)
+	last := clk.now()
+	if got, ok := savedLastSeen(t, state); !ok || last.Sub(got) >= idle/4 {
+		t.Errorf("saved last_seen %v, want within %v of the last refresh %v", got, idle/4, last)
+	}
+	a.stopNow() // a crash: Run's final write does not happen
+
+	clk.advance(2 * idle) // down for longer than idle_timeout
+	b := startDaemon(t, cfg, func(o *Options) { o.Now = clk.now })
+	waitInSync(t, b.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b.expire()
+	if got := b.Connections(); len(got) != 1 || got[0].ConnKey != up.Conn.ConnKey || got[0].Index != up.Conn.Index {
+		t.Fatalf("connections after the restart: %+v, want %s", got, up.Conn.ConnKey)
+	}
+	clk.advance(idle - time.Second)
+	b.expire()
+	for _, s := range []*testSwitch{s1, s2} {
+		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+			t.Errorf("switch %d: %d connections %v after the restart, want 1", s.deviceID, n, idle-time.Second)
+		}
+	}
+	// The host's next refresh is a refresh, not a new connection.
+	if res := announceUp(t, b.Daemon); res.Reason != AcceptRefresh || res.Conn.Index != up.Conn.Index {
+		t.Errorf("refresh after the restart: %+v", res)
+	}
+	// Idle again for longer than idle_timeout: removed from every switch.
+	clk.advance(idle + time.Second)
+	for _, s := range []*testSwitch{s1, s2} {
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+	}
+}
+
+// TestCrashFailoverKeepsAnnounced: the primary crashes (no final write)
+// while hosts refresh a connection; the standby, promoted, re-reads the
+// state file: it has the refresh time of the last saved refresh, and keeps
+// the connection for a full idle_timeout after the takeover even when the
+// old primary hung for longer than that before dying.
+func TestCrashFailoverKeepsAnnounced(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	clk := &clock{}
+	a := startCrashingDaemon(t, cfg, func(o *Options) {
+		o.ElectionOffset, o.Now = 1, clk.now // higher election ID: primary
+		o.ExpiryInterval = time.Hour         // the hung primary expires nothing
+	})
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, cfg, func(o *Options) { o.Now = clk.now })
+	waitStandby(t, b.Daemon)
+	up := announceUp(t, a.Daemon)
+	if up.Reason != AcceptUp {
+		t.Fatalf("up: %+v", up)
+	}
+	refreshFor(t, a.Daemon, clk, 30*time.Second)
+	last := clk.now()
+	clk.advance(2 * idle) // the primary hangs, then dies
+	a.stopNow()
+	waitPrimary(t, b.Daemon)
+	waitInSync(t, b.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b.expire()
+	got := b.Connections()
+	if len(got) != 1 || got[0].ConnKey != up.Conn.ConnKey || got[0].Index != up.Conn.Index {
+		t.Fatalf("connections after the takeover: %+v, want %s", got, up.Conn.ConnKey)
+	}
+	if last.Sub(got[0].LastSeen) >= idle/4 {
+		t.Errorf("taken-over last_seen %v, want within %v of the last refresh %v", got[0].LastSeen, idle/4, last)
+	}
+	clk.advance(idle - time.Second)
+	b.expire()
+	for _, s := range []*testSwitch{s1, s2} {
+		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+			t.Errorf("switch %d: %d connections after the takeover, want 1", s.deviceID, n)
+		}
+	}
+	if res := announceUp(t, b.Daemon); res.Reason != AcceptRefresh || res.Conn.Index != up.Conn.Index {
+		t.Errorf("refresh to the new primary: %+v", res)
+	}
+	clk.advance(idle + time.Second)
+	for _, s := range []*testSwitch{s1, s2} {
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+	}
+}
+
+// TestStandbyStopKeepsStateFile: two instances share the state file; the
+// primary holds an announced connection; the standby, whose view predates
+// it, stops (gracefully) and leaves the file as the primary wrote it. A
+// standby refuses announcements too, and changes nothing.
+func TestStandbyStopKeepsStateFile(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	cfg := testConfig(t, state, s1, s2)
+	a := startDaemon(t, cfg, func(o *Options) { o.ElectionOffset = 1 })
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, cfg, nil)
+	waitStandby(t, b.Daemon)
+	if res := announceUp(t, a.Daemon); res.Reason != AcceptUp {
+		t.Fatalf("up: %+v", res)
+	}
+	if res := announceUp(t, b.Daemon); res.Accepted || res.Reason != ReasonNotPrimary {
+		t.Errorf("announcement to the standby: %+v, want rejected %s", res, ReasonNotPrimary)
+	}
+	if _, ok := savedLastSeen(t, state); !ok {
+		t.Fatal("the primary did not save the connection")
+	}
+	b.stopNow()
+	if _, ok := savedLastSeen(t, state); !ok {
+		t.Error("the standby's stop removed the primary's connection from the state file")
+	}
+	if n := len(a.Connections()); n != 1 {
+		t.Errorf("primary has %d connections, want 1", n)
+	}
+}
