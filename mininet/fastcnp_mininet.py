@@ -15,6 +15,12 @@ Needs root, Debian's Mininet for /usr/bin/python3 (make setup), and the Go
 binaries (make build). For BMv2: simple_switch_grpc on PATH and the
 compiled program (make p4, which needs p4c).
 
+Link rates: fastcnp-switch shapes its ports itself (the plan gives it
+--port-rate per port). BMv2 does not, so with --switch bmv2 every link is a
+Mininet TCLink with the topology's rate (htb on both ends of the veth
+pair); no delay is emulated (netem), as with fastcnp-switch the
+topology's delay is not a link property here.
+
     sudo /usr/bin/python3 mininet/fastcnp_mininet.py testbed/topologies/s1-victim.json --mode fastcnp
     sudo /usr/bin/python3 mininet/fastcnp_mininet.py testbed/topologies/s2-incast-4.json --switch bmv2 --cli
 
@@ -44,7 +50,7 @@ def die(msg, code=2):
 try:
     from mininet.net import Mininet
     from mininet.node import Switch, Host
-    from mininet.link import Link
+    from mininet.link import Link, TCLink, TCIntf
     from mininet.topo import Topo
     from mininet.log import setLogLevel, info
     from mininet.cli import CLI
@@ -117,9 +123,30 @@ class FastcnpSwitch(Switch):
         Switch.stop(self, deleteIntfs)
 
 
+def link_options(plan_link, switch_kind):
+    """Mininet link options of one plan link: fastcnp-switch shapes its
+    ports itself (plain veth); under BMv2 nothing would, so the link is a
+    TCLink with the topology's rate in Mb/s (htb; no netem delay)."""
+    if switch_kind != "bmv2":
+        return {}
+    mbps = float(plan_link["rate_bps"]) / 1e6
+    if not 0 < mbps <= TCIntf.bwParamMax:
+        raise ValueError("link %s-%s: rate %s is outside what Mininet's htb shaping accepts (0 to %d Mb/s)"
+                         % (plan_link["a"], plan_link["b"], plan_link.get("rate", mbps), TCIntf.bwParamMax))
+    return {"cls": TCLink, "bw": mbps}
+
+
+def host_argv(binary, intf, stats, plan_host, start_at_ns):
+    """fastcnp-host's command line for a plan host: the interface, the
+    statistics file, the run's common start instant (--start-at, Unix ns:
+    every agent starts its flows together) and the plan's arguments."""
+    return [binary, "--iface", intf, "--stats", stats, "--start-at", str(int(start_at_ns))] + plan_host["args"]
+
+
 class PlanTopo(Topo):
     """Hosts, switches and links of a plan; switch port numbers and MACs as
-    in the Go testbed (port p of switch s has MAC 02:fc:<device>:<port>)."""
+    in the Go testbed (port p of switch s has MAC 02:fc:<device>:<port>).
+    switch_opts["kind"] selects the link options (link_options)."""
 
     def build(self, plan=None, switch_opts=None):
         for h in plan["hosts"]:
@@ -140,6 +167,7 @@ class PlanTopo(Topo):
                 kw["addr2"] = l["b_mac"]
             else:
                 kw["addr2"] = l["b_mac"]
+            kw.update(link_options(l, switch_opts.get("kind", "fastcnp")))
             self.addLink(l["a"], l["b"], **kw)
 
 
@@ -199,7 +227,11 @@ def main():
     setLogLevel("info" if args.verbose else "warning")
     switch_opts = {"binary": tools["fastcnp-switch" if args.switch == "fastcnp" else "simple_switch_grpc"],
                    "kind": args.switch, "log_dir": out, "inNamespace": False, "nice": args.nice}
-    net = Mininet(topo=PlanTopo(plan=plan, switch_opts=switch_opts), controller=None, link=Link,
+    try:
+        topo = PlanTopo(plan=plan, switch_opts=switch_opts)
+    except ValueError as e:
+        die(str(e))
+    net = Mininet(topo=topo, controller=None, link=Link,
                   autoSetMacs=False, autoStaticArp=False, build=True, waitConnected=False)
     procs = []
     mtu = int(plan.get("mtu") or 1500)
@@ -229,10 +261,13 @@ def main():
         time.sleep(3)  # fastcnpd pushes the pipeline and the tables
         if ctl.poll() is not None:
             die("fastcnpd exited (status %s): see %s/fastcnpd.log" % (ctl.returncode, out), 1)
+        # One start instant for all agents, as the Go testbed sets it: far
+        # enough ahead that every agent is launched before it.
+        start_at_ns = time.time_ns() + int((0.3 + 0.05 * len(plan["hosts"])) * 1e9)
         for hp in plan["hosts"]:
             h = net.get(hp["name"])
-            argv = [tools["fastcnp-host"], "--iface", h.defaultIntf().name,
-                    "--stats", os.path.join(out, hp["name"] + ".jsonl")] + hp["args"]
+            argv = host_argv(tools["fastcnp-host"], h.defaultIntf().name,
+                             os.path.join(out, hp["name"] + ".jsonl"), hp, start_at_ns)
             log = open(os.path.join(out, hp["name"] + ".log"), "w")
             procs.append(h.popen(niced(argv, args.nice), stdout=log, stderr=subprocess.STDOUT))
         if args.cli:
@@ -240,7 +275,7 @@ def main():
         else:
             print("fastcnp_mininet: %s, mode %s, switch %s: running the flows for %.0f s" %
                   (plan["topology"], args.mode, args.switch, plan["duration_s"]))
-            time.sleep(plan["duration_s"] + 0.5)
+            time.sleep(max(0, start_at_ns / 1e9 - time.time()) + plan["duration_s"] + 0.5)
     finally:
         for p in reversed(procs):
             if p.poll() is None:

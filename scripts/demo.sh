@@ -9,7 +9,7 @@
 #
 # Environment: TOPO (topology file), MODES (default ecn,fastcnp), OUT (results folder,
 # default results/demo-<UTC timestamp>), DURATION (Go duration, overrides the topology's).
-# Needs: root, Go (make setup), iproute2. Takes about 30 s on 2 cores (build included);
+# Needs: root, Go (make setup), iproute2. Takes about 35 s on 2 cores (build included);
 # the switches, agents and fastcnpd run at niceness -10 (the runner's -nice).
 set -euo pipefail
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/fastcnp/fastcnp/host/agent/live"
 )
 
 // hostRecord is the subset of a fastcnp-host statistics line
@@ -28,6 +30,12 @@ type hostRecord struct {
 	PausedUs    *float64 `json:"paused_us"`
 	PauseRx     *uint64  `json:"pause_rx"`
 	Done        *bool    `json:"done"`
+	// Wall clock (Unix ns): the agent's epoch ("start", "agent"), a sender
+	// flow's due start, completion and lateness ("summary").
+	EpochUnixNs *int64   `json:"epoch_unix_ns"`
+	StartUnixNs *int64   `json:"start_unix_ns"`
+	EndUnixNs   *int64   `json:"end_unix_ns"`
+	StartLateUs *float64 `json:"start_late_us"`
 	RTT         *struct {
 		Count  int     `json:"count"`
 		MeanUs float64 `json:"mean_us"`
@@ -41,12 +49,25 @@ type hostRecord struct {
 		CE         uint64  `json:"ce"`
 		CNPsSent   uint64  `json:"cnps_sent"`
 		BadPayload uint64  `json:"bad_payload"`
+		// FirstUnixNs and LastUnixNs: arrivals of the first and the last
+		// accepted packet (receiver summary).
+		FirstUnixNs int64 `json:"first_unix_ns"`
+		LastUnixNs  int64 `json:"last_unix_ns"`
 	} `json:"recv"`
+	INC *INCCheck `json:"inc"`
 }
+
+// INCCheck is what the destination of an INC message checked, the
+// agent's "inc" record: RESULT packets, distinct offsets whose vector was
+// the element-wise sum of the workers' vectors, wrong vectors, duplicates,
+// offsets out of range, and whether every offset had a correct result.
+type INCCheck = live.INCRecord
 
 // RatePoint is one sample of a flow's rate.
 type RatePoint struct {
-	// T is seconds since the flow's agent started.
+	// T is seconds since the run's common start instant (the agents'
+	// --start-at), from the agent's wall clock; for statistics without it,
+	// seconds since the agent started.
 	T float64 `json:"t_s"`
 	// Bps is the receiver's in-order payload rate over the sample interval.
 	Bps float64 `json:"bps"`
@@ -66,12 +87,17 @@ type flowStats struct {
 	lastSend *hostRecord
 }
 
-// parseHostStats reads JSON lines of one agent into per-flow stats.
-// Lines that are not JSON objects are skipped (the agent's logs go to
-// stderr, but a partial last line after a kill is possible).
-func parseHostStats(r io.Reader, into map[string]*flowStats) error {
+// parseHostStats reads JSON lines of one agent into per-flow stats and
+// returns the INC checks it reports. Sample times are moved onto the run's
+// clock (seconds since runStartNs, Unix ns) with the agent's "start"
+// record; runStartNs 0 or no such record leaves them in agent time. Lines
+// that are not JSON objects are skipped (the agent's logs go to stderr,
+// but a partial last line after a kill is possible).
+func parseHostStats(r io.Reader, into map[string]*flowStats, runStartNs int64) ([]INCCheck, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var off float64
+	var incs []INCCheck
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 || line[0] != '{' {
@@ -81,9 +107,16 @@ func parseHostStats(r io.Reader, into map[string]*flowStats) error {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			continue
 		}
+		if rec.Type == "start" && rec.EpochUnixNs != nil && runStartNs != 0 {
+			off = float64(*rec.EpochUnixNs-runStartNs) / 1e9
+		}
+		if rec.Type == "inc" && rec.INC != nil {
+			incs = append(incs, *rec.INC)
+		}
 		if rec.Flow == "" {
 			continue
 		}
+		rec.T += off
 		fs := into[rec.Flow]
 		if fs == nil {
 			fs = &flowStats{}
@@ -111,13 +144,13 @@ func parseHostStats(r io.Reader, into map[string]*flowStats) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("testbed: host statistics: %w", err)
+		return nil, fmt.Errorf("testbed: host statistics: %w", err)
 	}
 	for _, fs := range into {
 		sort.Slice(fs.recv, func(i, j int) bool { return fs.recv[i].T < fs.recv[j].T })
 		sort.Slice(fs.send, func(i, j int) bool { return fs.send[i].T < fs.send[j].T })
 	}
-	return nil
+	return incs, nil
 }
 
 // meanRate averages the receiver's rate samples whose time lies in

@@ -4,6 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/target/tm"
 )
 
 // MaxMinFair returns the max-min fair rates of flows over links by
@@ -104,18 +109,30 @@ func MaxMinFair(capacity []float64, paths [][]int, demand []float64) ([]float64,
 	return rate, nil
 }
 
-// FairShares returns each flow's max-min fair share in bits/s, in the order
-// of t.Flows, assuming all flows are active at once. Each direction of a
-// link is a resource with the link's rate; a host's link carries its
-// sending flows in one direction and its receiving flows in the other.
-func (t *Topology) FairShares() ([]float64, error) {
+// PayloadRate is the most payload a link of rate bits/s carries, in
+// bits/s: every frame of a flow is a full RoCE payload (the hosts' MSS,
+// IBMTU of the topology's MTU) plus the RoCEv2 headers and ICRC
+// (agent.RoCEOverhead) plus the preamble and inter-frame gap that the
+// switch's shaper and the agents' pacers charge (tm.PreambleIFGBytes). It
+// is the capacity in the terms of the throughput the testbed measures
+// (receiver payload). Shorter last packets carry less.
+func (t *Topology) PayloadRate(rate units.Rate) float64 {
+	mss := float64(IBMTU(t.Params().MTU))
+	return float64(rate) * mss / (mss + float64(agent.RoCEOverhead+tm.PreambleIFGBytes))
+}
+
+// resources returns the directed links the flows cross as resources:
+// capacity (payload bits/s, PayloadRate), names ("h1>s1-p1"), and per
+// flow of t.Flows its path as resource indices. Each direction of a link
+// is a resource with the link's rate: a host's link carries its sending
+// flows one way and its receiving flows the other.
+func (t *Topology) resources() (capacity []float64, names []string, paths [][]int, err error) {
 	idx := map[DirLink]int{}
-	var capacity []float64
-	paths := make([][]int, len(t.Flows))
+	paths = make([][]int, len(t.Flows))
 	for f, fl := range t.Flows {
 		hops, err := t.Path(fl.Src, fl.Dst)
 		if err != nil {
-			return nil, fmt.Errorf("testbed: fair share of %s: %w", fl.Name, err)
+			return nil, nil, nil, fmt.Errorf("testbed: path of %s: %w", fl.Name, err)
 		}
 		for _, h := range hops {
 			d := h.Dir(t)
@@ -123,10 +140,209 @@ func (t *Topology) FairShares() ([]float64, error) {
 			if !ok {
 				i = len(capacity)
 				idx[d] = i
-				capacity = append(capacity, float64(t.Links[d.Link].rate))
+				capacity = append(capacity, t.PayloadRate(t.Links[d.Link].rate))
+				names = append(names, h.From.String()+">"+h.To.String())
 			}
 			paths[f] = append(paths[f], i)
 		}
 	}
-	return MaxMinFair(capacity, paths, nil)
+	return capacity, names, paths, nil
+}
+
+// FairShares returns each flow's max-min fair share in payload bits/s
+// (link capacities in PayloadRate terms), in the order of t.Flows,
+// assuming all of its flows active at once: the reference of long
+// (duration) flows. INC flows get 0 and take no share: their contributions
+// end at the first switch. Sized flows get the same max-min value here;
+// their reference is the fluid model (IdealFCTs).
+func (t *Topology) FairShares() ([]float64, error) {
+	capacity, _, paths, err := t.resources()
+	if err != nil {
+		return nil, err
+	}
+	var sel []int
+	var ps [][]int
+	for f, fl := range t.Flows {
+		if fl.INC == nil {
+			sel = append(sel, f)
+			ps = append(ps, paths[f])
+		}
+	}
+	r, err := MaxMinFair(capacity, ps, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(t.Flows))
+	for k, f := range sel {
+		out[f] = r[k]
+	}
+	return out, nil
+}
+
+// IdealFCTs returns each sized flow's ideal completion time under the
+// fluid processor-sharing max-min model (FluidFinish): flows start at
+// their start times, long flows send from their start until their end
+// (their duration, or runFor), every flow gets its max-min share of the
+// PayloadRate capacities, recomputed whenever a flow starts, finishes or
+// stops. Long and INC flows get 0. No propagation or queueing delay is
+// included: a measured FCT is at least one fabric RTT longer.
+func (t *Topology) IdealFCTs(runFor time.Duration) ([]time.Duration, error) {
+	capacity, _, paths, err := t.resources()
+	if err != nil {
+		return nil, err
+	}
+	var sel []int
+	var ff []FluidFlow
+	for f, fl := range t.Flows {
+		if fl.INC != nil {
+			continue
+		}
+		x := FluidFlow{Start: fl.start.Seconds(), Path: paths[f]}
+		if fl.size > 0 {
+			x.Bits = float64(fl.size) * 8
+		} else {
+			x.Bits = math.Inf(1)
+			x.Stop = runFor.Seconds()
+			if fl.duration > 0 {
+				x.Stop = min(x.Stop, (fl.start + fl.duration).Seconds())
+			}
+			if x.Stop <= x.Start {
+				continue // never runs within the run
+			}
+		}
+		sel = append(sel, f)
+		ff = append(ff, x)
+	}
+	fin, _, err := FluidFinish(capacity, ff)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(t.Flows))
+	for k, f := range sel {
+		if t.Flows[f].size > 0 {
+			out[f] = time.Duration(math.Round((fin[k] - ff[k].Start) * 1e9))
+		}
+	}
+	return out, nil
+}
+
+// FluidFlow is one flow of the fluid model (FluidFinish).
+type FluidFlow struct {
+	// Start is when the flow starts, in seconds.
+	Start float64
+	// Bits is how much it sends (payload bits); math.Inf(1) for a flow that
+	// sends until Stop.
+	Bits float64
+	// Stop, if > Start, is when the flow stops sending whatever is left
+	// (long flows); 0: never.
+	Stop float64
+	// Path lists the links it crosses (indices into the capacities).
+	Path []int
+}
+
+// FluidFinish runs the fluid processor-sharing max-min model: at every
+// instant the flows that have started and have bits left share the links
+// max-min fairly (MaxMinFair with the current set of flows, no demand
+// limits), and the shares are recomputed each time a flow starts, finishes
+// or stops. It returns, per flow, when it finished (seconds; +Inf for a
+// flow with infinite Bits, which never finishes) and the bits it sent (its
+// Bits when it finished; for a stopped flow what it sent until Stop).
+// capacity[l] is link l's capacity in bits/s, in the same terms as Bits
+// (payload bits/s when Bits is payload). A sized flow that cannot finish
+// (it crosses a link of capacity 0) is an error, as is a flow that crosses
+// no link.
+func FluidFinish(capacity []float64, flows []FluidFlow) (finish, sent []float64, err error) {
+	for i, f := range flows {
+		switch {
+		case math.IsNaN(f.Start) || math.IsInf(f.Start, 0) || f.Start < 0:
+			return nil, nil, fmt.Errorf("testbed: fluid: flow %d start %v", i, f.Start)
+		case math.IsNaN(f.Bits) || f.Bits < 0:
+			return nil, nil, fmt.Errorf("testbed: fluid: flow %d size %v bits", i, f.Bits)
+		case math.IsNaN(f.Stop) || math.IsInf(f.Stop, 0) || f.Stop < 0:
+			return nil, nil, fmt.Errorf("testbed: fluid: flow %d stop %v", i, f.Stop)
+		case len(f.Path) == 0:
+			return nil, nil, fmt.Errorf("testbed: fluid: flow %d crosses no link", i)
+		case math.IsInf(f.Bits, 1) && f.Stop <= f.Start:
+			return nil, nil, fmt.Errorf("testbed: fluid: flow %d is endless (no size and no stop)", i)
+		}
+	}
+	n := len(flows)
+	finish, sent = make([]float64, n), make([]float64, n)
+	left := make([]float64, n)
+	state := make([]int, n) // 0 waiting, 1 active, 2 over
+	for i, f := range flows {
+		finish[i] = math.Inf(1)
+		left[i] = f.Bits
+	}
+	// done is true when a flow has (practically) nothing left: a relative
+	// tolerance absorbs the rounding of rate*dt.
+	done := func(i int) bool { return !math.IsInf(left[i], 1) && left[i] <= 1e-9*math.Max(1, flows[i].Bits) }
+	t := math.Inf(1)
+	for _, f := range flows {
+		t = math.Min(t, f.Start)
+	}
+	over := 0
+	for over < n {
+		// Admit the flows due by t; retire finished and stopped ones.
+		for i, f := range flows {
+			if state[i] == 0 && f.Start <= t {
+				state[i] = 1
+			}
+			if state[i] != 1 {
+				continue
+			}
+			switch {
+			case done(i):
+				sent[i], finish[i], state[i] = f.Bits, t, 2
+				over++
+			case f.Stop > f.Start && f.Stop <= t:
+				state[i] = 2
+				over++
+			}
+		}
+		if over == n {
+			break
+		}
+		var act []int
+		var paths [][]int
+		for i := range flows {
+			if state[i] == 1 {
+				act = append(act, i)
+				paths = append(paths, flows[i].Path)
+			}
+		}
+		next := math.Inf(1) // next start or stop
+		for i, f := range flows {
+			if state[i] == 0 {
+				next = math.Min(next, f.Start)
+			} else if state[i] == 1 && f.Stop > f.Start {
+				next = math.Min(next, f.Stop)
+			}
+		}
+		var rates []float64
+		if len(act) > 0 {
+			var err error
+			if rates, err = MaxMinFair(capacity, paths, nil); err != nil {
+				return nil, nil, fmt.Errorf("testbed: fluid at %gs: %w", t, err)
+			}
+		}
+		dt := next - t
+		for k, i := range act {
+			if rates[k] > 0 && !math.IsInf(left[i], 1) {
+				dt = math.Min(dt, left[i]/rates[k])
+			}
+		}
+		if math.IsInf(dt, 1) {
+			return nil, nil, fmt.Errorf("testbed: fluid at %gs: %d flows can never finish (a link of capacity 0)", t, len(act))
+		}
+		for k, i := range act {
+			d := rates[k] * dt
+			sent[i] += d
+			if !math.IsInf(left[i], 1) {
+				left[i] = math.Max(0, left[i]-d)
+			}
+		}
+		t += dt
+	}
+	return finish, sent, nil
 }

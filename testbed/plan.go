@@ -59,8 +59,10 @@ type PlanLink struct {
 	B     string `json:"b"`
 	BPort uint16 `json:"b_port"`
 	BMAC  string `json:"b_mac"`
-	// Rate is the link rate (the switch shapes it; informational here).
-	Rate string `json:"rate"`
+	// Rate is the link rate; RateBps the same in bits/s. fastcnp-switch
+	// shapes its ports itself; under BMv2, Mininet shapes the link (htb).
+	Rate    string  `json:"rate"`
+	RateBps float64 `json:"rate_bps"`
 }
 
 // hostArgs returns fastcnp-host's arguments for host h (without --iface
@@ -165,7 +167,7 @@ func (t *Topology) WritePlan(dir string, o ControllerOptions) (*Plan, error) {
 	}
 	for _, l := range t.Links {
 		pl.Links = append(pl.Links, PlanLink{A: l.a.Node, APort: l.a.Port, AMAC: t.PortMACOf(l.a).String(),
-			B: l.b.Node, BPort: l.b.Port, BMAC: t.PortMACOf(l.b).String(), Rate: units.FormatRate(l.rate)})
+			B: l.b.Node, BPort: l.b.Port, BMAC: t.PortMACOf(l.b).String(), Rate: units.FormatRate(l.rate), RateBps: float64(l.rate)})
 	}
 	b, err := jsonIndent(pl)
 	if err != nil {

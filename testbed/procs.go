@@ -101,13 +101,11 @@ func startProc(ns *netns.NS, name, logPath string, argv []string, nice int, log 
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %s log: %w", name, err)
 	}
-	full := argv
-	if nice != 0 {
-		full = append([]string{niceTool(), "-n", strconv.Itoa(nice)}, full...)
-	}
+	nsName := ""
 	if !ns.IsHost() {
-		full = append([]string{ipTool(), "netns", "exec", ns.Name()}, argv...)
+		nsName = ns.Name()
 	}
+	full := procArgv(nsName, argv, nice)
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
@@ -123,6 +121,20 @@ func startProc(ns *netns.NS, name, logPath string, argv []string, nice int, log 
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// procArgv is the command line startProc runs: argv, through nice(1) for
+// a non-zero niceness, inside namespace nsName ("": the caller's) with
+// `ip netns exec`. Each wrapper execs the next, so the PID is argv's.
+func procArgv(nsName string, argv []string, nice int) []string {
+	full := argv
+	if nice != 0 {
+		full = append([]string{niceTool(), "-n", strconv.Itoa(nice)}, full...)
+	}
+	if nsName != "" {
+		full = append([]string{ipTool(), "netns", "exec", nsName}, full...)
+	}
+	return full
 }
 
 // cpuTime returns the CPU time (user + system) the process has used so

@@ -57,7 +57,9 @@ type FlowResult struct {
 	Src    string `json:"src"`
 	Dst    string `json:"dst"`
 	Victim bool   `json:"victim,omitempty"`
-	// FairShareBps is the flow's max-min fair share (FairShares).
+	// FairShareBps is the flow's reference rate in payload bits/s: for long
+	// flows the max-min fair share (FairShares), for sized flows the mean
+	// rate of the fluid ideal (IdealRateBps), 0 for INC flows.
 	FairShareBps float64 `json:"fair_share_bps"`
 	// ThroughputBps is the receiver's in-order payload rate: for flows with
 	// a size, bytes over completion time; for the others the mean of the
@@ -66,6 +68,22 @@ type FlowResult struct {
 	ThroughputBps float64 `json:"throughput_bps"`
 	// ShareOfFair is ThroughputBps / FairShareBps.
 	ShareOfFair float64 `json:"share_of_fair"`
+	// IdealFCTMs is a sized flow's completion time in the fluid
+	// processor-sharing max-min model (Topology.IdealFCTs), IdealRateBps
+	// its size over that time, and Slowdown = FCTMs / IdealFCTMs.
+	IdealFCTMs   float64 `json:"ideal_fct_ms,omitempty"`
+	IdealRateBps float64 `json:"ideal_rate_bps,omitempty"`
+	Slowdown     float64 `json:"slowdown,omitempty"`
+	// StartUnixNs is when the flow was due to start, EndUnixNs when its
+	// sender had every byte acknowledged (sized flows), StartLateMs how
+	// late its agent started it: all on the wall clock the agents share.
+	StartUnixNs int64   `json:"start_unix_ns,omitempty"`
+	EndUnixNs   int64   `json:"end_unix_ns,omitempty"`
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
+	// FirstRxUnixNs and LastRxUnixNs are the receiver's first and last
+	// accepted packet.
+	FirstRxUnixNs int64 `json:"first_rx_unix_ns,omitempty"`
+	LastRxUnixNs  int64 `json:"last_rx_unix_ns,omitempty"`
 	// BytesReceived is in-order payload at the receiver.
 	BytesReceived int64 `json:"bytes_received"`
 	// CNPsSwitch and CNPsNP are the CNPs the sender received from switches
@@ -91,15 +109,20 @@ type FlowResult struct {
 	RTTMaxUs  float64 `json:"rtt_max_us,omitempty"`
 	// Sized reports a flow with a size (it ends when done).
 	Sized bool `json:"sized,omitempty"`
+	// INC reports a worker's INC flow (its Done: every vector sent).
+	INC bool `json:"inc,omitempty"`
 	// Series is the flow's rate over time (agent time).
 	Series []RatePoint `json:"series"`
 }
 
 // Result is what a run measured.
 type Result struct {
-	Topology string        `json:"topology"`
-	Mode     config.Mode   `json:"mode"`
-	Target   Target        `json:"target"`
+	Topology string      `json:"topology"`
+	Mode     config.Mode `json:"mode"`
+	Target   Target      `json:"target"`
+	// Started is the agents' common start instant (--start-at): time 0 of
+	// the flows' start times, the rate series and the queue samples.
+	// Duration runs from it to the end of the measurement.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
 	// Flows in the order of the topology.
@@ -108,6 +131,18 @@ type Result struct {
 	Switches []SwitchCounters `json:"switches"`
 	// Queues are the switch egress queues over time.
 	Queues []QueueSample `json:"queues"`
+	// MakespanMs is the time from the first due start to the last
+	// completion of the sized flows on the common clock (0 unless all
+	// completed); IdealMakespanMs the same in the fluid model.
+	MakespanMs      float64 `json:"makespan_ms,omitempty"`
+	IdealMakespanMs float64 `json:"ideal_makespan_ms,omitempty"`
+	// MaxStartLateMs is the most any agent started a flow after it was due
+	// (the synchronisation of the flows' starts).
+	MaxStartLateMs float64 `json:"max_start_late_ms"`
+	// Links is the physical sanity check of every link the flows crossed.
+	Links []LinkUse `json:"links,omitempty"`
+	// INC lists each INC message as its destination checked it.
+	INC []INCMessage `json:"inc,omitempty"`
 	// WorkDir holds the configurations, logs and raw statistics.
 	WorkDir string `json:"work_dir"`
 	// CPUSeconds is the CPU time (user + system) each process of the run
@@ -335,7 +370,11 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := writeFlowFile(flowsPath, t, dur); err != nil {
 		return nil, err
 	}
-	started := time.Now()
+	// One start instant for every agent (--start-at), far enough ahead
+	// that all of them are launched, one after the other, before it: the
+	// flows' start times count from it, so an incast starts together, and
+	// the agents' records share its clock (the wall clock).
+	started := time.Now().Add(LaunchLead(len(t.Hosts)))
 	loadStart := loadAvg()
 	var hosts []*proc
 	for _, h := range t.HostNames() {
@@ -343,7 +382,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		if err != nil {
 			return nil, err
 		}
-		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl")}, args...)
+		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl"),
+			"--start-at", strconv.FormatInt(started.UnixNano(), 10)}, args...)
 		argv = append(argv, o.HostArgs...)
 		hp, err := startProc(hostNS[h], h, filepath.Join(o.WorkDir, h+".log"), argv, o.Nice, log)
 		if err != nil {
@@ -371,6 +411,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			case <-tick.C:
 			}
 			now := time.Since(started).Seconds()
+			if now < 0 {
+				continue // before the common start
+			}
 			for _, si := range sws {
 				d, err := fetchDump(sctx, client, si.debugAddr)
 				if err != nil {
@@ -383,7 +426,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}()
 	runErr := func() error {
-		timer := time.NewTimer(dur)
+		timer := time.NewTimer(time.Until(started) + dur)
 		defer timer.Stop()
 		check := time.NewTicker(250 * time.Millisecond)
 		defer check.Stop()
@@ -472,6 +515,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	return res, nil
 }
 
+// LaunchLead is how far ahead of launching the first of n agents the run
+// sets their common start instant: each launch (fork, exec, opening the
+// port, the announcements) takes a few milliseconds to tens of
+// milliseconds on a loaded 2-core machine. An agent launched after the
+// instant starts the flows that are due at once and reports how late
+// (FlowResult.StartLateMs).
+func LaunchLead(n int) time.Duration {
+	return 300*time.Millisecond + time.Duration(n)*50*time.Millisecond
+}
+
 // loadAvg returns the 1-minute load average (0 when unreadable).
 func loadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -526,19 +579,31 @@ type flowFile struct {
 }
 
 type flowEntry struct {
-	Name     string `json:"name"`
-	Src      string `json:"src"`
-	Dst      string `json:"dst"`
-	SrcQPN   uint32 `json:"src_qpn"`
-	DstQPN   uint32 `json:"dst_qpn"`
-	Size     string `json:"size,omitempty"`
-	Duration string `json:"duration,omitempty"`
-	Start    string `json:"start,omitempty"`
+	Name     string    `json:"name"`
+	Src      string    `json:"src"`
+	Dst      string    `json:"dst"`
+	SrcQPN   uint32    `json:"src_qpn"`
+	DstQPN   uint32    `json:"dst_qpn"`
+	Size     string    `json:"size,omitempty"`
+	Duration string    `json:"duration,omitempty"`
+	Start    string    `json:"start,omitempty"`
+	INC      *incEntry `json:"inc,omitempty"`
+}
+
+// incEntry mirrors host/agent/live.INCFlow.
+type incEntry struct {
+	Group   uint16 `json:"group"`
+	Message uint16 `json:"message"`
+	Rank    uint8  `json:"rank"`
+	Workers int    `json:"workers"`
+	Offsets int    `json:"offsets"`
+	Seed    uint64 `json:"seed"`
 }
 
 // flowEntries returns the fastcnp-host flow definitions of the topology:
 // every flow once (both of its agents read the same file), QP numbers
-// 0x100+i at the sender and 0x200+i at the receiver, unbounded flows
+// 0x100+i at the sender and 0x200+i at the receiver (the workers of an INC
+// message all target the receiver QP of its first flow), unbounded flows
 // running until their duration or the end of the run.
 func (t *Topology) flowEntries(runFor time.Duration) []flowEntry {
 	var out []flowEntry
@@ -546,6 +611,10 @@ func (t *Topology) flowEntries(runFor time.Duration) []flowEntry {
 		e := flowEntry{Name: f.Name, Src: t.Hosts[f.Src].addr.Addr().String(), Dst: t.Hosts[f.Dst].addr.Addr().String(),
 			SrcQPN: uint32(0x100 + i), DstQPN: uint32(0x200 + i), Start: units.FormatDuration(f.start)}
 		switch {
+		case f.INC != nil:
+			e.DstQPN = uint32(0x200 + f.incFirst)
+			e.INC = &incEntry{Group: f.INC.Group, Message: f.INC.Message, Rank: uint8(f.incRank), Workers: f.incWorkers,
+				Offsets: f.INC.Offsets, Seed: f.INC.Seed}
 		case f.size > 0:
 			e.Size = units.FormatSize(f.size)
 		case f.duration > 0:
@@ -569,26 +638,60 @@ func writeFlowFile(path string, t *Topology, runFor time.Duration) error {
 	return nil
 }
 
-// collectFlows reads the agents' statistics files and fills res.Flows.
+// INCMessage is one INC message of a run: its workers and what its
+// destination checked.
+type INCMessage struct {
+	Group   uint16 `json:"group"`
+	Message uint16 `json:"message"`
+	// Dst is the host that received and checked the aggregated results.
+	Dst     string `json:"dst"`
+	Workers int    `json:"workers"`
+	Offsets int    `json:"offsets"`
+	// WorkersDone counts the workers whose agent sent every vector.
+	WorkersDone int `json:"workers_done"`
+	// Reported is false when the destination wrote no check (it died).
+	Reported bool     `json:"reported"`
+	Check    INCCheck `json:"check"`
+}
+
+// linkSlack is the clock granularity allowed in the link check, on top of
+// the hosts' pacing bucket.
+const linkSlack = time.Millisecond
+
+// collectFlows reads the agents' statistics files and fills res.Flows,
+// res.INC, the makespans and the link check. Times move onto the run's
+// clock (res.Started, the agents' common start instant).
 func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) error {
 	stats := map[string]*flowStats{}
+	var runStart int64
+	if !res.Started.IsZero() {
+		runStart = res.Started.UnixNano()
+	}
+	checks := map[incKey]INCCheck{}
 	for _, h := range t.HostNames() {
 		f, err := os.Open(filepath.Join(dir, h+".jsonl"))
 		if err != nil {
 			return fmt.Errorf("testbed: statistics of %s: %w", h, err)
 		}
-		err = parseHostStats(f, stats)
+		incs, err := parseHostStats(f, stats, runStart)
 		f.Close()
 		if err != nil {
 			return err
+		}
+		for _, c := range incs {
+			checks[incKey{c.Group, c.Message}] = c
 		}
 	}
 	shares, err := t.FairShares()
 	if err != nil {
 		return err
 	}
+	ideal, err := t.IdealFCTs(runFor)
+	if err != nil {
+		return err
+	}
 	for i, f := range t.Flows {
-		fr := FlowResult{Name: f.Name, Src: f.Src, Dst: f.Dst, Victim: f.Victim, FairShareBps: shares[i], Sized: f.size > 0}
+		fr := FlowResult{Name: f.Name, Src: f.Src, Dst: f.Dst, Victim: f.Victim, FairShareBps: shares[i], Sized: f.size > 0, INC: f.INC != nil}
 		fs := stats[f.Name]
 		if fs == nil {
 			fs = &flowStats{}
@@ -597,6 +700,7 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 		if r := fs.recvRecord(); r != nil && r.Recv != nil {
 			fr.BytesReceived = r.Recv.Bytes
 			fr.ECNMarks = r.Recv.CE
+			fr.FirstRxUnixNs, fr.LastRxUnixNs = r.Recv.FirstUnixNs, r.Recv.LastUnixNs
 		}
 		if s := fs.sendRecord(); s != nil {
 			fr.CNPsSwitch, fr.CNPsNP = u64(s.CNPSwitch), u64(s.CNPNP)
@@ -614,6 +718,16 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 			if s.FCTUs != nil {
 				fr.FCTMs = *s.FCTUs / 1e3
 			}
+			if s.StartUnixNs != nil {
+				fr.StartUnixNs = *s.StartUnixNs
+			}
+			if s.EndUnixNs != nil {
+				fr.EndUnixNs = *s.EndUnixNs
+			}
+			if s.StartLateUs != nil {
+				fr.StartLateMs = *s.StartLateUs / 1e3
+				res.MaxStartLateMs = max(res.MaxStartLateMs, fr.StartLateMs)
+			}
 		}
 		start := f.start.Seconds()
 		end := runFor.Seconds()
@@ -621,10 +735,20 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 			end = min(end, (f.start + f.duration).Seconds())
 		}
 		switch {
-		case f.size > 0 && fr.FCTMs > 0:
-			fr.ThroughputBps = float64(fr.BytesReceived) * 8 / (fr.FCTMs / 1e3)
+		case f.INC != nil:
+			// Contributions end at the switch: no receiver rate.
 		case f.size > 0:
-			if d := end - start; d > 0 {
+			if ideal[i] > 0 {
+				fr.IdealFCTMs = float64(ideal[i]) / 1e6
+				fr.IdealRateBps = float64(f.size) * 8 / ideal[i].Seconds()
+				fr.FairShareBps = fr.IdealRateBps
+			}
+			if fr.FCTMs > 0 {
+				fr.ThroughputBps = float64(fr.BytesReceived) * 8 / (fr.FCTMs / 1e3)
+				if fr.IdealFCTMs > 0 {
+					fr.Slowdown = fr.FCTMs / fr.IdealFCTMs
+				}
+			} else if d := end - start; d > 0 {
 				fr.ThroughputBps = float64(fr.BytesReceived) * 8 / d
 			}
 		default:
@@ -640,6 +764,57 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 		}
 		res.Flows = append(res.Flows, fr)
 	}
+	// INC messages, in the order of their first worker.
+	seen := map[incKey]int{}
+	for i, f := range t.Flows {
+		if f.INC == nil {
+			continue
+		}
+		k := incKey{f.INC.Group, f.INC.Message}
+		j, ok := seen[k]
+		if !ok {
+			c, rep := checks[k]
+			res.INC = append(res.INC, INCMessage{Group: k.group, Message: k.message, Dst: f.Dst, Workers: f.incWorkers,
+				Offsets: f.INC.Offsets, Reported: rep, Check: c})
+			j = len(res.INC) - 1
+			seen[k] = j
+		}
+		if res.Flows[i].Done {
+			res.INC[j].WorkersDone++
+		}
+	}
+	if d, ok := makespan(res.Flows); ok {
+		res.MakespanMs = float64(d) / 1e6
+	}
+	var first, last time.Duration
+	n := 0
+	for i, f := range t.Flows {
+		if f.size == 0 || f.INC != nil || ideal[i] == 0 {
+			continue
+		}
+		if n == 0 || f.start < first {
+			first = f.start
+		}
+		last = max(last, f.start+ideal[i])
+		n++
+	}
+	if n > 0 {
+		res.IdealMakespanMs = float64(last-first) / 1e6
+	}
+	// Physical check on the common clock.
+	capacity, names, paths, err := t.resources()
+	if err != nil {
+		return err
+	}
+	var lf []linkFlow
+	for i, f := range t.Flows {
+		if f.INC != nil {
+			continue
+		}
+		fr := res.Flows[i]
+		lf = append(lf, linkFlow{path: paths[i], bytes: fr.BytesReceived, startNs: fr.StartUnixNs, lastArrival: fr.LastRxUnixNs})
+	}
+	res.Links = checkLinks(capacity, names, lf, linkSlack+t.Params().BurstTime, int64(IBMTU(t.Params().MTU)))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/target/pipeline"
 	softswitch "github.com/fastcnp/fastcnp/target/switch"
 	"github.com/fastcnp/fastcnp/target/tm"
@@ -60,8 +62,8 @@ func TestCollectFlows(t *testing.T) {
 	if want := 5e7; math.Abs(v.ThroughputBps-want) > 1 {
 		t.Errorf("throughput = %v, want %v", v.ThroughputBps, want)
 	}
-	if math.Abs(v.ShareOfFair-0.5) > 1e-9 || v.FairShareBps != 1e8 {
-		t.Errorf("fair share %v, share %v; want 1e8 and 0.5", v.FairShareBps, v.ShareOfFair)
+	if fair := payloadEff * 1e8; math.Abs(v.ShareOfFair-5e7/fair) > 1e-9 || math.Abs(v.FairShareBps-fair) > 1e-3 {
+		t.Errorf("fair share %v, share %v; want %v and %v", v.FairShareBps, v.ShareOfFair, fair, 5e7/fair)
 	}
 	if v.BytesReceived != 5000000 || v.ECNMarks != 7 || v.CNPsSwitch != 3 || v.CNPsNP != 4 ||
 		v.Retransmits != 5 || v.Timeouts != 1 || v.RTTP99Us != 1500 || v.PauseRx != 6 || v.PausedMs != 250 {
@@ -165,6 +167,72 @@ func TestFlowEntries(t *testing.T) {
 	}
 }
 
+// TestFlowFilesReadByAgent: the flow file of every shipped topology is
+// what fastcnp-host reads (live.ParseFlowFile with unknown fields refused,
+// live.Expand), and the INC workers of a message share its receiver QP and
+// are ranked in topology order.
+func TestFlowFilesReadByAgent(t *testing.T) {
+	files, err := filepath.Glob("topologies/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no topologies: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			topo := loadTopo(t, filepath.Base(file))
+			path := filepath.Join(t.TempDir(), "flows.json")
+			if err := writeFlowFile(path, topo, topo.Params().Duration); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl, err := live.ParseFlowFile(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := live.Expand(fl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ex) != len(topo.Flows) {
+				t.Fatalf("%d flows expanded, want %d", len(ex), len(topo.Flows))
+			}
+		})
+	}
+	topo := loadTopo(t, "s4-inc.json")
+	es := topo.flowEntries(3 * time.Second)
+	for i, e := range es {
+		msg, rank := i/3, i%3
+		if e.INC == nil || e.INC.Rank != uint8(rank) || e.INC.Workers != 3 || e.INC.Message != uint16(msg+1) ||
+			e.DstQPN != uint32(0x200+3*msg) || e.SrcQPN != uint32(0x100+i) || e.Size != "" || e.Duration != "" {
+			t.Errorf("entry %d = %+v inc %+v", i, e, e.INC)
+		}
+	}
+}
+
+// TestProcArgv: the niceness applies inside a namespace too (it used to
+// be dropped there, so no switch or agent ran at the documented -10).
+func TestProcArgv(t *testing.T) {
+	argv := []string{"/bin/fastcnp-switch", "--device-id", "1"}
+	nice, ip := niceTool(), ipTool()
+	cases := []struct {
+		ns   string
+		nice int
+		want []string
+	}{
+		{"", 0, argv},
+		{"", -10, append([]string{nice, "-n", "-10"}, argv...)},
+		{"fcnp-1-fabric", 0, append([]string{ip, "netns", "exec", "fcnp-1-fabric"}, argv...)},
+		{"fcnp-1-h1", -10, append([]string{ip, "netns", "exec", "fcnp-1-h1", nice, "-n", "-10"}, argv...)},
+	}
+	for _, tc := range cases {
+		if got := procArgv(tc.ns, argv, tc.nice); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("procArgv(%q, nice %d) = %q, want %q", tc.ns, tc.nice, got, tc.want)
+		}
+	}
+}
+
 func TestParseProcStatCPU(t *testing.T) {
 	cases := []struct {
 		name, line string
@@ -189,5 +257,164 @@ func TestParseProcStatCPU(t *testing.T) {
 	// The test's own process is readable and has used some CPU.
 	if d, err := procCPU(os.Getpid()); err != nil || d < 0 {
 		t.Fatalf("procCPU(self) = %v, %v", d, err)
+	}
+}
+
+// TestCollectOnCommonClock: sized flows of the 4-to-1 incast whose agents
+// started at different times: sample times move onto the run's clock, the
+// makespan is the last completion minus the first due start, each flow gets
+// its fluid ideal and slowdown, and the link check passes for a physically
+// possible run and fails for one that delivered more than the receiver's
+// link carries in the span.
+func TestCollectOnCommonClock(t *testing.T) {
+	const s0 = int64(1_795_000_000_000_000_000) // run start, Unix ns
+	const ms = int64(time.Millisecond)
+	topo := loadTopo(t, "s2-incast-4.json")
+	// Flow -> (size, FCT ms); every flow is due at s0 + 500 ms.
+	type fl struct {
+		src   string
+		bytes int64
+		fct   int64 // ms
+	}
+	flows := map[string]fl{"h1-r": {"h1", 2_000_000, 470}, "h2-r": {"h2", 2_000_000, 480}, "h3-r": {"h3", 1_500_000, 400}, "h4-r": {"h4", 50_000, 40}}
+	write := func(t *testing.T, dir string, lastArrivalAt func(f fl) int64) {
+		lines := map[string]string{}
+		for name, f := range flows {
+			// Each sender's agent started 100 ms * its number before s0.
+			epoch := s0 - int64(f.src[1]-'0')*100*ms
+			start := s0 + 500*ms
+			lines[f.src] += fmt.Sprintf(`{"type":"start","t_s":0,"epoch_unix_ns":%d,"start_at_unix_ns":%d}
+{"type":"sample","t_s":%g,"flow":%q,"role":"sender","rate_bps":1e7,"cc_rate_bps":1e8}
+{"type":"summary","t_s":9,"flow":%q,"role":"sender","done":true,"fct_us":%d,"start_unix_ns":%d,"end_unix_ns":%d,"start_late_us":%d}
+`, epoch, s0, float64(start+10*ms-epoch)/1e9, name, name, f.fct*1000, start, start+f.fct*ms, 100*int(f.src[1]-'0'))
+			lines["r"] += fmt.Sprintf(`{"type":"summary","t_s":9,"flow":%q,"role":"receiver","recv":{"rate_bps":1,"bytes":%d,"first_unix_ns":%d,"last_unix_ns":%d}}
+`, name, f.bytes, start+ms, lastArrivalAt(f))
+		}
+		lines["r"] = fmt.Sprintf(`{"type":"start","t_s":0,"epoch_unix_ns":%d}`+"\n", s0-50*ms) + lines["r"]
+		for _, h := range topo.HostNames() {
+			if err := os.WriteFile(filepath.Join(dir, h+".jsonl"), []byte(lines[h]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("possible", func(t *testing.T) {
+		dir := t.TempDir()
+		// Last arrival 1 ms before the sender's completion.
+		write(t, dir, func(f fl) int64 { return s0 + 500*ms + f.fct*ms - ms })
+		res := &Result{Topology: topo.Name, Mode: config.ModeFastCNP, Started: time.Unix(0, s0)}
+		if err := collectFlows(res, topo, dir, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// First due start s0+500ms, last completion h2-r at +480 ms.
+		if res.MakespanMs != 480 {
+			t.Errorf("makespan %v ms, want 480", res.MakespanMs)
+		}
+		if want := 444 / payloadEff; math.Abs(res.IdealMakespanMs-want) > 1e-6 {
+			t.Errorf("ideal makespan %v ms, want %v", res.IdealMakespanMs, want)
+		}
+		if res.MaxStartLateMs != 0.4 {
+			t.Errorf("max start lateness %v ms, want 0.4", res.MaxStartLateMs)
+		}
+		for _, f := range res.Flows {
+			ideal := map[string]float64{"h1-r": 444, "h2-r": 444, "h3-r": 364, "h4-r": 16}[f.Name] / payloadEff
+			// (IdealFCTs rounds to the nanosecond.)
+			if math.Abs(f.IdealFCTMs-ideal) > 1e-6 || math.Abs(f.Slowdown/(float64(flows[f.Name].fct)/ideal)-1) > 1e-6 ||
+				math.Abs(f.FairShareBps/(float64(flows[f.Name].bytes)*8/(ideal/1e3))-1) > 1e-6 {
+				t.Errorf("%s: ideal %v ms, slowdown %v, reference %v b/s; want ideal %v ms", f.Name, f.IdealFCTMs, f.Slowdown, f.FairShareBps, ideal)
+			}
+			// The sender sample at its agent's t_s = (due + 10 ms - epoch) is
+			// at 0.51 s of the run.
+			if len(f.Series) != 1 || math.Abs(f.Series[0].T-0.51) > 1e-9 {
+				t.Errorf("%s: series %+v, want one point at 0.51 s", f.Name, f.Series)
+			}
+		}
+		if err := res.CheckPhysical(); err != nil {
+			t.Error(err)
+		}
+		var rx *LinkUse
+		for i := range res.Links {
+			if res.Links[i].Link == "s1-p5>r" {
+				rx = &res.Links[i]
+			}
+		}
+		// 5.55 MB from +500 ms to +479 ms later: 44.4 Mbit in 479 ms of
+		// 98.13 Mb/s = 94.5 % of the link.
+		if rx == nil || rx.Bytes != 5_550_000 || math.Abs(rx.SpanMs-479) > 1e-9 || math.Abs(rx.Use-44.4e6/(100e6*payloadEff*0.479)) > 1e-9 {
+			t.Errorf("receiver link %+v", rx)
+		}
+		s := res.Summary()
+		if s.MakespanMs != 480 || s.MaxFCTMs != 480 || s.Violations != 0 || s.MaxLinkUseLink != "s1-p5>r" {
+			t.Errorf("summary %+v", s)
+		}
+		var md bytes.Buffer
+		if err := WriteSummaryMarkdown(&md, []*Result{res}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"| time to finish all: measured / fluid ideal (ms) | 480 / 452 |", "| FCT mean / max (ms) | 348 / 480 |", "/ 0 |"} {
+			if !strings.Contains(md.String(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, md.String())
+			}
+		}
+	})
+	t.Run("impossible", func(t *testing.T) {
+		dir := t.TempDir()
+		// Every byte arrived within 300 ms of the start: 44.4 Mbit in
+		// 300 ms is 148 Mb/s through a 100 Mb/s port.
+		write(t, dir, func(f fl) int64 { return s0 + 800*ms })
+		res := &Result{Topology: topo.Name, Mode: config.ModeFastCNP, Started: time.Unix(0, s0)}
+		if err := collectFlows(res, topo, dir, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		err := res.CheckPhysical()
+		if err == nil || !strings.Contains(err.Error(), "s1-p5>r") {
+			t.Fatalf("CheckPhysical = %v, want a violation on s1-p5>r", err)
+		}
+		if s := res.Summary(); s.Violations != 1 {
+			t.Errorf("violations %d, want 1 (only the receiver's link)", s.Violations)
+		}
+	})
+}
+
+// TestCollectINC: the destination's "inc" records become the run's INC
+// messages, with the workers whose flows completed.
+func TestCollectINC(t *testing.T) {
+	topo := loadTopo(t, "s4-inc.json")
+	dir := t.TempDir()
+	lines := map[string]string{
+		"r": `{"type":"inc","t_s":3,"inc":{"group":1,"message":1,"offsets":256,"results":257,"correct":256,"wrong":0,"duplicates":1,"bad_offset":0,"complete":true}}
+{"type":"inc","t_s":3,"inc":{"group":1,"message":2,"offsets":256,"results":250,"correct":249,"wrong":1,"duplicates":0,"bad_offset":0,"complete":false}}
+`}
+	for _, h := range []string{"h1", "h2", "h3"} {
+		for _, m := range []string{"m1", "m2"} {
+			done := !(m == "m2" && h == "h3")
+			lines[h] += fmt.Sprintf(`{"type":"summary","t_s":3,"flow":"%s-%s","role":"sender","done":%v}`+"\n", m, h, done)
+		}
+	}
+	for _, h := range topo.HostNames() {
+		if err := os.WriteFile(filepath.Join(dir, h+".jsonl"), []byte(lines[h]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := &Result{Topology: topo.Name, Mode: config.ModeFastCNP}
+	if err := collectFlows(res, topo, dir, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.INC) != 2 {
+		t.Fatalf("INC = %+v", res.INC)
+	}
+	m1, m2 := res.INC[0], res.INC[1]
+	if m1.Message != 1 || m1.Workers != 3 || m1.WorkersDone != 3 || !m1.Reported || !m1.Check.Complete || m1.Check.Duplicates != 1 || m1.Dst != "r" {
+		t.Errorf("message 1 = %+v", m1)
+	}
+	if m2.Message != 2 || m2.WorkersDone != 2 || m2.Check.Wrong != 1 || m2.Check.Complete {
+		t.Errorf("message 2 = %+v", m2)
+	}
+	for _, f := range res.Flows {
+		if !f.INC || f.FairShareBps != 0 || f.ThroughputBps != 0 {
+			t.Errorf("INC flow %+v", f)
+		}
+	}
+	if s := res.Summary(); s.INCMessages != 2 || s.INCComplete != 1 || s.INCCorrect != 505 || s.INCWrong != 1 || s.INCDuplicates != 1 {
+		t.Errorf("summary %+v", s)
 	}
 }

@@ -22,6 +22,11 @@ const (
 	ctrPauseRx   = "FastcnpIngress.pfc_pause_rx"
 	ctrResumeRx  = "FastcnpIngress.pfc_resume_rx"
 	ctrDropped   = "FastcnpIngress.dropped"
+	// INC (spec 04), by ingress port.
+	ctrINCContributions = "FastcnpIngress.inc_contributions"
+	ctrINCDuplicates    = "FastcnpIngress.inc_duplicates"
+	ctrINCResults       = "FastcnpIngress.inc_results"
+	ctrINCSlotBusy      = "FastcnpIngress.inc_slot_busy"
 )
 
 // nsHTTPClient returns an HTTP client whose connections are opened inside
@@ -127,6 +132,13 @@ type SwitchCounters struct {
 	// LateMaxMs is the worst lag of a departure behind its shaped time:
 	// how far a CPU-starved switch fell behind real time.
 	LateMaxMs float64 `json:"late_max_ms"`
+	// INC aggregation (pipeline counters summed over ports): contributions
+	// added, duplicates dropped, aggregated results emitted, and packets
+	// dropped because their slot held another (INC ID, offset).
+	INCContributions uint64 `json:"inc_contributions,omitempty"`
+	INCDuplicates    uint64 `json:"inc_duplicates,omitempty"`
+	INCResults       uint64 `json:"inc_results,omitempty"`
+	INCSlotBusy      uint64 `json:"inc_slot_busy,omitempty"`
 }
 
 // HeadroomPeakPercent returns the largest share of its PFC headroom any
@@ -177,6 +189,10 @@ func switchCounters(name string, d *softswitch.Dump, peers map[uint16]Endpoint) 
 		pc.SwitchCNPs = cell(ctrSwitchCNP, p.Num)
 		pc.ECNMarks = cell(ctrECNMarked, p.Num)
 		sc.NoRouteDrops += cell(ctrDropped, p.Num)
+		sc.INCContributions += cell(ctrINCContributions, p.Num)
+		sc.INCDuplicates += cell(ctrINCDuplicates, p.Num)
+		sc.INCResults += cell(ctrINCResults, p.Num)
+		sc.INCSlotBusy += cell(ctrINCSlotBusy, p.Num)
 		sc.PauseTx += pc.PauseTx
 		sc.PauseRx += pc.PauseRx
 		sc.SwitchCNPs += pc.SwitchCNPs

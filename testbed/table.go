@@ -10,31 +10,56 @@ import (
 )
 
 // WriteTable prints runs side by side: one row per flow with, for each
-// run, the throughput, its share of the max-min fair share, CNPs, ECN
-// marks, the PAUSE frames its sender's host received and how long they held
-// the sender; then one row per switch counter. Runs should be of the same
-// topology (the flows of the first run name the rows).
+// run, the throughput, its share of the reference rate (the max-min fair
+// share of a long flow; for sized flows the fluid ideal, with the FCT and
+// its slowdown), CNPs, ECN marks, the PAUSE frames its sender's host
+// received and how long they held the sender; then one row per switch
+// counter. INC flows have no row (WriteSummaryMarkdown reports INC). Runs
+// should be of the same topology (the flows of the first run name the rows).
 func WriteTable(w io.Writer, runs []*Result) error {
 	if len(runs) == 0 {
 		return nil
 	}
+	sized := hasSized(runs[0])
+	perRun, lead := 6, 2 // cells per run, leading cells
+	if sized {
+		perRun, lead = 8, 3
+	}
+	dash := func(n int) []string { return strings.Split(strings.Repeat("-", n), "") }
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"flow", "fair Mb/s"}
+	if sized {
+		head = []string{"flow", "ideal FCT ms", "ideal Mb/s"}
+	}
 	for _, r := range runs {
 		m := string(r.Mode)
-		head = append(head, m+" Mb/s", m+" %fair", m+" CNPs", m+" ECN", m+" PAUSE", m+" paused s")
+		if sized {
+			head = append(head, m+" Mb/s", m+" %ideal", m+" FCT ms", m+" slowdown")
+		} else {
+			head = append(head, m+" Mb/s", m+" %fair")
+		}
+		head = append(head, m+" CNPs", m+" ECN", m+" PAUSE", m+" paused s")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, f := range runs[0].Flows {
+		if f.INC {
+			continue
+		}
 		row := []string{label(f), mbps(f.FairShareBps)}
+		if sized {
+			row = []string{label(f), fmt.Sprintf("%.0f", f.IdealFCTMs), mbps(f.FairShareBps)}
+		}
 		for _, r := range runs {
 			g := r.Flow(f.Name)
 			if g == nil {
-				row = append(row, "-", "-", "-", "-", "-", "-")
+				row = append(row, dash(perRun)...)
 				continue
 			}
-			row = append(row, mbps(g.ThroughputBps), fmt.Sprintf("%.0f%%", 100*g.ShareOfFair),
-				strconv.FormatUint(g.CNPsSwitch+g.CNPsNP, 10), strconv.FormatUint(g.ECNMarks, 10),
+			row = append(row, mbps(g.ThroughputBps), fmt.Sprintf("%.0f%%", 100*g.ShareOfFair))
+			if sized {
+				row = append(row, fmt.Sprintf("%.0f", g.FCTMs), fmt.Sprintf("%.2f", g.Slowdown))
+			}
+			row = append(row, strconv.FormatUint(g.CNPsSwitch+g.CNPsNP, 10), strconv.FormatUint(g.ECNMarks, 10),
 				strconv.FormatUint(g.PauseRx, 10), fmt.Sprintf("%.2f", g.PausedMs/1e3))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -55,19 +80,20 @@ func WriteTable(w io.Writer, runs []*Result) error {
 		{"headroom peak %", func(s SwitchCounters) uint64 { return s.HeadroomPeakPercent() }},
 		{"lag max ms", func(s SwitchCounters) uint64 { return uint64(s.LateMaxMs + 0.5) }},
 	}
-	head = []string{"switch counter", ""}
+	blank := make([]string, perRun-1)
+	head = append([]string{"switch counter"}, make([]string, lead-1)...)
 	for _, r := range runs {
-		head = append(head, string(r.Mode), "", "", "", "", "")
+		head = append(append(head, string(r.Mode)), blank...)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, c := range counters {
-		row := []string{c.name, ""}
+		row := append([]string{c.name}, make([]string, lead-1)...)
 		for _, r := range runs {
 			var parts []string
 			for _, s := range r.Switches {
 				parts = append(parts, fmt.Sprintf("%s:%d", s.Name, c.get(s)))
 			}
-			row = append(row, strings.Join(parts, " "), "", "", "", "", "")
+			row = append(append(row, strings.Join(parts, " ")), blank...)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -79,26 +105,53 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 	if len(runs) == 0 {
 		return nil
 	}
+	sized := hasSized(runs[0])
 	var b strings.Builder
-	b.WriteString("| flow | fair share (Mb/s) |")
-	for _, r := range runs {
-		fmt.Fprintf(&b, " %s: Mb/s | %s: %% of fair | %s: CNPs | %s: ECN marks | %s: PAUSE rx | %s: paused s |", r.Mode, r.Mode, r.Mode, r.Mode, r.Mode, r.Mode)
+	perRun := 6
+	if sized {
+		perRun = 8
+		b.WriteString("| flow | ideal FCT (ms) | ideal rate (Mb/s) |")
+	} else {
+		b.WriteString("| flow | fair share (Mb/s) |")
 	}
-	b.WriteString("\n|---|---:|" + strings.Repeat("---:|---:|---:|---:|---:|---:|", len(runs)) + "\n")
+	for _, r := range runs {
+		m := r.Mode
+		if sized {
+			fmt.Fprintf(&b, " %s: Mb/s | %s: %% of ideal | %s: FCT (ms) | %s: slowdown |", m, m, m, m)
+		} else {
+			fmt.Fprintf(&b, " %s: Mb/s | %s: %% of fair |", m, m)
+		}
+		fmt.Fprintf(&b, " %s: CNPs | %s: ECN marks | %s: PAUSE rx | %s: paused s |", m, m, m, m)
+	}
+	b.WriteString("\n|---|---:|")
+	if sized {
+		b.WriteString("---:|")
+	}
+	b.WriteString(strings.Repeat("---:|", perRun*len(runs)) + "\n")
 	for _, f := range runs[0].Flows {
+		if f.INC {
+			continue
+		}
 		name := label(f)
 		if f.Victim {
 			name = "**" + name + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %s |", name, mbps(f.FairShareBps))
+		if sized {
+			fmt.Fprintf(&b, "| %s | %.0f | %s |", name, f.IdealFCTMs, mbps(f.FairShareBps))
+		} else {
+			fmt.Fprintf(&b, "| %s | %s |", name, mbps(f.FairShareBps))
+		}
 		for _, r := range runs {
 			g := r.Flow(f.Name)
 			if g == nil {
-				b.WriteString(" - | - | - | - | - | - |")
+				b.WriteString(strings.Repeat(" - |", perRun))
 				continue
 			}
-			fmt.Fprintf(&b, " %s | %.0f%% | %d | %d | %d | %.2f |", mbps(g.ThroughputBps), 100*g.ShareOfFair, g.CNPsSwitch+g.CNPsNP, g.ECNMarks,
-				g.PauseRx, g.PausedMs/1e3)
+			fmt.Fprintf(&b, " %s | %.0f%% |", mbps(g.ThroughputBps), 100*g.ShareOfFair)
+			if sized {
+				fmt.Fprintf(&b, " %.0f | %.2f |", g.FCTMs, g.Slowdown)
+			}
+			fmt.Fprintf(&b, " %d | %d | %d | %.2f |", g.CNPsSwitch+g.CNPsNP, g.ECNMarks, g.PauseRx, g.PausedMs/1e3)
 		}
 		b.WriteString("\n")
 	}
@@ -145,10 +198,30 @@ type RunSummary struct {
 	RTTMeanUs, RTTP99Us, RTTMaxUs float64
 	// MeanRateBps is the mean throughput of the flows.
 	MeanRateBps float64
-	// MeanFCTMs and MaxFCTMs cover completed sized flows; Completed counts
+	// MeanFCTMs and MaxFCTMs cover completed sized flows (MaxFCTMs is the
+	// largest single FCT, not the time to finish all); Completed counts
 	// them out of Sized.
 	MeanFCTMs, MaxFCTMs float64
 	Completed, Sized    int
+	// MakespanMs is the time to finish all: the last completion minus the
+	// first due start, on the agents' common clock (0 unless every sized
+	// flow completed); IdealMakespanMs the same in the fluid model.
+	MakespanMs, IdealMakespanMs float64
+	// MeanSlowdown and MaxSlowdown are the FCT slowdowns (FCT / fluid
+	// ideal FCT) of the completed sized flows.
+	MeanSlowdown, MaxSlowdown float64
+	// MaxStartLateMs is how late any agent started a flow (Result).
+	MaxStartLateMs float64
+	// MaxLinkUse is the highest LinkUse.Use of the run, on link
+	// MaxLinkUseLink; Violations counts links that failed the check.
+	MaxLinkUse     float64
+	MaxLinkUseLink string
+	Violations     int
+	// INCMessages counts INC messages, INCComplete those whose destination
+	// checked every offset; INCCorrect, INCWrong, INCDuplicates sum the
+	// destinations' counts.
+	INCMessages, INCComplete            int
+	INCCorrect, INCWrong, INCDuplicates uint64
 	// PeakQueueBytes is the largest egress queue of any switch port.
 	PeakQueueBytes int64
 	// PauseTx, Drops and LosslessDrops are summed over the switches.
@@ -184,6 +257,8 @@ func (r *Result) Summary() RunSummary {
 		if f.FCTMs > 0 {
 			s.MeanFCTMs += f.FCTMs
 			s.MaxFCTMs = max(s.MaxFCTMs, f.FCTMs)
+			s.MeanSlowdown += f.Slowdown
+			s.MaxSlowdown = max(s.MaxSlowdown, f.Slowdown)
 			fcts++
 		}
 	}
@@ -192,6 +267,25 @@ func (r *Result) Summary() RunSummary {
 	}
 	if fcts > 0 {
 		s.MeanFCTMs /= float64(fcts)
+		s.MeanSlowdown /= float64(fcts)
+	}
+	s.MakespanMs, s.IdealMakespanMs, s.MaxStartLateMs = r.MakespanMs, r.IdealMakespanMs, r.MaxStartLateMs
+	for _, l := range r.Links {
+		if l.Use > s.MaxLinkUse || s.MaxLinkUseLink == "" {
+			s.MaxLinkUse, s.MaxLinkUseLink = l.Use, l.Link
+		}
+		if l.Violation {
+			s.Violations++
+		}
+	}
+	for _, m := range r.INC {
+		s.INCMessages++
+		if m.Check.Complete {
+			s.INCComplete++
+		}
+		s.INCCorrect += m.Check.Correct
+		s.INCWrong += m.Check.Wrong
+		s.INCDuplicates += m.Check.Duplicates
 	}
 	for _, sw := range r.Switches {
 		for _, p := range sw.Ports {
@@ -241,8 +335,17 @@ func WriteSummaryMarkdown(w io.Writer, runs []*Result) error {
 		}},
 		{"mean rate per flow (Mb/s)", func(s RunSummary) string { return mbps(s.MeanRateBps) }},
 		{"sized flows completed", func(s RunSummary) string { return fmt.Sprintf("%d of %d", s.Completed, s.Sized) }},
-		{"mean FCT / time to finish all (ms)", func(s RunSummary) string {
+		{"FCT mean / max (ms)", func(s RunSummary) string {
 			return fmt.Sprintf("%.0f / %.0f", s.MeanFCTMs, s.MaxFCTMs)
+		}},
+		{"FCT slowdown vs fluid ideal, mean / max", func(s RunSummary) string {
+			return fmt.Sprintf("%.2f / %.2f", s.MeanSlowdown, s.MaxSlowdown)
+		}},
+		{"time to finish all: measured / fluid ideal (ms)", func(s RunSummary) string {
+			if s.MakespanMs == 0 {
+				return fmt.Sprintf("- / %.0f", s.IdealMakespanMs)
+			}
+			return fmt.Sprintf("%.0f / %.0f", s.MakespanMs, s.IdealMakespanMs)
 		}},
 		{"peak egress queue (KB)", func(s RunSummary) string { return fmt.Sprintf("%.1f", float64(s.PeakQueueBytes)/1e3) }},
 		{"PAUSE frames sent", func(s RunSummary) string { return strconv.FormatUint(s.PauseTx, 10) }},
@@ -251,9 +354,34 @@ func WriteSummaryMarkdown(w io.Writer, runs []*Result) error {
 		{"CPU s: switches / hosts / fastcnpd", func(s RunSummary) string {
 			return fmt.Sprintf("%.1f / %.1f / %.1f", s.CPUSwitches, s.CPUHosts, s.CPUController)
 		}},
+		{"flow start lateness, max (ms)", func(s RunSummary) string { return fmt.Sprintf("%.1f", s.MaxStartLateMs) }},
+		{"link check: highest use of capacity / violations", func(s RunSummary) string {
+			return fmt.Sprintf("%.0f%% (%s) / %d", 100*s.MaxLinkUse, s.MaxLinkUseLink, s.Violations)
+		}},
 		{"machine load (1-min average, start / end)", func(s RunSummary) string {
 			return fmt.Sprintf("%.1f / %.1f", s.LoadAvg[0], s.LoadAvg[1])
 		}},
+	}
+	if len(runs) > 0 && len(runs[0].INC) > 0 {
+		rows = append(rows, []struct {
+			name string
+			get  func(RunSummary) string
+		}{
+			{"INC messages complete", func(s RunSummary) string { return fmt.Sprintf("%d of %d", s.INCComplete, s.INCMessages) }},
+			{"INC results correct / wrong / duplicate", func(s RunSummary) string {
+				return fmt.Sprintf("%d / %d / %d", s.INCCorrect, s.INCWrong, s.INCDuplicates)
+			}},
+		}...)
+	}
+	if len(runs) > 0 && !hasSized(runs[0]) {
+		// FCT, slowdown and makespan rows only mean something for sized flows.
+		kept := rows[:0]
+		for _, row := range rows {
+			if !strings.HasPrefix(row.name, "FCT") && !strings.HasPrefix(row.name, "time to finish") && row.name != "sized flows completed" {
+				kept = append(kept, row)
+			}
+		}
+		rows = kept
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s |", row.name)
@@ -274,14 +402,16 @@ func WriteCSV(w io.Writer, runs []*Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"topology", "mode", "flow", "src", "dst", "victim", "fair_share_bps", "throughput_bps",
 		"share_of_fair", "bytes_received", "cnps_switch", "cnps_np", "ecn_marks", "retransmits", "timeouts",
-		"done", "fct_ms", "rtt_mean_us", "rtt_p99_us", "rtt_max_us", "pause_rx", "paused_ms"})
+		"done", "fct_ms", "rtt_mean_us", "rtt_p99_us", "rtt_max_us", "pause_rx", "paused_ms",
+		"ideal_fct_ms", "slowdown", "start_unix_ns", "end_unix_ns", "start_late_ms"})
 	for _, r := range runs {
 		for _, f := range r.Flows {
 			_ = cw.Write([]string{r.Topology, string(r.Mode), f.Name, f.Src, f.Dst, strconv.FormatBool(f.Victim),
 				ff(f.FairShareBps), ff(f.ThroughputBps), ff(f.ShareOfFair), strconv.FormatInt(f.BytesReceived, 10),
 				strconv.FormatUint(f.CNPsSwitch, 10), strconv.FormatUint(f.CNPsNP, 10), strconv.FormatUint(f.ECNMarks, 10),
 				strconv.FormatUint(f.Retransmits, 10), strconv.FormatUint(f.Timeouts, 10), strconv.FormatBool(f.Done),
-				ff(f.FCTMs), ff(f.RTTMeanUs), ff(f.RTTP99Us), ff(f.RTTMaxUs), strconv.FormatUint(f.PauseRx, 10), ff(f.PausedMs)})
+				ff(f.FCTMs), ff(f.RTTMeanUs), ff(f.RTTP99Us), ff(f.RTTMaxUs), strconv.FormatUint(f.PauseRx, 10), ff(f.PausedMs),
+				ff(f.IdealFCTMs), ff(f.Slowdown), strconv.FormatInt(f.StartUnixNs, 10), strconv.FormatInt(f.EndUnixNs, 10), ff(f.StartLateMs)})
 		}
 	}
 	cw.Flush()
@@ -289,6 +419,16 @@ func WriteCSV(w io.Writer, runs []*Result) error {
 		return fmt.Errorf("testbed: csv: %w", err)
 	}
 	return nil
+}
+
+// hasSized reports whether a run has sized (non-INC) flows.
+func hasSized(r *Result) bool {
+	for _, f := range r.Flows {
+		if f.Sized && !f.INC {
+			return true
+		}
+	}
+	return false
 }
 
 // label names a flow in tables, marking the victim.

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
+	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
 var (
@@ -81,9 +83,18 @@ func runTopo(t *testing.T, file string, mode config.Mode, dur time.Duration) *Re
 		t.Fatalf("Run(%s, %s): %v", file, mode, err)
 	}
 	for _, f := range res.Flows {
-		t.Logf("%s %s: %.1f Mb/s of a fair %.1f Mb/s (%.0f%%), CNPs switch %d NP %d, CE %d, retransmits %d, PAUSE rx %d (held %.2f s)",
+		t.Logf("%s %s: %.1f Mb/s of a fair %.1f Mb/s (%.0f%%), CNPs switch %d NP %d, CE %d, retransmits %d, PAUSE rx %d (held %.2f s), started %.1f ms late",
 			mode, f.Name, f.ThroughputBps/1e6, f.FairShareBps/1e6, 100*f.ShareOfFair, f.CNPsSwitch, f.CNPsNP, f.ECNMarks, f.Retransmits,
-			f.PauseRx, f.PausedMs/1e3)
+			f.PauseRx, f.PausedMs/1e3, f.StartLateMs)
+		if f.Sized {
+			t.Logf("%s %s: FCT %.1f ms, fluid ideal %.1f ms, slowdown %.2f", mode, f.Name, f.FCTMs, f.IdealFCTMs, f.Slowdown)
+		}
+	}
+	for _, l := range res.Links {
+		t.Logf("%s link %s: %d bytes in %.1f ms, %.1f%% of %.1f Mb/s (payload)", mode, l.Link, l.Bytes, l.SpanMs, 100*l.Use, l.CapacityBps/1e6)
+	}
+	if res.MakespanMs > 0 {
+		t.Logf("%s: time to finish all %.1f ms (fluid ideal %.1f ms)", mode, res.MakespanMs, res.IdealMakespanMs)
 	}
 	for _, s := range res.Switches {
 		t.Logf("%s %s: PAUSE tx %d rx %d, switch CNPs %d, ECN marks %d, lossless drops %d (host ingress %d, fabric ingress %d), headroom peak %d%%, lag max %.1f ms, rdma connections %d",
@@ -113,11 +124,26 @@ func checkLossless(t *testing.T, res *Result) {
 	}
 }
 
+// checkPhysical fails the test if a link delivered more than it can carry
+// in the run's span (Result.CheckPhysical): the measurement is wrong.
+func checkPhysical(t *testing.T, res *Result) {
+	t.Helper()
+	if len(res.Links) == 0 {
+		t.Errorf("%s: no link could be checked (no flow reported its times)", res.Mode)
+	}
+	if err := res.CheckPhysical(); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestS2Incast runs the 4-to-1 incast in fastcnp mode: every flow
-// completes and the lossless class drops nothing.
+// completes, the lossless class drops nothing, no link delivered more than
+// it can carry, and the time to finish all (on the agents' common clock)
+// is at least the fluid ideal.
 func TestS2Incast(t *testing.T) {
 	res := runTopo(t, "s2-incast-4.json", config.ModeFastCNP, 0)
 	checkLossless(t, res)
+	checkPhysical(t, res)
 	var sum float64
 	for _, f := range res.Flows {
 		if !f.Done {
@@ -127,6 +153,9 @@ func TestS2Incast(t *testing.T) {
 	}
 	if sum == 0 {
 		t.Fatal("no traffic")
+	}
+	if res.MakespanMs == 0 || res.MakespanMs < res.IdealMakespanMs {
+		t.Errorf("time to finish all %.1f ms, fluid ideal %.1f ms: the measured one cannot be shorter", res.MakespanMs, res.IdealMakespanMs)
 	}
 }
 
@@ -140,6 +169,8 @@ func TestS1Victim(t *testing.T) {
 	fc := runTopo(t, "s1-victim.json", config.ModeFastCNP, dur)
 	t.Run("lossless-ecn", func(t *testing.T) { checkLossless(t, ecn) })
 	t.Run("lossless-fastcnp", func(t *testing.T) { checkLossless(t, fc) })
+	t.Run("physical-ecn", func(t *testing.T) { checkPhysical(t, ecn) })
+	t.Run("physical-fastcnp", func(t *testing.T) { checkPhysical(t, fc) })
 	ve, vf := ecn.Victim(), fc.Victim()
 	if ve == nil || vf == nil {
 		t.Fatal("no victim flow in the results")
@@ -158,5 +189,77 @@ func TestS1Victim(t *testing.T) {
 	if ratio < wantRatio {
 		t.Errorf("victim: fastcnp gives %.1f%% of its fair share, ecn %.1f%%: ratio %.2f < %.1f",
 			100*vf.ShareOfFair, 100*ve.ShareOfFair, ratio, wantRatio)
+	}
+}
+
+// TestS4INC runs INC workers (fastcnp-host) through a real fastcnp-switch
+// programmed by fastcnpd: three workers aggregate two concurrent messages
+// toward a fourth host, which checks every aggregated vector against the
+// element-wise sum of the workers' seeded vectors. fastcnpd installs the
+// workers' connections from their announcements (rdma_connection, with
+// rank and group) and the group's contributors mask (inc_group).
+// Contributions are not acknowledged, so the workload sends no
+// retransmission; a duplicate would show in the switch's inc_duplicates and
+// the destination's duplicate count, and both must be 0.
+func TestS4INC(t *testing.T) {
+	topo := loadTopo(t, "s4-inc.json")
+	// Precondition of the topology, not of the switch: no two offsets of
+	// the concurrent messages share an aggregation slot, so no contribution
+	// can meet a busy slot (which the data plane drops and the workers never
+	// resend) whatever the skew between the workers.
+	slots := map[uint32]string{}
+	want := map[incKey]bool{}
+	var contributions, results uint64
+	for _, f := range topo.Flows {
+		if f.INC == nil {
+			continue
+		}
+		k := incKey{f.INC.Group, f.INC.Message}
+		contributions += uint64(f.INC.Offsets)
+		if want[k] {
+			continue
+		}
+		want[k] = true
+		results += uint64(f.INC.Offsets)
+		for o := 0; o < f.INC.Offsets; o++ {
+			s := pipeline.IncSlot(uint32(k.group)<<16|uint32(k.message), uint32(o))
+			id := fmt.Sprintf("message %d/%d offset %d", k.group, k.message, o)
+			if prev, dup := slots[s]; dup {
+				t.Fatalf("s4-inc.json: %s and %s share slot %d: pick other message IDs or fewer offsets", prev, id, s)
+			}
+			slots[s] = id
+		}
+	}
+	res := runTopo(t, "s4-inc.json", config.ModeFastCNP, 0)
+	checkLossless(t, res)
+	if len(res.INC) != len(want) {
+		t.Fatalf("%d INC messages in the results, want %d: %+v", len(res.INC), len(want), res.INC)
+	}
+	for _, m := range res.INC {
+		c := m.Check
+		t.Logf("INC %d/%d: %d workers (%d done), %d offsets; at %s: %d results, %d correct, %d wrong, %d duplicates, %d bad offsets, complete %v",
+			m.Group, m.Message, m.Workers, m.WorkersDone, m.Offsets, m.Dst, c.Results, c.Correct, c.Wrong, c.Duplicates, c.BadOffset, c.Complete)
+		if !m.Reported || m.WorkersDone != m.Workers {
+			t.Errorf("INC %d/%d: reported %v, %d of %d workers sent every vector", m.Group, m.Message, m.Reported, m.WorkersDone, m.Workers)
+		}
+		if !c.Complete || c.Correct != uint64(m.Offsets) || c.Results != uint64(m.Offsets) || c.Wrong != 0 || c.Duplicates != 0 || c.BadOffset != 0 {
+			t.Errorf("INC %d/%d: every one of the %d offsets must arrive once with the element-wise sum: %+v", m.Group, m.Message, m.Offsets, c)
+		}
+	}
+	var tot SwitchCounters
+	for _, s := range res.Switches {
+		t.Logf("%s: INC contributions %d, results %d, duplicates %d, slot busy %d; rdma connections %d",
+			s.Name, s.INCContributions, s.INCResults, s.INCDuplicates, s.INCSlotBusy, s.RDMAConnections)
+		tot.INCContributions += s.INCContributions
+		tot.INCResults += s.INCResults
+		tot.INCDuplicates += s.INCDuplicates
+		tot.INCSlotBusy += s.INCSlotBusy
+		tot.RDMAConnections += s.RDMAConnections
+	}
+	if tot.INCContributions != contributions || tot.INCResults != results || tot.INCDuplicates != 0 || tot.INCSlotBusy != 0 {
+		t.Errorf("switch INC counters %+v: want %d contributions, %d results, no duplicate, no busy slot", tot, contributions, results)
+	}
+	if n := len(topo.Flows); tot.RDMAConnections != n {
+		t.Errorf("fastcnpd installed %d RDMA connections, want the %d announced", tot.RDMAConnections, n)
 	}
 }

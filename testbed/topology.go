@@ -166,11 +166,34 @@ type Flow struct {
 	Duration string `json:"duration,omitempty"`
 	// Victim marks the flow the scenario is about (S1's victim flow).
 	Victim bool `json:"victim,omitempty"`
+	// INC makes the flow a worker's contribution to an in-network
+	// aggregation message (spec 04): no size or duration, one vector per
+	// offset. The flows with the same group and message are the message's
+	// workers, ranked in topology order; they share Dst, which receives and
+	// checks the aggregated results.
+	INC *FlowINC `json:"inc,omitempty"`
 
 	start    time.Duration
 	size     units.Size
 	duration time.Duration
+	// INC: rank among the message's workers, their number, and the index
+	// of the message's first flow (whose receiver QP they all target).
+	incRank, incWorkers, incFirst int
 }
+
+// FlowINC describes an INC flow.
+type FlowINC struct {
+	// Group (> 0) and Message identify the INC message.
+	Group   uint16 `json:"group"`
+	Message uint16 `json:"message"`
+	// Offsets is the number of vectors (packets) each worker sends.
+	Offsets int `json:"offsets"`
+	// Seed makes the vectors deterministic (the receiver recomputes the sums).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// incKey identifies an INC message.
+type incKey struct{ group, message uint16 }
 
 // Parsed values, available after Validate.
 
@@ -578,6 +601,45 @@ func (t *Topology) Validate() error {
 		}
 		if f.start >= p.Duration {
 			add("flows[%d]: starts at %v, not before the run ends (%v)", i, f.start, p.Duration)
+		}
+		if f.INC != nil {
+			switch {
+			case f.size > 0 || f.duration > 0:
+				add("flows[%d]: an INC flow has no size or duration (it sends inc.offsets vectors)", i)
+			case f.INC.Group == 0:
+				add("flows[%d].inc.group: must be non-zero", i)
+			case f.INC.Offsets < 1 || f.INC.Offsets > 1<<22:
+				add("flows[%d].inc.offsets %d: want 1..%d", i, f.INC.Offsets, 1<<22)
+			}
+		}
+	}
+	// INC messages: workers ranked in topology order, one destination.
+	workers := map[incKey][]int{}
+	for i, f := range t.Flows {
+		if f == nil || f.INC == nil {
+			continue
+		}
+		k := incKey{f.INC.Group, f.INC.Message}
+		ws := workers[k]
+		if len(ws) > 0 {
+			g := t.Flows[ws[0]]
+			if g.Dst != f.Dst || g.INC.Offsets != f.INC.Offsets || g.INC.Seed != f.INC.Seed {
+				add("flows[%d]: INC message %d/%d: dst, offsets and seed must be those of flows[%d]", i, k.group, k.message, ws[0])
+			}
+			for _, j := range ws {
+				if t.Flows[j].Src == f.Src {
+					add("flows[%d]: INC message %d/%d: %s is already a worker (flows[%d])", i, k.group, k.message, f.Src, j)
+				}
+			}
+		}
+		workers[k] = append(ws, i)
+	}
+	for k, ws := range workers {
+		if len(ws) > 32 {
+			add("INC message %d/%d: %d workers, at most 32", k.group, k.message, len(ws))
+		}
+		for r, i := range ws {
+			t.Flows[i].incRank, t.Flows[i].incWorkers, t.Flows[i].incFirst = r, len(ws), ws[0]
 		}
 	}
 	if len(errs) > 0 {

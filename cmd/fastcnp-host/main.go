@@ -113,6 +113,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		mss, ackEvery, burst                         int
 		ccScale                                      float64
 		rto, cnpInterval, interval, spin, burstTime  string
+		startAt                                      string
 		announcePort                                 uint
 		noAnnounce, noCNPTarget, exitDone            bool
 		flowSpecs                                    flowList
@@ -132,6 +133,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&initWin, "init-window", "", "Winit in bytes (overrides line rate x base RTT)")
 	fs.StringVar(&flows, "flows", "", "flow file (YAML or JSON, see docs/host-agent.md)")
 	fs.Var(&flowSpecs, "flow", "a flow, key=value pairs (repeatable): src,dst,dst_mac,src_qpn,dst_qpn,sport,size|sizes|duration,start,count,inc_*")
+	fs.StringVar(&startAt, "start-at", "", "common start instant the flows' start times count from (RFC 3339, e.g. 2026-11-22T08:36:00.5Z, or Unix nanoseconds); give every host of an incast the same one (default: when the agent starts)")
 	fs.StringVar(&o.statsPath, "stats", "", "write per-flow statistics as JSON lines to FILE (- = stdout)")
 	fs.StringVar(&interval, "stats-interval", "10ms", "statistics sampling period")
 	fs.UintVar(&announcePort, "announce-port", wire.DefaultAnnouncePort, "UDP port of RDMA-connection announcements")
@@ -234,6 +236,11 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	}
 	c.AnnouncePort = uint16(announcePort)
 	c.NoAnnounce, c.NoCNPTarget, c.ExitWhenDone = noAnnounce, noCNPTarget, exitDone
+	if startAt != "" {
+		if c.StartAt, err = live.ParseStartAt(startAt); err != nil {
+			return o, fmt.Errorf("--start-at: %w", err)
+		}
+	}
 	if flows != "" {
 		data, err := os.ReadFile(flows)
 		if err != nil {

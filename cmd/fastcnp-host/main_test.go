@@ -59,6 +59,26 @@ func TestParseArgs(t *testing.T) {
 				}
 			}},
 		{"bad burst time", append(base, "--flows", file, "--burst-time", "soon"), "--burst-time", nil},
+		{"start at RFC 3339", append(base, "--flows", file, "--start-at", "2026-11-22T08:36:00.5Z"), "",
+			func(t *testing.T, o options) {
+				if want := time.Date(2026, 11, 22, 8, 36, 0, 500_000_000, time.UTC); !o.cfg.StartAt.Equal(want) {
+					t.Fatalf("start at %v, want %v", o.cfg.StartAt, want)
+				}
+			}},
+		{"start at Unix ns", append(base, "--flows", file, "--start-at", "1795336560500000001"), "",
+			func(t *testing.T, o options) {
+				if got := o.cfg.StartAt.UnixNano(); got != 1795336560500000001 {
+					t.Fatalf("start at %d ns", got)
+				}
+			}},
+		{"no start at", append(base, "--flows", file), "",
+			func(t *testing.T, o options) {
+				if !o.cfg.StartAt.IsZero() {
+					t.Fatalf("start at %v without the flag", o.cfg.StartAt)
+				}
+			}},
+		{"bad start at", append(base, "--flows", file, "--start-at", "tomorrow"), "--start-at", nil},
+		{"negative start at", append(base, "--flows", file, "--start-at", "-5"), "--start-at", nil},
 		{"no iface", []string{"--ip", "10.0.0.1"}, "--iface is required", nil},
 		{"no ip", []string{"--iface", "x"}, "--ip is required", nil},
 		{"bad ip", []string{"--iface", "x", "--ip", "300.1.1.1", "--mac", "02:00:00:00:00:01"}, "--ip", nil},

@@ -284,12 +284,20 @@ func (d *DCQCN) advance(now time.Duration) {
 //	min(T,BC) > F:  hyper increase     RT += i*R_HAI, i = min(T,BC)-F+1; RC = (RT+RC)/2
 //	otherwise:      additive increase  RT += R_AI;                       RC = (RT+RC)/2
 //
+// Without a byte counter (rpgByteReset = 0, the HPCC simulator's DCQCN) BC
+// does not exist: the stage is decided by T alone (max = min = T), as the
+// simulator's timer stage does; a BC stuck at 0 would keep min(T,BC) = 0 and
+// hyper increase would never fire.
+//
 // RT is clamped to the line rate (RC = (RT+RC)/2 could not use more), RC to
 // [minRate, line rate]. The first increase after a switch window restores
 // the window to Winit (rule "window restore").
 func (d *DCQCN) increase() {
 	f := int64(d.p.F)
 	hi, lo := max(d.t, d.bc), min(d.t, d.bc)
+	if d.p.RPGByteReset == 0 {
+		hi, lo = d.t, d.t
+	}
 	switch {
 	case hi < f:
 		d.stats.FastRecovery++

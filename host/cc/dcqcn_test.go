@@ -139,12 +139,16 @@ func TestAdditiveIncrease(t *testing.T) {
 	f1 := customParams()
 	f1.F = 1
 	f1.RPGByteReset = 1000
+	// A byte counter that never fires in the trace: BC exists and stays 0,
+	// so min(T,BC) = 0 keeps every timer event at or after F additive.
+	bc0 := customParams()
+	bc0.RPGByteReset = 1 << 40
 	tests := []struct {
 		name  string
 		p     DCQCNParams
 		steps []step
 	}{
-		{"after F timer events", customParams(), []step{
+		{"after F timer events, byte counter at 0", bc0, []step{
 			{cnpAt(0), nil},
 			{tick(400 * us), map[string]float64{"T": 4, "RC": 38.75 * gbps}}, // 4 fast recovery events, see TestFastRecovery
 			// T = 5: RT = 40G + 40M = 40.04G; RC = (40.04+38.75)/2 = 39.395G.
@@ -203,6 +207,58 @@ func TestHyperIncrease(t *testing.T) {
 			{tick(500 * us), map[string]float64{"T": 5, "Additive": 7, "Hyper": 0, "RT": 40.28 * gbps}},
 			// T = 6: min = 6 > 5, i = 6-5+1 = 2: RT = 40.28G + 2*200M = 40.68G.
 			{tick(600 * us), map[string]float64{"T": 6, "Hyper": 1, "RT": 40.68 * gbps}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{LineRate: 100 * gbps, StartRate: 40 * gbps, DCQCN: tc.p}
+			runTrace(t, mustDCQCN(t, false, cfg), tc.steps)
+		})
+	}
+}
+
+// Without a byte counter (rpgByteReset = 0, the hpcc-sim preset) BC is
+// absent and the stage is decided by T alone: additive at T = F, hyper
+// from T = F+1 with i = T-F+1. The same timer events with a byte counter
+// that never fired (nvidia-cx, BC = 0) stay additive: min(T,BC) = 0.
+func TestNoByteCounterStages(t *testing.T) {
+	preset := func(name string) DCQCNParams {
+		p, err := DCQCNPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name  string
+		p     DCQCNParams
+		steps []step
+	}{
+		// hpcc-sim: F = 1, R_AI 20 Mb/s, R_HAI 200 Mb/s, rpgTimeReset 300us.
+		{"hpcc-sim: AI then HAI on T alone", preset("hpcc-sim"), []step{
+			// alpha 1: RT = 40G, RC = 20G; timer at 300us.
+			{cnpAt(0), map[string]float64{"RC": 20 * gbps, "RT": 40 * gbps, "Next": float64(300 * us)}},
+			// T = 1 = F: additive: RT = 40.02G, RC = (40.02+20)/2 = 30.01G.
+			{tick(300 * us), map[string]float64{"T": 1, "BC": 0, "RT": 40.02 * gbps, "RC": 30.01 * gbps,
+				"Additive": 1, "Hyper": 0, "FastRecovery": 0}},
+			// T = 2 > F: hyper, i = 2-1+1 = 2: RT = 40.02G + 0.4G = 40.42G,
+			// RC = (40.42+30.01)/2 = 35.215G.
+			{tick(600 * us), map[string]float64{"T": 2, "BC": 0, "RT": 40.42 * gbps, "RC": 35.215 * gbps,
+				"Additive": 1, "Hyper": 1}},
+			// T = 3: i = 3: RT = 40.42G + 0.6G = 41.02G, RC = (41.02+35.215)/2 = 38.1175G.
+			{tick(900 * us), map[string]float64{"T": 3, "RT": 41.02 * gbps, "RC": 38.1175 * gbps, "Hyper": 2}},
+			// Sends do not count: no byte counter, no event.
+			{sendAt(950*us, 10_000_000), map[string]float64{"BC": 0, "RC": 38.1175 * gbps, "Hyper": 2}},
+			// A cut resets T: RT = 38.1175G, and the next event is additive again.
+			{cnpAt(1000 * us), map[string]float64{"T": 0, "RT": 38.1175 * gbps, "Cuts": 2}},
+		}},
+		// nvidia-cx: F = 1, R_AI 5 Mb/s, byte counter 32767 B that never fires here.
+		{"nvidia-cx: BC = 0 keeps the timer events additive", preset("nvidia-cx"), []step{
+			{cnpAt(0), map[string]float64{"RC": 20 * gbps, "RT": 40 * gbps, "Next": float64(300 * us)}},
+			// T = 1: RT = 40.005G, RC = (40.005+20)/2 = 30.0025G.
+			{tick(300 * us), map[string]float64{"T": 1, "RT": 40.005 * gbps, "RC": 30.0025 * gbps, "Additive": 1}},
+			// T = 2, BC = 0: min = 0 <= F: additive: RT = 40.01G, RC = (40.01+30.0025)/2 = 35.00625G.
+			{tick(600 * us), map[string]float64{"T": 2, "RT": 40.01 * gbps, "RC": 35.00625 * gbps, "Additive": 2, "Hyper": 0}},
 		}},
 	}
 	for _, tc := range tests {

@@ -67,7 +67,8 @@ type DCQCNParams struct {
 	// RPGTimeReset is rpgTimeReset, the period of the rate-increase timer.
 	RPGTimeReset time.Duration
 	// RPGByteReset is rpgByteReset, bytes sent per byte-counter increase
-	// event; 0 = no byte counter (the HPCC simulator has none).
+	// event; 0 = no byte counter (the HPCC simulator has none): BC is
+	// absent and the increase stage is decided by T alone.
 	RPGByteReset int64
 	// F is the number of fast recovery steps.
 	F int

@@ -80,7 +80,7 @@ func saveRow(ps []*plot.Plot, path string) error {
 func RatePlot(r *testbed.Result) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s, mode %s: rate per flow", r.Topology, r.Mode)
-	p.X.Label.Text = "time (s)"
+	p.X.Label.Text = "time since the agents' common start (s)"
 	p.Y.Label.Text = "Mb/s (receiver goodput)"
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())

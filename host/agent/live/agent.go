@@ -92,6 +92,13 @@ type Config struct {
 	NoCNPTarget bool
 	// Flows are the connections (both ends configured alike; see Expand).
 	Flows []FlowConfig
+	// StartAt, if set, is the instant the flows' Start times count from
+	// (wall clock): agents given the same StartAt start their flows
+	// together however late each was launched (an incast from several
+	// hosts). Zero: the instant Run starts. When StartAt has already passed
+	// as Run starts, the flows due by then start at once (a warning is
+	// logged, and their FCT still counts from their due instant).
+	StartAt time.Time
 	// Stats receives JSON lines (nil: none); StatsInterval is the sampling
 	// period (default 10ms); RTTPerSample caps the raw RTT samples listed
 	// in one sample record (default 64; summaries use all of them).
@@ -131,6 +138,7 @@ type flow struct {
 	start time.Duration
 	// sender state
 	started, stopped bool
+	startedAt        time.Duration // when the send loop started the flow (>= start)
 	stopAt           time.Duration
 	ann              wire.Announcement
 	// receiver state
@@ -356,6 +364,10 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 
 func (a *Agent) now() time.Duration { return time.Since(a.epoch) }
 
+// wallNs converts agent time to wall-clock Unix nanoseconds (UTC): the one
+// clock the agents of a testbed share.
+func (a *Agent) wallNs(d time.Duration) int64 { return a.epoch.UnixNano() + int64(d) }
+
 // Run sends the announcements, runs the send loop, the receive loop and
 // the statistics sampler until ctx ends (or, with ExitWhenDone, until the
 // local flows are done), sends the "down" announcements and writes the
@@ -368,6 +380,22 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: Run called twice: %w", agent.ErrState)
 	}
 	a.epoch = time.Now()
+	if !a.cfg.StartAt.IsZero() {
+		// Agent time 0 stays the epoch (every clock the state machines see
+		// starts at 0); the flows' start times move to the common instant.
+		// On the wall clock: StartAt is a wall instant other processes share.
+		off := time.Duration(a.cfg.StartAt.UnixNano() - a.epoch.UnixNano())
+		if off < 0 {
+			a.log.WithFields(logrus.Fields{"start_at": a.cfg.StartAt.UTC().Format(time.RFC3339Nano), "late": (-off).String()}).
+				Warn("the common start instant had passed when the agent started: flows already due start at once")
+		}
+		a.mu.Lock()
+		for _, f := range a.senders {
+			f.start = off + time.Duration(f.cfg.Start)
+		}
+		a.mu.Unlock()
+	}
+	a.writeStart()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := a.announce(ctx, wire.AnnounceUp); err != nil {
@@ -597,7 +625,7 @@ func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
 		if now < f.start {
 			return f.start, nil
 		}
-		f.started = true
+		f.started, f.startedAt = true, now
 		var err error
 		switch {
 		case f.inc != nil:

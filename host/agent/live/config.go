@@ -76,7 +76,8 @@ type FlowConfig struct {
 	Size     units.Size   `yaml:"size" json:"size"`
 	Sizes    []units.Size `yaml:"sizes" json:"sizes"`
 	Duration Duration     `yaml:"duration" json:"duration"`
-	// Start delays the flow from the agent's start.
+	// Start delays the flow from the agent's start, or from the common
+	// start instant (Config.StartAt, --start-at) when one is set.
 	Start Duration `yaml:"start" json:"start"`
 	// Count > 1 expands the entry into Count flows (incast from one agent):
 	// flow i has QPNs SrcQPN+i, DstQPN+i and UDP source port SPort+i.
@@ -186,6 +187,27 @@ func ParseFlowSpec(spec string) (FlowConfig, error) {
 		f.INC = &inc
 	}
 	return f, nil
+}
+
+// ParseStartAt reads a common start instant: RFC 3339 with optional
+// fractional seconds ("2026-11-22T08:36:00.5Z") or Unix time in
+// nanoseconds ("1795336560500000000").
+func ParseStartAt(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, fmt.Errorf("start instant: empty: %w", ErrFlowConfig)
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n <= 0 {
+			return time.Time{}, fmt.Errorf("start instant %q: Unix nanoseconds must be positive: %w", s, ErrFlowConfig)
+		}
+		return time.Unix(0, n), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("start instant %q: want RFC 3339 (2006-01-02T15:04:05.999999999Z07:00) or Unix nanoseconds: %w", s, ErrFlowConfig)
+	}
+	return t, nil
 }
 
 // ParseIPv4 reads a dotted IPv4 address.

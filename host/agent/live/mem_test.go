@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -213,5 +214,81 @@ flows:
 	}
 	if _, err := live.ParseFlowFile([]byte("flows:\n  - srcc: 1\n")); !errors.Is(err, live.ErrFlowConfig) {
 		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+// TestCommonStartInstant runs a sender and a receiver whose flow starts at
+// a common instant (Config.StartAt, --start-at) on the wall clock: the
+// flow is due at StartAt + start, no byte arrives before it, the FCT counts
+// from it, and the records put start, arrivals and completion on the wall
+// clock in causal order. A StartAt already passed starts the flow at once,
+// late by at least the time that had passed.
+func TestCommonStartInstant(t *testing.T) {
+	const start = 10 * time.Millisecond
+	cases := []struct {
+		name    string
+		startAt func() time.Time
+		late    time.Duration // least lateness the sender must report
+	}{
+		{"in the future", func() time.Time { return time.Now().Add(150 * time.Millisecond) }, 0},
+		{"already passed", func() time.Time { return time.Now().Add(-time.Second) }, time.Second - start},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pa, pb := memPair()
+			fl := []live.FlowConfig{flowAB(live.FlowConfig{Size: 200 << 10, Start: live.Duration(start)})}
+			at := tc.startAt()
+			var sst, rst bytes.Buffer
+			snd, err := live.New(live.Config{IP: ipA, MAC: macA, Algo: "dcqcn", CC: ccConfig(t, "nvidia-cx", 1e9, 100*time.Microsecond),
+				Flows: fl, ExitWhenDone: true, Stats: &sst, StatsInterval: 5 * time.Millisecond, StartAt: at, Log: quietLog()}, pa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcv, err := live.New(live.Config{IP: ipB, MAC: macB, Algo: "dcqcn", CC: ccConfig(t, "nvidia-cx", 1e9, 100*time.Microsecond),
+				Flows: fl, Stats: &rst, StatsInterval: 5 * time.Millisecond, StartAt: at, Log: quietLog()}, pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			runPair(t, ctx, snd, rcv)
+			var first, sum, rsum *live.Record
+			for _, r := range readRecords(t, sst.Bytes()) {
+				switch {
+				case r.Type == "start":
+					first = &r
+				case r.Type == "summary" && r.Role == "sender":
+					sum = &r
+				}
+			}
+			for _, r := range readRecords(t, rst.Bytes()) {
+				if r.Type == "summary" && r.Role == "receiver" {
+					rsum = &r
+				}
+			}
+			if first == nil || first.StartAtUnixNs == nil || *first.StartAtUnixNs != at.UnixNano() || first.EpochUnixNs == nil {
+				t.Fatalf("start record %+v, want start_at_unix_ns %d", first, at.UnixNano())
+			}
+			if sum == nil || sum.StartUnixNs == nil || sum.EndUnixNs == nil || sum.FCTUs == nil || sum.StartLateUs == nil || rsum == nil || rsum.Recv == nil {
+				t.Fatalf("summaries: sender %+v receiver %+v", sum, rsum)
+			}
+			due := at.Add(start).UnixNano()
+			if *sum.StartUnixNs != due {
+				t.Errorf("start_unix_ns %d, want StartAt + start = %d", *sum.StartUnixNs, due)
+			}
+			if rsum.Recv.FirstUnixNs < due || rsum.Recv.LastUnixNs < rsum.Recv.FirstUnixNs || *sum.EndUnixNs < rsum.Recv.LastUnixNs {
+				t.Errorf("wall clock out of causal order: due %d, first arrival %d, last arrival %d, last ACK %d",
+					due, rsum.Recv.FirstUnixNs, rsum.Recv.LastUnixNs, *sum.EndUnixNs)
+			}
+			if fct := time.Duration(*sum.EndUnixNs - *sum.StartUnixNs); math.Abs(*sum.FCTUs*1e3-float64(fct)) > 1e3 {
+				t.Errorf("fct_us %.1f, want end - start = %v", *sum.FCTUs, fct)
+			}
+			if late := time.Duration(*sum.StartLateUs * 1e3); late < tc.late {
+				t.Errorf("start_late_us %.0f, want at least %v", *sum.StartLateUs, tc.late)
+			}
+			if rsum.Recv.Bytes != 200<<10 {
+				t.Errorf("received %d bytes, want %d", rsum.Recv.Bytes, 200<<10)
+			}
+		})
 	}
 }

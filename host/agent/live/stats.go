@@ -14,15 +14,28 @@ import (
 )
 
 // Record is one JSON line of the statistics stream. Type says which fields
-// are present: "sample" (periodic, per flow), "message" (a message
-// completed: its FCT), "summary" (per flow at the end of the run), "inc"
-// (per INC message at the end), "agent" (receive counters at the end).
-// docs/host-agent.md has the schema.
+// are present: "start" (first line: the agent's clock on the wall clock),
+// "sample" (periodic, per flow), "message" (a message completed: its FCT),
+// "summary" (per flow at the end of the run), "inc" (per INC message at the
+// end), "agent" (receive counters at the end). docs/host-agent.md has the
+// schema.
 type Record struct {
 	Type string  `json:"type"`
 	T    float64 `json:"t_s"` // seconds since the agent started
 	Flow string  `json:"flow,omitempty"`
 	Role string  `json:"role,omitempty"` // "sender" or "receiver"
+
+	// Wall clock (Unix ns, UTC), the clock the agents of one machine share.
+	// "start" and "agent": EpochUnixNs is the wall time of t_s = 0, and
+	// StartAtUnixNs the common start instant (--start-at) if one was set.
+	// Sender "summary": StartUnixNs is when the flow was due to start (its
+	// FCT counts from it), StartLateUs how much later the agent started it,
+	// EndUnixNs when its last byte was acknowledged (done flows).
+	EpochUnixNs   *int64   `json:"epoch_unix_ns,omitempty"`
+	StartAtUnixNs *int64   `json:"start_at_unix_ns,omitempty"`
+	StartUnixNs   *int64   `json:"start_unix_ns,omitempty"`
+	EndUnixNs     *int64   `json:"end_unix_ns,omitempty"`
+	StartLateUs   *float64 `json:"start_late_us,omitempty"`
 
 	// sender
 	RateBps       *float64     `json:"rate_bps,omitempty"`    // wire bits sent per second over the interval
@@ -79,6 +92,10 @@ type RecvRecord struct {
 	Acks       uint64  `json:"acks"`
 	Naks       uint64  `json:"naks"`
 	BadPayload uint64  `json:"bad_payload"` // accepted packets whose bytes are not the expected stream bytes
+	// FirstUnixNs and LastUnixNs are the wall-clock arrival times of the
+	// first and the last packet accepted (summary only; absent before any).
+	FirstUnixNs int64 `json:"first_unix_ns,omitempty"`
+	LastUnixNs  int64 `json:"last_unix_ns,omitempty"`
 }
 
 // INCRecord holds an INC checker's counters.
@@ -265,6 +282,21 @@ func recvRecord(st agent.ReceiverStats, bad uint64, rate float64) *RecvRecord {
 		OutOfOrder: st.OutOfOrder, CE: st.CE, CNPsSent: st.CNPs, Acks: st.Acks, Naks: st.Naks, BadPayload: bad}
 }
 
+// writeStart writes the "start" record: where the agent's clock sits on
+// the wall clock.
+func (a *Agent) writeStart() {
+	if a.enc == nil {
+		return
+	}
+	r := Record{Type: "start", EpochUnixNs: ptr(a.epoch.UnixNano())}
+	if !a.cfg.StartAt.IsZero() {
+		r.StartAtUnixNs = ptr(a.cfg.StartAt.UnixNano())
+	}
+	if err := a.enc.write([]Record{r}); err != nil {
+		a.log.WithError(err).Error("statistics: write failed")
+	}
+}
+
 // writeSummary writes the end-of-run records.
 func (a *Agent) writeSummary() {
 	if a.enc == nil {
@@ -283,7 +315,11 @@ func (a *Agent) writeSummary() {
 			if dur > 0 {
 				rate = float64(st.Payload) * 8 / dur
 			}
-			recs = append(recs, Record{Type: "summary", T: t, Flow: f.cfg.Name, Role: "receiver", Recv: recvRecord(st, f.badData, rate)})
+			rr := recvRecord(st, f.badData, rate)
+			if st.Packets > 0 {
+				rr.FirstUnixNs, rr.LastUnixNs = a.wallNs(st.First), a.wallNs(st.Last)
+			}
+			recs = append(recs, Record{Type: "summary", T: t, Flow: f.cfg.Name, Role: "receiver", Recv: rr})
 			continue
 		}
 		st := f.snd.Stats()
@@ -302,7 +338,12 @@ func (a *Agent) writeSummary() {
 			PeakInflight: ptr(f.peakInflight), MinWindow: ptr(minw),
 			PausedUs: ptr(us(st.Held)), Holds: ptr(st.Holds), PauseRx: ptr(ps.XOFF[f.path.Priority(agent.DataDSCP)]),
 			RTT: Summarize(slices.Clone(f.rtts))}
+		r.StartUnixNs = ptr(a.wallNs(f.start))
+		if f.started {
+			r.StartLateUs = ptr(us(f.startedAt - f.start))
+		}
 		if f.doneAt != 0 {
+			r.EndUnixNs = ptr(a.wallNs(f.doneAt))
 			r.FCTUs = ptr(us(f.doneAt - f.start))
 			if d := (f.doneAt - f.start).Seconds(); d > 0 {
 				r.GoodputBps = ptr(float64(st.PayloadAcked) * 8 / d)
@@ -319,7 +360,7 @@ func (a *Agent) writeSummary() {
 			Results: s.Results, Correct: s.Correct, Wrong: s.Wrong, Duplicates: s.Duplicates, BadOffset: s.BadOffset, Complete: c.Complete()}})
 	}
 	rx := a.rxStats
-	recs = append(recs, Record{Type: "agent", T: t, Agent: &rx, Pause: pauseRecord(ps)})
+	recs = append(recs, Record{Type: "agent", T: t, Agent: &rx, Pause: pauseRecord(ps), EpochUnixNs: ptr(a.epoch.UnixNano())})
 	a.mu.Unlock()
 	if err := a.enc.write(recs); err != nil {
 		a.log.WithError(err).Error("statistics: write summary failed")

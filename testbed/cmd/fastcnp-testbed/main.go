@@ -178,7 +178,16 @@ func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, ms []config.Mo
 		return err
 	}
 	fmt.Printf("\nresults in %s: table.txt table.md flows.csv result-*.json %s\n", out, strings.Join(files, " "))
-	return nil
+	// A link that delivered more than it can carry means the measurement
+	// is wrong: say so loudly and fail.
+	var errs []error
+	for _, r := range runs {
+		if err := r.CheckPhysical(); err != nil {
+			fmt.Fprintf(os.Stderr, "\nPHYSICAL CHECK FAILED: %v\n", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func modeNames(ms []config.Mode) []string {

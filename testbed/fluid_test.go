@@ -1,0 +1,234 @@
+package testbed
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestFluidFinish checks the fluid processor-sharing max-min model against
+// hand-computed cases (capacities in Mb/s, sizes in Mbit, times in s).
+func TestFluidFinish(t *testing.T) {
+	inf := math.Inf(1)
+	const mb = 8e6 // bits per MB (10^6 bytes)
+	tests := []struct {
+		name     string
+		capacity []float64
+		flows    []FluidFlow
+		finish   []float64
+		sent     []float64 // nil: the flows' Bits
+		wantErr  bool
+	}{
+		{
+			// S2 4-to-1 at 100 Mb/s: four flows share 25 Mb/s until the 50 KB
+			// one ends at 0.4 Mbit / 25 Mb/s = 16 ms; three at 33.3 Mb/s until
+			// the 1.5 MB one has sent its other 11.6 Mbit: 16 + 348 = 364 ms;
+			// two at 50 Mb/s for their last 4 Mbit each: 364 + 80 = 444 ms
+			// (= 44.4 Mbit / 100 Mb/s: the link never idles).
+			name: "incast 2MB 2MB 1.5MB 50KB", capacity: []float64{100e6},
+			flows: []FluidFlow{
+				{Bits: 2 * mb, Path: []int{0}}, {Bits: 2 * mb, Path: []int{0}},
+				{Bits: 1.5 * mb, Path: []int{0}}, {Bits: 0.05 * mb, Path: []int{0}},
+			},
+			finish: []float64{0.444, 0.444, 0.364, 0.016},
+		},
+		{
+			// Flow 1 arrives at 40 ms when flow 0 has 4 Mbit left: both at
+			// 50 Mb/s, flow 0 ends at 120 ms; flow 1 then has 4 Mbit left
+			// alone at 100 Mb/s: 160 ms.
+			name: "staggered starts", capacity: []float64{100e6},
+			flows:  []FluidFlow{{Bits: 1 * mb, Path: []int{0}}, {Start: 0.04, Bits: 1 * mb, Path: []int{0}}},
+			finish: []float64{0.12, 0.16},
+		},
+		{
+			// Two links: flow 0 crosses both and is held to 40 Mb/s by link 1,
+			// flow 1 takes the other 60 on link 0. Flow 0 (4 Mbit) ends at
+			// 100 ms; flow 1 has sent 6 of 8 Mbit and sends the last 2 alone
+			// at 100 Mb/s: 120 ms.
+			name: "two links, max-min not an equal split", capacity: []float64{100e6, 40e6},
+			flows:  []FluidFlow{{Bits: 0.5 * mb, Path: []int{0, 1}}, {Bits: 1 * mb, Path: []int{0}}},
+			finish: []float64{0.1, 0.12},
+		},
+		{
+			// Parking lot, all 100 Mb/s: 0 crosses links 0 and 1, 1 only link
+			// 0, 2 only link 1; all at 50. Flow 1 (4 Mbit) ends at 80 ms; flow
+			// 0 (8 Mbit) has 4 left and still shares link 1 with flow 2: 50
+			// each until 160 ms; flow 2 (12 Mbit) has 4 left alone: 200 ms.
+			name: "parking lot with departures", capacity: []float64{100e6, 100e6},
+			flows: []FluidFlow{
+				{Bits: 1 * mb, Path: []int{0, 1}}, {Bits: 0.5 * mb, Path: []int{0}}, {Bits: 1.5 * mb, Path: []int{1}},
+			},
+			finish: []float64{0.16, 0.08, 0.2},
+		},
+		{
+			// A long flow (no size) from 0 to 1 s shares the link with a
+			// 2 Mbit flow starting at 0.5 s: 50 Mb/s each, the sized flow
+			// ends at 0.54 s; the long one sends 0.5*100 + 0.04*50 + 0.46*100
+			// = 98 Mbit.
+			name: "long flow stops, sized flow finishes", capacity: []float64{100e6},
+			flows:  []FluidFlow{{Bits: inf, Stop: 1, Path: []int{0}}, {Start: 0.5, Bits: 0.25 * mb, Path: []int{0}}},
+			finish: []float64{inf, 0.54},
+			sent:   []float64{98e6, 2e6},
+		},
+		{
+			name: "a flow of 0 bits ends when it starts", capacity: []float64{100e6},
+			flows:  []FluidFlow{{Start: 0.3, Bits: 0, Path: []int{0}}, {Bits: 1 * mb, Path: []int{0}}},
+			finish: []float64{0.3, 0.08},
+		},
+		{
+			name: "idle gap between flows", capacity: []float64{100e6},
+			flows:  []FluidFlow{{Bits: 1 * mb, Path: []int{0}}, {Start: 1, Bits: 1 * mb, Path: []int{0}}},
+			finish: []float64{0.08, 1.08},
+		},
+		{name: "zero capacity never finishes", capacity: []float64{0}, flows: []FluidFlow{{Bits: 1, Path: []int{0}}}, wantErr: true},
+		{name: "no link", capacity: []float64{1}, flows: []FluidFlow{{Bits: 1}}, wantErr: true},
+		{name: "unknown link", capacity: []float64{1}, flows: []FluidFlow{{Bits: 1, Path: []int{3}}}, wantErr: true},
+		{name: "endless", capacity: []float64{1}, flows: []FluidFlow{{Bits: inf, Path: []int{0}}}, wantErr: true},
+		{name: "negative size", capacity: []float64{1}, flows: []FluidFlow{{Bits: -1, Path: []int{0}}}, wantErr: true},
+		{name: "NaN start", capacity: []float64{1}, flows: []FluidFlow{{Start: math.NaN(), Bits: 1, Path: []int{0}}}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			finish, sent, err := FluidFinish(tt.capacity, tt.flows)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("FluidFinish = %v, want an error", finish)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FluidFinish: %v", err)
+			}
+			for i := range tt.flows {
+				if !(finish[i] == tt.finish[i] || math.Abs(finish[i]-tt.finish[i]) < 1e-9) {
+					t.Errorf("flow %d finishes at %v s, want %v", i, finish[i], tt.finish[i])
+				}
+				want := tt.flows[i].Bits
+				if tt.sent != nil {
+					want = tt.sent[i]
+				}
+				if math.Abs(sent[i]-want) > 1e-3 {
+					t.Errorf("flow %d sent %v bits, want %v", i, sent[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestIdealFCTsOfIncast: the 4-to-1 incast's fluid ideal in payload terms:
+// the hand-computed 16, 364, 444 ms of 100 Mb/s (TestFluidFinish) divided
+// by the payload share of the wire (payloadEff).
+func TestIdealFCTsOfIncast(t *testing.T) {
+	topo := loadTopo(t, "s2-incast-4.json")
+	got, err := topo.IdealFCTs(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"h1-r": 0.444, "h2-r": 0.444, "h3-r": 0.364, "h4-r": 0.016}
+	for i, f := range topo.Flows {
+		if w := want[f.Name] / payloadEff; math.Abs(got[i].Seconds()-w) > 1e-6 {
+			t.Errorf("ideal FCT of %s = %v, want %.6fs", f.Name, got[i], w)
+		}
+	}
+	// Long flows have no ideal FCT.
+	s1 := loadTopo(t, "s1-victim.json")
+	got, err = s1.IdealFCTs(9 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range got {
+		if d != 0 {
+			t.Errorf("long flow %s has ideal FCT %v", s1.Flows[i].Name, d)
+		}
+	}
+}
+
+// TestPayloadRate: a 100 Mb/s link carries 100 * 4096/4174 Mb/s of RoCE
+// payload in 4096-byte packets, and 100 * 1024/1102 with a 1500 MTU.
+func TestPayloadRate(t *testing.T) {
+	topo := loadTopo(t, "s2-incast-4.json")
+	if got, want := topo.PayloadRate(100e6), 100e6*4096/4174; math.Abs(got-want) > 1e-6 {
+		t.Errorf("PayloadRate(100M), MTU 9000 = %v, want %v", got, want)
+	}
+	topo.Defaults.MTU = 1500
+	if got, want := topo.PayloadRate(100e6), 100e6*1024/1102; math.Abs(got-want) > 1e-6 {
+		t.Errorf("PayloadRate(100M), MTU 1500 = %v, want %v", got, want)
+	}
+}
+
+// TestCheckLinks: the payload delivered over a link cannot exceed its
+// capacity over the span from the first due start to the last arrival,
+// plus the slack and one frame.
+func TestCheckLinks(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	capacity := []float64{80e6, 8e6} // 10 MB/s and 1 MB/s
+	names := []string{"a>b", "b>c"}
+	tests := []struct {
+		name      string
+		flows     []linkFlow
+		slack     time.Duration
+		frame     int64
+		wantBytes []int64   // per used link, in order
+		wantUse   []float64 // per used link
+		violation []bool
+	}{
+		{
+			// 10 MB/s for 100 ms = 1 MB: 0.9 MB fits (90 %).
+			name:      "within capacity",
+			flows:     []linkFlow{{path: []int{0}, bytes: 900_000, startNs: 1000 * ms, lastArrival: 1100 * ms}},
+			wantBytes: []int64{900_000}, wantUse: []float64{0.9}, violation: []bool{false},
+		},
+		{
+			// 1.2 MB in 100 ms through 10 MB/s: impossible, even with 1 ms
+			// of slack (1.01 MB) and a 4096-byte frame.
+			name:  "over capacity",
+			flows: []linkFlow{{path: []int{0}, bytes: 1_200_000, startNs: 1000 * ms, lastArrival: 1100 * ms}},
+			slack: time.Millisecond, frame: 4096,
+			wantBytes: []int64{1_200_000}, wantUse: []float64{1.2}, violation: []bool{true},
+		},
+		{
+			// Two flows on link 0 (spans joined: 0 to 200 ms, 1.9 MB of 2 MB),
+			// one of them also on link 1 (0.1 MB in 100..200 ms of 1 MB/s = 0.1 MB: full).
+			name: "spans join per link",
+			flows: []linkFlow{
+				{path: []int{0}, bytes: 1_800_000, startNs: 0 + 1, lastArrival: 150 * ms},
+				{path: []int{0, 1}, bytes: 100_000, startNs: 100 * ms, lastArrival: 200 * ms},
+			},
+			wantBytes: []int64{1_900_000, 100_000}, wantUse: []float64{1_900_000 / (10e6 * (0.2 - 1e-9)), 1}, violation: []bool{false, false},
+		},
+		{
+			// The slack admits what the span alone does not: 1.005 MB in
+			// 100 ms + 1 ms at 10 MB/s (1.01 MB).
+			name:      "slack",
+			flows:     []linkFlow{{path: []int{0}, bytes: 1_005_000, startNs: 1, lastArrival: 100*ms + 1}},
+			slack:     time.Millisecond,
+			wantBytes: []int64{1_005_000}, wantUse: []float64{1.005}, violation: []bool{false},
+		},
+		{
+			name: "flows without bytes or times are not counted",
+			flows: []linkFlow{
+				{path: []int{0}, bytes: 0, startNs: 1, lastArrival: 2},
+				{path: []int{0}, bytes: 5, startNs: 0, lastArrival: 2},
+				{path: []int{1}, bytes: 5, startNs: 1, lastArrival: 0},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := checkLinks(capacity, names, tt.flows, tt.slack, tt.frame)
+			if len(got) != len(tt.wantBytes) {
+				t.Fatalf("checkLinks = %+v, want %d links", got, len(tt.wantBytes))
+			}
+			for i, u := range got {
+				if u.Bytes != tt.wantBytes[i] || math.Abs(u.Use-tt.wantUse[i]) > 1e-6 || u.Violation != tt.violation[i] {
+					t.Errorf("link %s = %+v, want bytes %d, use %v, violation %v", u.Link, u, tt.wantBytes[i], tt.wantUse[i], tt.violation[i])
+				}
+			}
+			r := &Result{Links: got}
+			if err := r.CheckPhysical(); (err != nil) != slices.Contains(tt.violation, true) {
+				t.Errorf("CheckPhysical = %v", err)
+			}
+		})
+	}
+}
