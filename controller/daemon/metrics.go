@@ -22,6 +22,7 @@ type metrics struct {
 	desiredEntries *prometheus.GaugeVec   // switch
 	eventsDropped  prometheus.Counter
 	subscribers    prometheus.Gauge
+	digestsDropped *prometheus.CounterVec // switch
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -62,9 +63,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Events not delivered to a slow WatchEvents subscriber."}),
 		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fastcnp_event_subscribers",
 			Help: "Event stream subscribers (WatchEvents clients) now."}),
+		digestsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_digests_dropped_total",
+			Help: "Digest lists from the switch that fastcnpd dropped (and acknowledged) because it fell behind: their port-state and CNP events are lost."},
+			[]string{"switch"}),
 	}
 	reg.MustRegister(m.announcements, m.connections, m.portEvents, m.portQueue, m.portPaused, m.cnpDigests,
 		m.cnpWindow, m.switchUp, m.switchPrimary, m.updates, m.syncs, m.repaired, m.desiredEntries, m.eventsDropped,
-		m.subscribers)
+		m.subscribers, m.digestsDropped)
 	return m
 }

@@ -360,6 +360,27 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 				}
 			case p4rt.EventStreamError:
 				r.log.WithField("stream_error", ev.StreamError.String()).Warn("switch reported a stream error")
+			case p4rt.EventDigestsDropped:
+				// The lists were acknowledged, so the switch will not send
+				// them again; the gauges they feed catch up with the next
+				// digest of each port.
+				r.d.metrics.digestsDropped.WithLabelValues(r.name).Inc()
+				r.log.WithField("digests_dropped_total", ev.Dropped).Warn("fell behind the switch's digests: some port-state and CNP events are lost")
+			}
+		case _, ok := <-c.ReconcileNeeded():
+			// The client's lossless signal that it became primary (a
+			// reconnection or a promotion); the event that says so may have
+			// been dropped from a full Events buffer.
+			if !ok {
+				return
+			}
+			if !c.IsPrimary() {
+				continue // demoted again since: the arbitration event says so
+			}
+			if !r.isPrimary() {
+				becomePrimary()
+			} else {
+				resync(true)
 			}
 		case p, ok := <-c.Packets():
 			if !ok {
