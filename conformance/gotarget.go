@@ -12,7 +12,20 @@ import (
 )
 
 // GoFeatures are the @requires features the Go target supports: all of them.
-var GoFeatures = map[string]bool{"go-only": true, "registers": true, "dequeue-control": true, "exact-timing": true, "pfc-timing": true}
+var GoFeatures = func() map[string]bool {
+	m := map[string]bool{"go-only": true}
+	for f := range Features {
+		m[f] = true
+	}
+	return m
+}()
+
+// refusalErrors are the pipeline's error classes of the refusal codes.
+var refusalErrors = map[string]error{
+	"INVALID_ARGUMENT": pipeline.ErrInvalidArgument, "NOT_FOUND": pipeline.ErrNotFound,
+	"ALREADY_EXISTS": pipeline.ErrAlreadyExists, "RESOURCE_EXHAUSTED": pipeline.ErrResourceExhausted,
+	"FAILED_PRECONDITION": pipeline.ErrFailedPrecondition, "PERMISSION_DENIED": pipeline.ErrPermissionDenied,
+}
 
 // queued is a packet in the Go target's traffic manager.
 type queued struct {
@@ -60,8 +73,43 @@ func RunGo(v *Vector) error {
 }
 
 func (g *goTarget) step(s *Stmt) error {
+	if s.Refused == "" {
+		return g.apply(s)
+	}
+	err := g.apply(s)
+	if err == nil {
+		return fmt.Errorf("the write succeeded, want it refused with %s", s.Refused)
+	}
+	if !errors.Is(err, refusalErrors[s.Refused]) {
+		return fmt.Errorf("the write was refused (%v), want %s", err, s.Refused)
+	}
+	return nil
+}
+
+func (g *goTarget) apply(s *Stmt) error {
 	p := g.p
 	switch s.Op {
+	case OpMember:
+		m := &pipeline.ProfileMember{ProfileID: s.ProfileID, MemberID: s.ObjectID, Action: toEntry(s).Action}
+		if err := p.InsertProfileMember(m); err != nil {
+			return fmt.Errorf("member %d of %s: %w", s.ObjectID, s.Profile, err)
+		}
+	case OpGroup:
+		pg := &pipeline.ProfileGroup{ProfileID: s.ProfileID, GroupID: s.ObjectID, MaxSize: s.MaxSize}
+		for _, m := range s.GroupMembers {
+			pg.Members = append(pg.Members, pipeline.GroupMember{MemberID: m.ID, Weight: m.Weight})
+		}
+		if err := p.InsertProfileGroup(pg); err != nil {
+			return fmt.Errorf("group %d of %s: %w", s.ObjectID, s.Profile, err)
+		}
+	case OpDeleteMember:
+		if err := p.DeleteProfileMember(s.ProfileID, s.ObjectID); err != nil {
+			return fmt.Errorf("delete member %d of %s: %w", s.ObjectID, s.Profile, err)
+		}
+	case OpDeleteGroup:
+		if err := p.DeleteProfileGroup(s.ProfileID, s.ObjectID); err != nil {
+			return fmt.Errorf("delete group %d of %s: %w", s.ObjectID, s.Profile, err)
+		}
 	case OpTable:
 		if err := p.InsertEntry(toEntry(s)); err != nil {
 			return fmt.Errorf("insert into %s: %w", s.Table, err)
@@ -347,7 +395,8 @@ func (g *goTarget) leftovers() error {
 
 // toEntry converts a table write to the Go target's entry (P4Info IDs).
 func toEntry(s *Stmt) *pipeline.TableEntry {
-	e := &pipeline.TableEntry{TableID: s.TableID, Priority: s.Priority, Action: pipeline.Action{ID: s.ActionID}}
+	e := &pipeline.TableEntry{TableID: s.TableID, Priority: s.Priority, Action: pipeline.Action{ID: s.ActionID},
+		MemberID: s.RefMember, GroupID: s.RefGroup}
 	for _, m := range s.Match {
 		fm := pipeline.FieldMatch{FieldID: m.FieldID, Value: m.Value}
 		switch m.Kind {

@@ -68,6 +68,20 @@ func TestParseErrors(t *testing.T) {
 		{"multicast empty port", "multicast group=1 ports=1,,2", 1, `bad port ""`},
 		{"l2_forward MAC too wide", "table l2_forward dst_addr=0x1000000000000 -> drop", 1, "does not fit in 48 bits"},
 		{"l2_flood group too wide", "table l2_forward dst_addr=ff:ff:ff:ff:ff:ff -> l2_flood mcast_grp=65536", 1, "does not fit in 16 bits"},
+		{"valueset without tag", "valueset announce_udp_port 4800", 1, "without @requires value-set"},
+		{"member unknown profile", "member next_hop_selectr id=1 -> drop", 1, "next_hop_selectr"},
+		{"member without id", "member next_hop_selector -> drop", 1, "member PROFILE id=N"},
+		{"member without action", "member next_hop_selector id=1", 1, "-> ACTION"},
+		{"member missing param", "member next_hop_selector id=1 -> set_nexthop port=1", 1, "missing param src_mac"},
+		{"group without members", "group next_hop_selector id=1", 1, "members=none"},
+		{"group bad member", "group next_hop_selector id=1 members=1:x", 1, `group member "1:x"`},
+		{"group unknown key", "group next_hop_selector id=1 members=1 size=3", 1, `unknown key "size"`},
+		{"entry to group 0", "table next_hop_group_select group_id=1 -> group=0", 1, "group ID"},
+		{"entry to a group with more", "table next_hop_group_select group_id=1 -> group=3 x=1", 1, "takes nothing else"},
+		{"delete what", "delete table ipv4_route", 1, "delete member|group"},
+		{"refused bad code", "@requires refusal-codes\nrefused OOPS delete member next_hop_selector id=1", 2, "refused CODE"},
+		{"refused not a write", "@requires refusal-codes\nrefused NOT_FOUND at 5", 2, "one write statement"},
+		{"refused without tag", "refused NOT_FOUND delete member next_hop_selector id=1", 1, "without @requires refusal-codes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

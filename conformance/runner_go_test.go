@@ -51,6 +51,18 @@ func mutants(v *Vector) map[string]*Vector {
 	}
 	for i, s := range v.Stmts {
 		where := s.Where()
+		if s.Refused != "" {
+			// A refusal must be the one named: another code, or none, fails.
+			other := "PERMISSION_DENIED"
+			if s.Refused == other {
+				other = "NOT_FOUND"
+			}
+			for _, code := range []string{"", other} {
+				c := clone()
+				c.Stmts[i].Refused = code
+				out[where+" refused "+code] = c
+			}
+		}
 		switch s.Op {
 		case OpExpectOut, OpExpectCPU:
 			// Flip the last byte the expectation cares about.

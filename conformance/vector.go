@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,15 @@ const (
 	OpExpectNoDigests               // no unmatched digest so far
 	OpExpectCounter                 // counter cell
 	OpExpectRegister                // register cell (Go target only)
+	OpMember                        // action profile member insert
+	OpGroup                         // action profile group insert
+	OpDeleteMember                  // action profile member delete
+	OpDeleteGroup                   // action profile group delete
 )
+
+// RefusalCodes are the canonical codes a "refused CODE" write may name.
+var RefusalCodes = []string{"INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED",
+	"FAILED_PRECONDITION", "PERMISSION_DENIED"}
 
 // Features a vector may require (@requires). The BMv2 runner supports none of them.
 var Features = map[string]string{
@@ -50,6 +59,9 @@ var Features = map[string]string{
 	"dequeue-control": "the vector decides when packets leave their queue (BMv2's traffic manager decides)",
 	"exact-timing":    "exact nanosecond timestamps (BMv2 has microseconds and its own clock)",
 	"pfc-timing":      "PFC pause expiry at an exact time (BMv2 neither obeys PFC nor lets time be set)",
+	"value-set":       "parser value set writes (PI's P4Runtime server answers ValueSetEntry with UNIMPLEMENTED, behavioral-model issue #854)",
+	"selector-hash":   "which member of an ECMP group of several a flow takes (BMv2 picks hash % size over its own member handles, in an order PI decides)",
+	"refusal-codes":   "the canonical code of a refused write (PI's codes for these refusals, action profiles above all, are not verified)",
 }
 
 // MatchValue is one resolved match field of a table write.
@@ -111,6 +123,28 @@ type Stmt struct {
 	Time int64
 
 	Packet *Packet
+
+	// Action profiles. OpMember (with Action, ActionID, Params), OpGroup,
+	// OpDeleteMember, OpDeleteGroup: the profile and the member or group ID;
+	// OpGroup: its members and weights, and max_size. OpTable of a table with an
+	// action selector: the member (RefMember) or group (RefGroup) it runs.
+	Profile      string
+	ProfileID    uint32
+	ObjectID     uint32
+	GroupMembers []GroupMember
+	MaxSize      int32
+	RefMember    uint32
+	RefGroup     uint32
+
+	// Refused is the canonical code (RefusalCodes) the write must be refused with;
+	// "" when it must succeed.
+	Refused string
+}
+
+// GroupMember is a member of an action profile group with its weight.
+type GroupMember struct {
+	ID     uint32
+	Weight int32
 }
 
 // Where returns "file:line".
@@ -313,7 +347,7 @@ func (p *parser) stmt(text string, depth int) error {
 		}
 		for _, f := range w[1:] {
 			if _, ok := Features[f]; !ok {
-				return p.errf("unknown feature %q (known: registers, dequeue-control, exact-timing, pfc-timing)", f)
+				return p.errf("unknown feature %q (known: %s)", f, strings.Join(featureNames(), ", "))
 			}
 			p.v.Requires = append(p.v.Requires, f)
 		}
@@ -343,6 +377,24 @@ func (p *parser) stmt(text string, depth int) error {
 		p.file, p.line = file, line
 	case "table", "default":
 		return p.table(w)
+	case "member":
+		return p.member(w)
+	case "group":
+		return p.group(w)
+	case "delete":
+		return p.deleteObject(w)
+	case "refused":
+		if len(w) < 3 || !slices.Contains(RefusalCodes, w[1]) {
+			return p.errf("refused CODE WRITE (CODE one of %s)", strings.Join(RefusalCodes, ", "))
+		}
+		n := len(p.v.Stmts)
+		if err := p.stmt(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(text, "refused")), w[1])), depth); err != nil {
+			return err
+		}
+		if len(p.v.Stmts) != n+1 || !IsWriteOp(p.v.Stmts[n].Op) {
+			return p.errf("refused applies to one write statement")
+		}
+		p.v.Stmts[n].Refused = w[1]
 	case "clone":
 		kv, err := p.kvs(w[1:])
 		if err != nil {
@@ -506,41 +558,193 @@ func (p *parser) table(w []string) error {
 		}
 		s.Match = append(s.Match, m)
 	}
-	s.Action = w[arrow+1]
-	if s.ActionID, err = p.info.ActionID(s.Action); err != nil {
-		return p.errf("%v", err)
+	// An entry of a table with an action selector runs a member or a group.
+	if ref, id, ok := strings.Cut(w[arrow+1], "="); ok && (ref == "member" || ref == "group") && s.Op == OpTable {
+		if len(w) != arrow+2 {
+			return p.errf("-> %s=ID takes nothing else", ref)
+		}
+		v, err := ParseValue(id)
+		if err == nil {
+			err = fitWidth(v, 32)
+		}
+		if err != nil || v == 0 {
+			return p.errf("%s ID %q: want 1 .. 2^32-1", ref, id)
+		}
+		if ref == "member" {
+			s.RefMember = uint32(v)
+		} else {
+			s.RefGroup = uint32(v)
+		}
+		p.add(s)
+		return nil
 	}
-	params, err := p.kvs(w[arrow+2:])
-	if err != nil {
+	if s.Action, s.ActionID, s.Params, err = p.action(w[arrow+1], w[arrow+2:]); err != nil {
 		return err
 	}
+	p.add(s)
+	return nil
+}
+
+// action parses "ACTION param=value..." (every parameter given).
+func (p *parser) action(name string, words []string) (string, uint32, []ParamValue, error) {
+	id, err := p.info.ActionID(name)
+	if err != nil {
+		return "", 0, nil, p.errf("%v", err)
+	}
+	params, err := p.kvs(words)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	var out []ParamValue
 	seen := map[uint32]bool{}
 	for _, k := range params {
-		f, err := p.info.ActionParam(s.Action, k.Key)
+		f, err := p.info.ActionParam(name, k.Key)
 		if err != nil {
-			return p.errf("%v", err)
+			return "", 0, nil, p.errf("%v", err)
 		}
 		v, err := ParseValue(k.Value)
 		if err == nil {
 			err = fitWidth(v, f.Bitwidth)
 		}
 		if err != nil {
-			return p.errf("param %s: %v", k.Key, err)
+			return "", 0, nil, p.errf("param %s: %v", k.Key, err)
 		}
 		seen[f.ID] = true
-		s.Params = append(s.Params, ParamValue{Name: f.Name, ID: f.ID, Bitwidth: f.Bitwidth, Value: v})
+		out = append(out, ParamValue{Name: f.Name, ID: f.ID, Bitwidth: f.Bitwidth, Value: v})
 	}
-	act, err := p.actionInfo(s.ActionID)
+	act, err := p.actionInfo(id)
 	if err != nil {
-		return err
+		return "", 0, nil, err
 	}
 	for _, prm := range act.Params {
 		if !seen[prm.Id] {
-			return p.errf("action %s: missing param %s", act.Preamble.Name, prm.Name)
+			return "", 0, nil, p.errf("action %s: missing param %s", act.Preamble.Name, prm.Name)
 		}
+	}
+	return name, id, out, nil
+}
+
+// profileID parses "PROFILE id=N" at the start of words; it returns the rest.
+func (p *parser) profileObject(stmt string, words []string) (Stmt, []string, error) {
+	if len(words) < 2 || !strings.HasPrefix(words[1], "id=") {
+		return Stmt{}, nil, p.errf("%s PROFILE id=N ...", stmt)
+	}
+	s := Stmt{Profile: words[0]}
+	var err error
+	if s.ProfileID, err = p.info.ActionProfileID(words[0]); err != nil {
+		return s, nil, p.errf("%v", err)
+	}
+	v, err := ParseValue(strings.TrimPrefix(words[1], "id="))
+	if err == nil {
+		err = fitWidth(v, 32)
+	}
+	if err != nil {
+		return s, nil, p.errf("%s id %q: %v", stmt, words[1], err)
+	}
+	s.ObjectID = uint32(v)
+	return s, words[2:], nil
+}
+
+// member parses "member PROFILE id=N -> ACTION param=value...".
+func (p *parser) member(w []string) error {
+	s, rest, err := p.profileObject("member", w[1:])
+	if err != nil {
+		return err
+	}
+	if len(rest) < 2 || rest[0] != "->" {
+		return p.errf("member PROFILE id=N -> ACTION param=value...")
+	}
+	s.Op = OpMember
+	if s.Action, s.ActionID, s.Params, err = p.action(rest[1], rest[2:]); err != nil {
+		return err
 	}
 	p.add(s)
 	return nil
+}
+
+// group parses "group PROFILE id=N members=ID[:WEIGHT],... [max_size=N]"
+// (members=none: an empty group; a weight defaults to 1).
+func (p *parser) group(w []string) error {
+	s, rest, err := p.profileObject("group", w[1:])
+	if err != nil {
+		return err
+	}
+	s.Op = OpGroup
+	kv, err := p.kvs(rest)
+	if err != nil {
+		return err
+	}
+	haveMembers := false
+	for _, x := range kv {
+		switch x.Key {
+		case "max_size":
+			v, err := ParseValue(x.Value)
+			if err != nil || v > 1<<31-1 {
+				return p.errf("max_size %q", x.Value)
+			}
+			s.MaxSize = int32(v)
+		case "members":
+			haveMembers = true
+			if x.Value == "none" {
+				continue
+			}
+			for _, m := range strings.Split(x.Value, ",") {
+				id, wt, hasW := strings.Cut(m, ":")
+				iv, err := ParseValue(id)
+				wv := uint64(1)
+				if err == nil && hasW {
+					wv, err = ParseValue(wt)
+				}
+				if err != nil || iv > 1<<32-1 || wv > 1<<31-1 {
+					return p.errf("group member %q: want ID[:WEIGHT]", m)
+				}
+				s.GroupMembers = append(s.GroupMembers, GroupMember{ID: uint32(iv), Weight: int32(wv)})
+			}
+		default:
+			return p.errf("group: unknown key %q", x.Key)
+		}
+	}
+	if !haveMembers {
+		return p.errf("group PROFILE id=N members=ID[:WEIGHT],... (or members=none)")
+	}
+	p.add(s)
+	return nil
+}
+
+// deleteObject parses "delete member PROFILE id=N" and "delete group PROFILE id=N".
+func (p *parser) deleteObject(w []string) error {
+	if len(w) != 4 || (w[1] != "member" && w[1] != "group") {
+		return p.errf("delete member|group PROFILE id=N")
+	}
+	s, _, err := p.profileObject("delete "+w[1], w[2:])
+	if err != nil {
+		return err
+	}
+	s.Op = OpDeleteMember
+	if w[1] == "group" {
+		s.Op = OpDeleteGroup
+	}
+	p.add(s)
+	return nil
+}
+
+// IsWriteOp reports whether op is a control-plane write.
+func IsWriteOp(op Op) bool {
+	switch op {
+	case OpTable, OpDefault, OpClone, OpMulticast, OpValueSet, OpDigest, OpWindowTables,
+		OpMember, OpGroup, OpDeleteMember, OpDeleteGroup:
+		return true
+	}
+	return false
+}
+
+func featureNames() []string {
+	names := make([]string, 0, len(Features))
+	for f := range Features {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (p *parser) actionInfo(id uint32) (*p4configv1.Action, error) {
@@ -793,7 +997,15 @@ func (p *parser) check() error {
 	var now int64
 	needsReg := false
 	for _, s := range p.v.Stmts {
+		if s.Refused != "" && !p.requires("refusal-codes") && p.v.GoOnly == "" {
+			return &ParseError{File: s.File, Line: s.Line, Err: errors.New("a refused write without @requires refusal-codes")}
+		}
 		switch s.Op {
+		case OpValueSet:
+			// BMv2 (PI) cannot write value sets.
+			if !p.requires("value-set") && p.v.GoOnly == "" {
+				return &ParseError{File: s.File, Line: s.Line, Err: errors.New("valueset without @requires value-set")}
+			}
 		case OpExpectRegister:
 			needsReg = true
 			if !p.requires("registers") && p.v.GoOnly == "" {

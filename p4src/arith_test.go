@@ -10,7 +10,7 @@ import (
 )
 
 // The two pieces of run-time arithmetic of the P4 program that replace wide
-// products (include/controls.p4: ps_to_ns and PortResumeDecision), transcribed
+// products (include/controls.p4: ps_to_ns and PORT_RESUME_DECISION), transcribed
 // statement by statement into Go with the constants read from include/defines.p4,
 // and checked against exact big-integer arithmetic. Every intermediate value is
 // checked to stay below 2^64, the widest type the P4 code uses. This tests the
@@ -71,7 +71,7 @@ func psToNs(c u64, k p4Consts, ps uint64) uint64 {
 	return (c.add(p2, s1>>24) >> 10) & (1<<48 - 1)
 }
 
-// rxBeatsRate is the rx_beats_rate computation of controls.p4 PortResumeDecision.
+// rxBeatsRate is the BEATS computation of controls.p4 PORT_RESUME_DECISION.
 func rxBeatsRate(c u64, k p4Consts, rx, rate uint32, tNs uint64) bool {
 	tNs &= 1<<48 - 1
 	rxScaled := c.mul(uint64(rx), k.nsPerMs)

@@ -41,7 +41,7 @@ func TestDiffP4Info(t *testing.T) {
 			p.TypeInfo.Structs["cnp_digest_t"].Members[0].Name = "egress_port"
 		}, []string{`type_info struct "cnp_digest_t" differs`}},
 		{"pkg_info", func(p *p4configv1.P4Info) { p.PkgInfo.Arch = "psa" }, []string{"pkg_info differs"}},
-		{"controller header id", func(p *p4configv1.P4Info) { p.ControllerPacketMetadata[0].Preamble.Id = 68340960 },
+		{"controller header id", func(p *p4configv1.P4Info) { p.ControllerPacketMetadata[0].Preamble.Id = 0x04000001 },
 			[]string{`controller_packet_metadata "packet_in" differs`}},
 	}
 	for _, tc := range tests {

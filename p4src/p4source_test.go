@@ -15,8 +15,9 @@ import (
 // sees them, cross-checked fact by fact against the committed P4Info: names (fully
 // qualified by the control), @ids and their kind prefixes, action parameters and
 // their widths, table keys (@name, match kind, width of the key expression), action
-// lists, default actions, sizes, counter units, register widths, the value set, the
-// controller headers and the digest structs. It reads declarations, not statements:
+// lists, default actions, sizes, table implementations, action selectors, counter
+// units, register widths, the value set, the controller headers and the digest
+// structs. It reads declarations, not statements:
 // p4c's own P4Info (p4src/build.sh) remains the final word.
 
 // p4Program is what the test extracts from the .p4 files.
@@ -59,19 +60,21 @@ type p4Key struct {
 }
 
 type p4Table struct {
-	name, idText  string
-	keys          []p4Key
-	actions       []string
-	defaultAction string
-	constDefault  bool
-	size          string
+	name, idText   string
+	keys           []p4Key // match fields (selector keys are not: see selectors)
+	selectors      []string
+	actions        []string
+	defaultAction  string
+	constDefault   bool
+	size           string
+	implementation string // an action_selector / action_profile instance of the control
 }
 
 type p4Extern struct {
-	kind, name, idText string // kind: counter, register, value_set
-	width              int    // register cell / value set width
+	kind, name, idText string // kind: counter, register, value_set, action_selector
+	width              int    // register cell / value set width; selector output width
 	size               string
-	unit               string // counter unit
+	unit               string // counter unit; selector hash algorithm
 }
 
 type p4ID struct {
@@ -79,7 +82,8 @@ type p4ID struct {
 }
 
 var (
-	reDefineAny    = regexp.MustCompile(`(?m)^[ \t]*#[^\n]*(?:\\\n[^\n]*)*`)
+	// A preprocessor line with its continuation lines (a line ending in '\').
+	reDefineAny    = regexp.MustCompile(`(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*`)
 	reDefineNum    = regexp.MustCompile(`^#define\s+(\w+)\s+(0x[0-9A-Fa-f]+|\d+)\s*$`)
 	reTypedef      = regexp.MustCompile(`typedef\s+bit\s*<\s*(\d+)\s*>\s+(\w+)\s*;`)
 	reTypeDecl     = regexp.MustCompile(`((?:@\w+(?:\([^)]*\))?\s*)*)\b(header|struct)\s+(\w+)\s*\{`)
@@ -92,9 +96,11 @@ var (
 	reCounterDecl  = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)\s*counter\s*\(\s*(\w+)\s*,\s*CounterType\.(\w+)\s*\)\s*(\w+)\s*;`)
 	reRegisterDecl = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)\s*register\s*<\s*bit\s*<\s*(\d+)\s*>\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	reValueSetDecl = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)\s*value_set\s*<\s*bit\s*<\s*(\d+)\s*>\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
-	reCtrlHdrDecl  = regexp.MustCompile(`@controller_header\("(\w+)"\)\s*@id\(\s*([^)]*?)\s*\)\s*header\s+(\w+)`)
+	reCtrlHdrDecl  = regexp.MustCompile(`@controller_header\("(\w+)"\)\s*(?:@id\(\s*([^)]*?)\s*\)\s*)?header\s+(\w+)`)
 	reKeyElem      = regexp.MustCompile(`^(.+?)\s*:\s*(exact|lpm|ternary|range|optional)\s*@name\("(\w+)"\)$`)
-	reTableProp    = regexp.MustCompile(`(?s)\b(key|actions)\s*=\s*\{(.*?)\}|\b(const\s+)?default_action\s*=\s*(\w+)\s*\(\s*\)\s*;|\bsize\s*=\s*(\w+)\s*;`)
+	reSelectorKey  = regexp.MustCompile(`^(.+?)\s*:\s*selector$`)
+	reTableProp    = regexp.MustCompile(`(?s)\b(key|actions)\s*=\s*\{(.*?)\}|\b(const\s+)?default_action\s*=\s*(\w+)\s*\(\s*\)\s*;|\bsize\s*=\s*(\w+)\s*;|\bimplementation\s*=\s*(\w+)\s*;`)
+	reSelectorDecl = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)\s*action_selector\s*\(\s*HashAlgorithm\.(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	reBitType      = regexp.MustCompile(`^bit\s*<\s*(\d+)\s*>$`)
 )
 
@@ -233,6 +239,10 @@ func parseP4Program(t *testing.T) *p4Program {
 						if k == "" {
 							continue
 						}
+						if sm := reSelectorKey.FindStringSubmatch(k); sm != nil {
+							tb.selectors = append(tb.selectors, sm[1])
+							continue
+						}
 						km := reKeyElem.FindStringSubmatch(k)
 						if km == nil {
 							t.Fatalf("table %s: key element %q lacks a match kind or @name", tb.name, k)
@@ -249,12 +259,18 @@ func parseP4Program(t *testing.T) *p4Program {
 					tb.defaultAction, tb.constDefault = pm[4], pm[3] != ""
 				case pm[5] != "":
 					tb.size = pm[5]
+				case pm[6] != "":
+					tb.implementation = pm[6]
 				}
 			}
 			c.tables = append(c.tables, tb)
 		}
 		for _, m := range reCounterDecl.FindAllStringSubmatch(decls, -1) {
 			c.externs = append(c.externs, p4Extern{kind: "counter", idText: m[1], size: m[2], unit: m[3], name: m[4]})
+		}
+		for _, m := range reSelectorDecl.FindAllStringSubmatch(decls, -1) {
+			w := int(prog.size(t, m[4]))
+			c.externs = append(c.externs, p4Extern{kind: "action_selector", idText: m[1], unit: m[2], size: m[3], width: w, name: m[5]})
 		}
 		for _, m := range reValueSetDecl.FindAllStringSubmatch(decls, -1) {
 			w, _ := strconv.Atoi(m[2])
@@ -406,6 +422,10 @@ func TestP4SourceDeclarationsMatchP4Info(t *testing.T) {
 	for _, v := range info.GetValueSets() {
 		valueSetByName[v.GetPreamble().GetName()] = v
 	}
+	profileByName := map[string]*p4configv1.ActionProfile{}
+	for _, ap := range info.GetActionProfiles() {
+		profileByName[ap.GetPreamble().GetName()] = ap
+	}
 	matched := map[string]int{}
 
 	names := make([]string, 0, len(prog.controls))
@@ -473,23 +493,64 @@ func TestP4SourceDeclarationsMatchP4Info(t *testing.T) {
 					}
 				}
 			}
+			// p4c adds NoAction, @defaultonly, as the default of a table
+			// that declares none: the only form a table with an action
+			// selector may have (p4c-example's inc_route).
 			var want, got []uint32
 			for _, a := range tb.actions {
 				want = append(want, actionID(a))
 			}
+			wantDefault := ""
+			switch {
+			case tb.implementation != "" && tb.defaultAction == "":
+				want = append(want, noActionID)
+				wantDefault = "NoAction"
+			case tb.implementation != "":
+				t.Errorf("table %s: a table with an action selector takes no default_action but p4c's NoAction", q)
+			case tb.defaultAction == "":
+				t.Errorf("table %s: no default_action in the source (p4c would make NoAction the default)", q)
+			default:
+				wantDefault = tb.defaultAction
+			}
 			for _, r := range pt.GetActionRefs() {
 				got = append(got, r.GetId())
-				if r.GetScope() != p4configv1.ActionRef_TABLE_AND_DEFAULT {
-					t.Errorf("table %s: action ref %#x has scope %v; the source has no @tableonly/@defaultonly", q, r.GetId(), r.GetScope())
+				wantScope, wantAnn := p4configv1.ActionRef_TABLE_AND_DEFAULT, 0
+				if tb.implementation != "" && tb.defaultAction == "" && r.GetId() == noActionID {
+					wantScope, wantAnn = p4configv1.ActionRef_DEFAULT_ONLY, 1
+				}
+				if r.GetScope() != wantScope || len(r.GetAnnotations()) != wantAnn ||
+					(wantAnn == 1 && r.GetAnnotations()[0] != "@defaultonly") {
+					t.Errorf("table %s: action ref %#x has scope %v annotations %q, want %v (p4c)", q, r.GetId(), r.GetScope(), r.GetAnnotations(), wantScope)
 				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("table %s: action refs %v, source %v", q, got, want)
 			}
-			if tb.defaultAction == "" {
-				t.Errorf("table %s: no default_action in the source (p4c would make NoAction the default)", q)
-			} else if d := actionID(tb.defaultAction); pt.GetInitialDefaultAction().GetActionId() != d {
-				t.Errorf("table %s: initial default action %#x, source %s", q, pt.GetInitialDefaultAction().GetActionId(), tb.defaultAction)
+			if wantDefault != "" {
+				if d := actionID(wantDefault); pt.GetInitialDefaultAction().GetActionId() != d {
+					t.Errorf("table %s: initial default action %#x, source %s", q, pt.GetInitialDefaultAction().GetActionId(), wantDefault)
+				}
+			}
+			// The implementation: an action selector of the same control.
+			wantImpl := uint32(0)
+			if tb.implementation != "" {
+				found := false
+				for _, e := range c.externs {
+					if e.kind == "action_selector" && e.name == tb.implementation {
+						wantImpl, found = id(e.idText), true
+					}
+				}
+				if !found {
+					t.Errorf("table %s: implementation %s is not an action_selector of %s", q, tb.implementation, cname)
+				}
+				if len(tb.selectors) == 0 {
+					t.Errorf("table %s: an action selector without selector key fields", q)
+				}
+			} else if len(tb.selectors) > 0 {
+				t.Errorf("table %s: selector keys without an action selector", q)
+			}
+			if pt.GetImplementationId() != wantImpl {
+				t.Errorf("table %s: implementation_id %#x, source %#x", q, pt.GetImplementationId(), wantImpl)
 			}
 			wantConst := uint32(0)
 			if tb.constDefault {
@@ -518,6 +579,29 @@ func TestP4SourceDeclarationsMatchP4Info(t *testing.T) {
 					pc.GetSize() != prog.size(t, e.size) || pc.GetSpec().GetUnit() != units[e.unit] {
 					t.Errorf("counter %s: P4Info %#x %q size %d unit %v, source @id(%s) size %s unit %s", q,
 						pc.GetPreamble().GetId(), pc.GetPreamble().GetAlias(), pc.GetSize(), pc.GetSpec().GetUnit(), e.idText, e.size, e.unit)
+				}
+			case "action_selector":
+				pa := profileByName[q]
+				if pa == nil {
+					t.Errorf("action selector %s: not in the P4Info", q)
+					continue
+				}
+				matched["action_profile"]++
+				var tables []uint32
+				for _, tb := range c.tables {
+					if tb.implementation == e.name {
+						tables = append(tables, id(tb.idText))
+					}
+				}
+				// p4c emits max_group_size only for @max_group_size, which the
+				// source does not use.
+				if pa.GetPreamble().GetId() != id(e.idText) || pa.GetPreamble().GetAlias() != e.name || !pa.GetWithSelector() ||
+					pa.GetSize() != prog.size(t, e.size) || pa.GetMaxGroupSize() != 0 || fmt.Sprint(pa.GetTableIds()) != fmt.Sprint(tables) ||
+					pa.GetSelectorSizeSemantics() != nil || pa.GetWeightsDisallowed() {
+					t.Errorf("action selector %s: P4Info %v, source @id(%s) size %s tables %v", q, pa, e.idText, e.size, tables)
+				}
+				if e.unit != "crc16" || e.width <= 0 || e.width > 16 {
+					t.Errorf("action selector %s: algorithm %s width %d (the Go pipeline implements crc16)", q, e.unit, e.width)
 				}
 			case "value_set":
 				pv := valueSetByName[q]
@@ -567,8 +651,13 @@ func TestP4SourceDeclarationsMatchP4Info(t *testing.T) {
 			continue
 		}
 		matched["controller_packet_metadata"]++
-		if pc.GetPreamble().GetId() != id(h.idText) || pc.GetPreamble().GetAlias() != h.name {
-			t.Errorf("controller header %s: P4Info id %#x, source @id(%s)", h.name, pc.GetPreamble().GetId(), h.idText)
+		// Without @id p4c derives the ID from the header type's name.
+		want := p4cDerivedID(prefixControllerHeader, typ)
+		if h.idText != "" {
+			want = id(h.idText)
+		}
+		if pc.GetPreamble().GetId() != want || pc.GetPreamble().GetAlias() != h.name {
+			t.Errorf("controller header %s (type %s): P4Info id %#x, want %#x (source @id %q)", h.name, typ, pc.GetPreamble().GetId(), want, h.idText)
 		}
 		fields := prog.types[typ]
 		if len(fields) != len(pc.GetMetadata()) {
@@ -626,13 +715,14 @@ func TestP4SourceDeclarationsMatchP4Info(t *testing.T) {
 		"action": len(info.GetActions()) - 1, "table": len(info.GetTables()), "counter": len(info.GetCounters()),
 		"value_set": len(info.GetValueSets()), "register": len(info.GetRegisters()),
 		"controller_packet_metadata": len(info.GetControllerPacketMetadata()), "digest": len(info.GetDigests()),
+		"action_profile": len(info.GetActionProfiles()),
 	}
 	for kind, n := range counts {
 		if matched[kind] != n {
 			t.Errorf("%s: %d in the P4Info, %d matched to source declarations", kind, n, matched[kind])
 		}
 	}
-	if n := len(info.GetActionProfiles()) + len(info.GetDirectCounters()) + len(info.GetMeters()) + len(info.GetDirectMeters()) + len(info.GetExterns()); n != 0 {
+	if n := len(info.GetDirectCounters()) + len(info.GetMeters()) + len(info.GetDirectMeters()) + len(info.GetExterns()); n != 0 {
 		t.Errorf("the P4Info has %d objects of kinds the program does not declare", n)
 	}
 }
@@ -645,17 +735,25 @@ func TestP4SourceReaderSeesMismatches(t *testing.T) {
 	if !ok {
 		t.Fatal("no FastcnpIngress control")
 	}
-	var route, l2 p4Table
+	var route, l2, nhg p4Table
 	for _, tb := range ing.tables {
 		switch tb.name {
 		case "ipv4_route":
 			route = tb
 		case "l2_forward":
 			l2 = tb
+		case "next_hop_group_select":
+			nhg = tb
 		}
 	}
-	if len(route.keys) == 0 || len(l2.keys) == 0 {
-		t.Fatalf("ipv4_route or l2_forward not read: %+v %+v", route, l2)
+	if len(route.keys) == 0 || len(l2.keys) == 0 || len(nhg.keys) == 0 {
+		t.Fatalf("ipv4_route, l2_forward or next_hop_group_select not read: %+v %+v %+v", route, l2, nhg)
+	}
+	var selector p4Extern
+	for _, e := range ing.externs {
+		if e.kind == "action_selector" {
+			selector = e
+		}
 	}
 	tests := []struct {
 		name string
@@ -665,7 +763,13 @@ func TestP4SourceReaderSeesMismatches(t *testing.T) {
 		{"ipv4_route key", fmt.Sprint(route.keys), "[{hdr.ipv4.dst_addr lpm dst_addr}]"},
 		{"ipv4_route key width", prog.keyWidth(t, ing, route.keys[0].expr), 32},
 		{"traffic_class vlan_valid width", prog.keyWidth(t, ing, "hdr.vlan.isValid()"), 1},
-		{"ipv4_route actions", fmt.Sprint(route.actions), "[set_nexthop drop]"},
+		{"ipv4_route actions", fmt.Sprint(route.actions), "[set_nexthop set_next_hop_group drop]"},
+		{"next_hop_group_select key", fmt.Sprint(nhg.keys), "[{meta.next_hop_group exact group_id}]"},
+		{"next_hop_group_select selectors", fmt.Sprint(nhg.selectors),
+			"[hdr.ipv4.src_addr hdr.ipv4.dst_addr hdr.ipv4.protocol meta.ecmp_l4_src_port meta.ecmp_l4_dst_port]"},
+		{"next_hop_group_select implementation", nhg.implementation, "next_hop_selector"},
+		{"next_hop_group_select default", nhg.defaultAction, ""},
+		{"selector", fmt.Sprint(selector.name, " ", selector.unit, " ", selector.width, " ", prog.size(t, selector.size)), "next_hop_selector crc16 14 1024"},
 		{"ipv4_route default", route.defaultAction, "drop"},
 		{"ipv4_route size", prog.size(t, route.size), int64(1024)},
 		{"l2_forward key", fmt.Sprint(l2.keys), "[{hdr.ethernet.dst_addr exact dst_addr}]"},
@@ -816,5 +920,267 @@ func TestP4HeadersMatchWireFormats(t *testing.T) {
 				t.Errorf("P4 headers %v are %d bits, the doc's table %d bytes", tc.headers, bit, total)
 			}
 		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Register atomicity on BMv2 (docs/dataplane.md "Registers shared by ingress and
+// egress"): BMv2 makes register accesses atomic only within one action, and
+// p4c's BMv2 back end makes one action of each straight-line run of statements.
+// Every access to a register that egress touches (BMv2 runs several egress
+// threads next to the ingress thread) must be inside a block marked
+// "// ATOMIC <name>" ... "// END ATOMIC" that holds no branch, table apply,
+// return or nested block, after function-like macros are expanded.
+// ---------------------------------------------------------------------------
+
+var (
+	reMacroDef    = regexp.MustCompile(`(?m)^[ \t]*#define[ \t]+(\w+)(\(([^)]*)\))?((?:[^\n]*\\\n)*[^\n]*)`)
+	reAtomicBegin = regexp.MustCompile(`//[ \t]*ATOMIC[ \t]+(\w+)[^\n]*`)
+	reAtomicEnd   = regexp.MustCompile(`//[ \t]*END ATOMIC[^\n]*`)
+	reRegAccess   = regexp.MustCompile(`\b(\w+)\.(read|write)\(`)
+	reBranchy     = regexp.MustCompile(`\b(if|else|switch|return|exit)\b|\.apply\(|[{}]`)
+)
+
+const (
+	atomicBeginToken = "\x01"
+	atomicEndToken   = "\x02"
+)
+
+type p4Macro struct {
+	params []string
+	body   string
+}
+
+// expandMacros replaces every invocation of a function-like macro (and every use of
+// an object-like one) in s by its body, as cpp would, until none is left.
+func expandMacros(s string, macros map[string]p4Macro) (string, error) {
+	for round := 0; round < 10; round++ {
+		changed := false
+		for name, m := range macros {
+			re := regexp.MustCompile(`\b` + name + `\b`)
+			for {
+				loc := re.FindStringIndex(s)
+				if loc == nil {
+					break
+				}
+				changed = true
+				if m.params == nil {
+					s = s[:loc[0]] + m.body + s[loc[1]:]
+					continue
+				}
+				open := loc[1]
+				for open < len(s) && (s[open] == ' ' || s[open] == '\t') {
+					open++
+				}
+				if open >= len(s) || s[open] != '(' {
+					return "", fmt.Errorf("macro %s used without arguments", name)
+				}
+				depth, end := 0, -1
+				var args []string
+				last := open + 1
+				for i := open; i < len(s) && end < 0; i++ {
+					switch s[i] {
+					case '(':
+						depth++
+					case ')':
+						depth--
+						if depth == 0 {
+							args = append(args, s[last:i])
+							end = i + 1
+						}
+					case ',':
+						if depth == 1 {
+							args = append(args, s[last:i])
+							last = i + 1
+						}
+					}
+				}
+				if end < 0 || len(args) != len(m.params) {
+					return "", fmt.Errorf("macro %s: %d arguments, want %d", name, len(args), len(m.params))
+				}
+				body := m.body
+				for i, p := range m.params {
+					body = regexp.MustCompile(`\b`+regexp.QuoteMeta(p)+`\b`).ReplaceAllLiteralString(body, strings.TrimSpace(args[i]))
+				}
+				s = s[:loc[0]] + body + s[end:]
+			}
+		}
+		if !changed {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("macros nested too deep")
+}
+
+// atomicityProblems checks the v1model program text src (with its comments; macros
+// from src and from extra sources) and returns what breaks the rule above.
+func atomicityProblems(src string, extra []string, registers []string) []string {
+	macros := map[string]p4Macro{}
+	for _, text := range append([]string{src}, extra...) {
+		for _, m := range reMacroDef.FindAllStringSubmatch(text, -1) {
+			body := strings.ReplaceAll(m[4], "\\\n", "\n")
+			mac := p4Macro{body: body}
+			if m[2] != "" {
+				mac.params = []string{}
+				for _, p := range strings.Split(m[3], ",") {
+					mac.params = append(mac.params, strings.TrimSpace(p))
+				}
+			}
+			if strings.HasPrefix(m[1], "_") || strings.TrimSpace(body) == "" {
+				continue // include guards
+			}
+			if mac.params != nil || strings.Contains(body, ";") {
+				macros[m[1]] = mac // statement macros; numeric #defines stay as they are
+			}
+		}
+	}
+	var problems []string
+	s := reAtomicEnd.ReplaceAllString(src, atomicEndToken)
+	s = reAtomicBegin.ReplaceAllString(s, atomicBeginToken)
+	s = reBlockComment.ReplaceAllString(s, "")
+	s = reLineComment.ReplaceAllString(s, "")
+	s = reDefineAny.ReplaceAllString(s, "")
+	s, err := expandMacros(s, macros)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	// Control spans.
+	type span struct {
+		name       string
+		start, end int
+	}
+	var controls []span
+	for _, loc := range reContainer.FindAllStringSubmatchIndex(s, -1) {
+		end, err := matchBrace(s, loc[1]-1)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		controls = append(controls, span{s[loc[4]:loc[5]], loc[0], end})
+	}
+	controlAt := func(pos int) string {
+		for _, c := range controls {
+			if pos >= c.start && pos < c.end {
+				return c.name
+			}
+		}
+		return ""
+	}
+	// Atomic blocks: well nested, straight-line.
+	var blocks [][2]int
+	for pos := 0; ; {
+		b := strings.Index(s[pos:], atomicBeginToken)
+		if b < 0 {
+			if strings.Contains(s[pos:], atomicEndToken) {
+				problems = append(problems, "END ATOMIC without ATOMIC")
+			}
+			break
+		}
+		b += pos
+		e := strings.Index(s[b:], atomicEndToken)
+		if e < 0 {
+			problems = append(problems, "ATOMIC without END ATOMIC")
+			break
+		}
+		e += b
+		body := s[b+1 : e]
+		if strings.Contains(body, atomicBeginToken) {
+			problems = append(problems, "nested ATOMIC blocks")
+		}
+		if m := reBranchy.FindString(body); m != "" {
+			problems = append(problems, fmt.Sprintf("atomic block in %s holds %q: it would be split into several actions", controlAt(b), m))
+		}
+		blocks = append(blocks, [2]int{b, e})
+		pos = e + 1
+	}
+	inBlock := func(pos int) bool {
+		for _, b := range blocks {
+			if pos > b[0] && pos < b[1] {
+				return true
+			}
+		}
+		return false
+	}
+	isReg := map[string]bool{}
+	for _, r := range registers {
+		isReg[r] = true
+	}
+	type access struct {
+		pos     int
+		control string
+	}
+	byReg := map[string][]access{}
+	for _, m := range reRegAccess.FindAllStringSubmatchIndex(s, -1) {
+		name := s[m[2]:m[3]]
+		if isReg[name] {
+			byReg[name] = append(byReg[name], access{m[0], controlAt(m[0])})
+		}
+	}
+	for _, r := range registers {
+		egress := false
+		for _, a := range byReg[r] {
+			egress = egress || a.control == "FastcnpEgress"
+		}
+		if !egress {
+			continue // ingress only: one thread
+		}
+		for _, a := range byReg[r] {
+			if !inBlock(a.pos) {
+				problems = append(problems, fmt.Sprintf("register %s (accessed in egress) is accessed in %s outside an ATOMIC block", r, a.control))
+			}
+		}
+	}
+	return problems
+}
+
+func TestRegisterAccessesAtomicOnBMv2(t *testing.T) {
+	read := func(rel string) string { return readRepoFile(t, "p4src/"+rel) }
+	src := read("v1model/fastcnp.p4")
+	extra := []string{read("include/controls.p4")}
+	var regs []string
+	for _, r := range parseP4Program(t).regs {
+		regs = append(regs, r.name)
+	}
+	if len(regs) < 30 {
+		t.Fatalf("read only %d registers", len(regs))
+	}
+	if p := atomicityProblems(src, extra, regs); len(p) > 0 {
+		t.Errorf("%d problems:\n%s", len(p), strings.Join(p, "\n"))
+	}
+	// The shared registers of docs/dataplane.md are really accessed in both
+	// controls or by egress threads, and inside blocks: the checker above sees them.
+	for _, r := range []string{"port_queue_bytes", "port_paused", "port_rx_bytes", "port_undetermined",
+		"port_q_snapshot", "port_check_at_ns", "port_pause_expire_ns", "port_pause_start_ns", "flow_bytes",
+		"flow_last_cnp_ns", "port_last_digest_ns"} {
+		if !strings.Contains(src, r+".") && !strings.Contains(extra[0], r+".") {
+			t.Errorf("register %s is not accessed by the program", r)
+		}
+	}
+
+	// The checker fails when the rule is broken.
+	mutants := []struct {
+		name, old, new string
+	}{
+		{"a branch inside a block", "bool eq_take = eq_flow_data == 0 || eq_flow_owner == meta.flow_hash;",
+			"bool eq_take = false; if (eq_flow_data == 0) { eq_take = true; }"},
+		{"an access outside any block", "            // ATOMIC cnp_gap\n", "            flow_bytes.read(last_cnp_ns_dummy, 0);\n            // ATOMIC cnp_gap\n"},
+		{"a block without its end", "                    // END ATOMIC\n                    // Inside cnpGap", "                    // Inside cnpGap"},
+		{"a table apply inside a block", "            // END ATOMIC\n            if (meta.flow_tracked == 0) {", "            flow_bytes_log2.apply();\n            // END ATOMIC\n            if (meta.flow_tracked == 0) {"},
+	}
+	for _, m := range mutants {
+		if strings.Count(src, m.old) != 1 {
+			t.Fatalf("mutant %q: the text to change is not in fastcnp.p4 exactly once", m.name)
+		}
+		if p := atomicityProblems(strings.Replace(src, m.old, m.new, 1), extra, regs); len(p) == 0 {
+			t.Errorf("mutant %q: no problem found", m.name)
+		}
+	}
+	// A branch inside a decision macro of controls.p4 is seen too.
+	bad := strings.Replace(extra[0], "HOLD  = (UNDET) == PORT_UNDETERMINED && (NOW) < (CHECK_AT);",
+		"if ((UNDET) == PORT_UNDETERMINED) { HOLD = (NOW) < (CHECK_AT); }", 1)
+	if bad == extra[0] {
+		t.Fatal("PORT_CHECK_DECISION text not found in controls.p4")
+	}
+	if p := atomicityProblems(src, []string{bad}, regs); len(p) == 0 {
+		t.Error("a branch in PORT_CHECK_DECISION is not seen")
 	}
 }

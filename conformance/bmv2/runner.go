@@ -280,6 +280,25 @@ func (sw *Switch) Run(ctx context.Context, v *conformance.Vector) error {
 	return errors.Join(errs...)
 }
 
+// refusal checks that a write that must be refused with code (a canonical code
+// name) was, with that per-update code.
+func refusal(code string, err error) error {
+	var want codes.Code
+	if uerr := want.UnmarshalJSON([]byte(`"` + code + `"`)); uerr != nil {
+		return fmt.Errorf("refusal code %s: %w", code, uerr)
+	}
+	var we *p4rt.WriteError
+	switch {
+	case err == nil:
+		return fmt.Errorf("the write succeeded, want it refused with %s", code)
+	case !errors.As(err, &we) || len(we.Updates) != 1:
+		return fmt.Errorf("the write failed without one per-update error (%w), want %s", err, code)
+	case we.Updates[0].Code != want:
+		return fmt.Errorf("the write was refused with %v, want %s", we.Updates[0].Code, code)
+	}
+	return nil
+}
+
 func (sw *Switch) step(ctx context.Context, info *p4rt.Info, s *conformance.Stmt) error {
 	if IsWrite(s) {
 		ups, err := Updates(info, s)
@@ -288,6 +307,9 @@ func (sw *Switch) step(ctx context.Context, info *p4rt.Info, s *conformance.Stmt
 		}
 		err = sw.client.Write(ctx, ups)
 		var we *p4rt.WriteError
+		if s.Refused != "" {
+			return refusal(s.Refused, err)
+		}
 		if (s.Op == conformance.OpClone || s.Op == conformance.OpMulticast) && errors.As(err, &we) &&
 			len(we.Updates) == 1 && we.Updates[0].Code == codes.AlreadyExists {
 			// A clone session or multicast group may outlive the previous vector's

@@ -17,20 +17,14 @@ import (
 
 // IsWrite reports whether s is a control-plane write (as opposed to an event or an
 // expectation).
-func IsWrite(s *conformance.Stmt) bool {
-	switch s.Op {
-	case conformance.OpTable, conformance.OpDefault, conformance.OpClone, conformance.OpMulticast,
-		conformance.OpValueSet, conformance.OpDigest, conformance.OpWindowTables:
-		return true
-	}
-	return false
-}
+func IsWrite(s *conformance.Stmt) bool { return conformance.IsWriteOp(s.Op) }
 
 // Updates converts one write statement into P4Runtime updates by P4Info name:
 // table entries are INSERTs, default actions and value sets MODIFYs (P4Runtime has
 // no INSERT for them), clone sessions, multicast groups (replica instance 0) and
 // digest configs INSERTs (digests: lists of one, sent at once, no ack timeout);
-// window-tables expands to the generator's entries.
+// window-tables expands to the generator's entries; action profile members and
+// groups are INSERTs or DELETEs.
 func Updates(info *p4rt.Info, s *conformance.Stmt) ([]*p4v1.Update, error) {
 	switch s.Op {
 	case conformance.OpTable, conformance.OpDefault:
@@ -75,6 +69,36 @@ func Updates(info *p4rt.Info, s *conformance.Stmt) ([]*p4v1.Update, error) {
 			return nil, fmt.Errorf("%s: %w", s.Where(), err)
 		}
 		return p4rt.Insert(e), nil
+	case conformance.OpMember:
+		params := make([]p4rt.Param, 0, len(s.Params))
+		for _, p := range s.Params {
+			params = append(params, p4rt.P(p.Name, p.Value))
+		}
+		e, err := info.ActionProfileMember(s.Profile, s.ObjectID, s.Action, params...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpGroup, conformance.OpDeleteGroup:
+		ms := make([]p4rt.GroupMember, 0, len(s.GroupMembers))
+		for _, m := range s.GroupMembers {
+			ms = append(ms, p4rt.GroupMember{ID: m.ID, Weight: m.Weight})
+		}
+		e, err := info.ActionProfileGroup(s.Profile, s.ObjectID, s.MaxSize, ms...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		if s.Op == conformance.OpDeleteGroup {
+			return p4rt.Delete(e), nil
+		}
+		return p4rt.Insert(e), nil
+	case conformance.OpDeleteMember:
+		pid, err := info.ActionProfileID(s.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Where(), err)
+		}
+		return p4rt.Delete(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{
+			ActionProfileId: pid, MemberId: s.ObjectID}}}), nil
 	case conformance.OpWindowTables:
 		writes := conformance.WindowTableWrites()
 		out := make([]*p4v1.Update, 0, len(writes))
@@ -111,11 +135,19 @@ func tableEntity(info *p4rt.Info, s *conformance.Stmt) (*p4v1.Entity, error) {
 	if s.Priority != 0 {
 		b = b.Priority(s.Priority)
 	}
-	params := make([]p4rt.Param, 0, len(s.Params))
-	for _, p := range s.Params {
-		params = append(params, p4rt.P(p.Name, p.Value))
+	switch {
+	case s.RefMember != 0:
+		b = b.Member(s.RefMember)
+	case s.RefGroup != 0:
+		b = b.Group(s.RefGroup)
+	default:
+		params := make([]p4rt.Param, 0, len(s.Params))
+		for _, p := range s.Params {
+			params = append(params, p4rt.P(p.Name, p.Value))
+		}
+		b = b.Action(s.Action, params...)
 	}
-	e, err := b.Action(s.Action, params...).Entity()
+	e, err := b.Entity()
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.Table, err)
 	}

@@ -2,7 +2,11 @@ package bmv2
 
 import (
 	"bytes"
+	"errors"
 	"testing"
+
+	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"google.golang.org/grpc/codes"
 
 	"github.com/fastcnp/fastcnp/conformance"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
@@ -29,6 +33,7 @@ func TestUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := parse(t, `
+@requires value-set refusal-codes
 table ipv4_route dst_addr=10.0.1.0/24 -> set_nexthop port=2 src_mac=02:00:00:00:00:ee dst_mac=02:00:00:00:00:02
 table traffic_class vlan_valid=0 dscp=26 priority=10 -> set_traffic_class priority=3 lossless=1
 default ipv4_route -> set_nexthop port=6 src_mac=0 dst_mac=1
@@ -38,6 +43,13 @@ digest cnp_digest_t
 window-tables
 multicast group=7 ports=3,1,2
 table l2_forward dst_addr=ff:ff:ff:ff:ff:ff -> l2_flood mcast_grp=7
+member next_hop_selector id=4 -> set_nexthop port=3 src_mac=0 dst_mac=5
+group next_hop_selector id=9 members=4:3,6 max_size=8
+table next_hop_group_select group_id=7 -> group=9
+table next_hop_group_select group_id=8 -> member=4
+refused FAILED_PRECONDITION delete member next_hop_selector id=4
+delete group next_hop_selector id=9
+table ipv4_route dst_addr=10.9.0.0/16 -> set_next_hop_group group_id=7
 `)
 	var ups [][]*p4v1.Update
 	for i := range v.Stmts {
@@ -105,6 +117,53 @@ table l2_forward dst_addr=ff:ff:ff:ff:ff:ff -> l2_flood mcast_grp=7
 	if l2.TableId != 0x0200000A || !bytes.Equal(l2.Match[0].GetExact().Value, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) ||
 		l2.GetAction().GetAction().ActionId != 0x0100000B || !bytes.Equal(l2.GetAction().GetAction().Params[0].Value, []byte{7}) {
 		t.Errorf("l2_forward entry %v", l2)
+	}
+	mb := ups[9][0].GetEntity().GetActionProfileMember()
+	if ups[9][0].Type != p4v1.Update_INSERT || mb.ActionProfileId != 0x11000001 || mb.MemberId != 4 || mb.Action.ActionId != 0x01000002 ||
+		!bytes.Equal(mb.Action.Params[0].Value, []byte{3}) {
+		t.Errorf("member %v", mb)
+	}
+	g := ups[10][0].GetEntity().GetActionProfileGroup()
+	if ups[10][0].Type != p4v1.Update_INSERT || g.ActionProfileId != 0x11000001 || g.GroupId != 9 || g.MaxSize != 8 || len(g.Members) != 2 ||
+		g.Members[0].MemberId != 4 || g.Members[0].Weight != 3 || g.Members[1].MemberId != 6 || g.Members[1].Weight != 1 {
+		t.Errorf("group %v", g)
+	}
+	if a := ups[11][0].GetEntity().GetTableEntry().GetAction(); a.GetActionProfileGroupId() != 9 || ups[11][0].GetEntity().GetTableEntry().TableId != 0x0200000B {
+		t.Errorf("entry to a group %v", ups[11][0])
+	}
+	if a := ups[12][0].GetEntity().GetTableEntry().GetAction(); a.GetActionProfileMemberId() != 4 {
+		t.Errorf("entry to a member %v", ups[12][0])
+	}
+	if d := ups[13][0]; d.Type != p4v1.Update_DELETE || d.GetEntity().GetActionProfileMember().GetMemberId() != 4 || v.Stmts[13].Refused != "FAILED_PRECONDITION" {
+		t.Errorf("member delete %v (refused %q)", d, v.Stmts[13].Refused)
+	}
+	if d := ups[14][0]; d.Type != p4v1.Update_DELETE || d.GetEntity().GetActionProfileGroup().GetGroupId() != 9 {
+		t.Errorf("group delete %v", d)
+	}
+	if a := ups[15][0].GetEntity().GetTableEntry().GetAction().GetAction(); a.ActionId != 0x0100000C || !bytes.Equal(a.Params[0].Value, []byte{7}) {
+		t.Errorf("route to a group %v", a)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	we := func(c codes.Code) error {
+		return &p4rt.WriteError{Updates: []p4rt.UpdateError{{Code: c}}, Total: 1}
+	}
+	tests := []struct {
+		code string
+		err  error
+		ok   bool
+	}{
+		{"FAILED_PRECONDITION", we(codes.FailedPrecondition), true},
+		{"FAILED_PRECONDITION", we(codes.InvalidArgument), false},
+		{"NOT_FOUND", nil, false},
+		{"NOT_FOUND", errors.New("transport"), false},
+		{"NOT_FOUND", we(codes.NotFound), true},
+	}
+	for _, tc := range tests {
+		if err := refusal(tc.code, tc.err); (err == nil) != tc.ok {
+			t.Errorf("refusal(%s, %v) = %v, want ok %v", tc.code, tc.err, err, tc.ok)
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 // fastcnp: the decisions of the algorithm, as architecture-neutral controls.
 //
-// These controls and functions hold no state and call no extern: they take what the
-// architecture's code read from its registers and tables, and say what to do.
+// These controls, functions and macros hold no state and call no extern: they take
+// what the architecture's code read from its registers and tables, and say what to do.
 // The v1model program (v1model/fastcnp.p4) does the register I/O around them;
 // a TNA program does the same with RegisterActions. Every decision is written
 // with additions, comparisons and multiplications only (spec 01: "never as a
@@ -39,81 +39,48 @@ bit<48> ps_to_ns(in bit<48> ps) {
     return (bit<48>)((p2 + (s1 >> 24)) >> 10);
 }
 
+// The two port-state decisions below are branch-free macros (assignments with
+// ?: only, no if, no control call), not controls: the v1model program evaluates
+// them between the register reads and writes of ONE straight-line block, which
+// p4c's BMv2 back end turns into one action, the unit BMv2 locks registers for
+// (docs/dataplane.md "Registers shared by ingress and egress"). Arguments are
+// variables or side-effect-free expressions; the outputs are variables the caller
+// declared. A TNA program evaluates the same expressions inside its RegisterActions.
+
 // Spec 01 event 3, docs/dataplane.md Ingress step 4 "RESUME(p)": what a resume
 // finds. rx_bytes > C*T is evaluated as rx_bytes * 10^6 > rate_bytes_per_ms * T
 // (T in ns), exactly, in 64-bit arithmetic: the left side is below 2^52; with
 // T = t_hi * 2^24 + t_lo the right side is (rate * t_hi) * 2^24 + rate * t_lo,
 // which is at least 2^52 (never beaten) when rate * t_hi >= 2^28 and otherwise
 // below 2^57. p4src/arith_test.go checks this against exact arithmetic.
-control PortResumeDecision(in bit<32>    queue_bytes,
-                           in bit<32>    qth_bytes,
-                           in bit<32>    rx_bytes,
-                           in bit<32>    rate_bytes_per_ms,
-                           in time_ns_t  pause_duration_ns,
-                           out bit<1>    undetermined,
-                           out bit<8>    event) {
-    apply {
-        bit<64> rx_scaled = (bit<64>)rx_bytes * NS_PER_MS;
-        bit<64> rate_t_hi = (bit<64>)rate_bytes_per_ms * (bit<64>)pause_duration_ns[47:24];
-        bit<64> rate_t_lo = (bit<64>)rate_bytes_per_ms * (bit<64>)pause_duration_ns[23:0];
-        bool rx_beats_rate = false;
-        if (rate_t_hi < RATE_T_HI_LIMIT) {
-            rx_beats_rate = rx_scaled > (rate_t_hi << 24) + rate_t_lo;
-        }
-        if (queue_bytes < qth_bytes) {
-            undetermined = PORT_DETERMINED;
-            event = PORT_EVENT_RESUME_NOT_CONGESTED;
-        } else if (rx_beats_rate) {
-            undetermined = PORT_DETERMINED;
-            event = PORT_EVENT_RESUME_CONGESTED;
-        } else {
-            undetermined = PORT_UNDETERMINED;
-            event = PORT_EVENT_RESUME_UNDETERMINED;
-        }
-    }
-}
+//   QUEUE, QTH, RX, RATE: bit<32>; T: a bit<48> variable (the pause duration, ns)
+//   BEATS (bool): rx_bytes > C*T; UNDET (bit<1>): the new port state;
+//   EVENT (bit<8>): RESUME_NOT_CONGESTED, RESUME_CONGESTED or RESUME_UNDETERMINED.
+#define PORT_RESUME_DECISION(QUEUE, QTH, RX, RATE, T, BEATS, UNDET, EVENT)                  \
+    BEATS = (bit<64>)(RATE) * (bit<64>)T[47:24] < RATE_T_HI_LIMIT &&                        \
+            (bit<64>)(RX) * NS_PER_MS >                                                     \
+                (((bit<64>)(RATE) * (bit<64>)T[47:24]) << 24) + (bit<64>)(RATE) * (bit<64>)T[23:0]; \
+    UNDET = ((QUEUE) >= (QTH) && !BEATS) ? PORT_UNDETERMINED : PORT_DETERMINED;             \
+    EVENT = (QUEUE) < (QTH) ? PORT_EVENT_RESUME_NOT_CONGESTED :                             \
+            (BEATS ? PORT_EVENT_RESUME_CONGESTED : PORT_EVENT_RESUME_UNDETERMINED);
 
 // Spec 01 event 4, docs/dataplane.md Egress step 3 (mode fastcnp): the port
 // state machine on a dequeue.
-//   hold      : undetermined and the check time has not come: no CNP, no mark
-//   congested : send a switch CNP (or mark) for this packet's flow
-//   rearm     : stay undetermined, q_snapshot = qlen, check_at = now + Tcheck
-//   next_undetermined / event: the state to store and the event to report
-control PortCheckDecision(in bit<1>    undetermined,
-                          in time_ns_t now_ns,
-                          in time_ns_t check_at_ns,
-                          in bit<32>   queue_bytes,
-                          in bit<32>   qth_bytes,
-                          in bit<32>   q_snapshot,
-                          out bit<1>   hold,
-                          out bit<1>   congested,
-                          out bit<1>   rearm,
-                          out bit<1>   next_undetermined,
-                          out bit<8>   event) {
-    apply {
-        hold = 0;
-        congested = 0;
-        rearm = 0;
-        next_undetermined = undetermined;
-        event = PORT_EVENT_NONE;
-        if (undetermined == PORT_DETERMINED) {
-            if (queue_bytes >= qth_bytes) {
-                congested = 1;
-            }
-        } else if (now_ns < check_at_ns) {
-            hold = 1;
-        } else if (queue_bytes < qth_bytes) {
-            next_undetermined = PORT_DETERMINED;
-            event = PORT_EVENT_CHECK_DRAINED;
-        } else if (queue_bytes > q_snapshot) {
-            next_undetermined = PORT_DETERMINED;
-            event = PORT_EVENT_CHECK_CONGESTED;
-            congested = 1;
-        } else {
-            rearm = 1;
-        }
-    }
-}
+//   UNDET (bit<1>), NOW, CHECK_AT (bit<48>), QUEUE, QTH, SNAP (bit<32>): inputs
+//   HOLD (bool)  : undetermined and the check time has not come: no CNP, no mark
+//   CONG (bool)  : send a switch CNP (or mark) for this packet's flow
+//   REARM (bool) : stay undetermined, q_snapshot = qlen, check_at = now + Tcheck
+//   EVENT (bit<8>): CHECK_DRAINED, CHECK_CONGESTED or NONE
+//   NEXT (bit<1>): the state to store
+#define PORT_CHECK_DECISION(UNDET, NOW, CHECK_AT, QUEUE, QTH, SNAP, HOLD, CONG, REARM, EVENT, NEXT) \
+    HOLD  = (UNDET) == PORT_UNDETERMINED && (NOW) < (CHECK_AT);                             \
+    CONG  = ((UNDET) == PORT_DETERMINED && (QUEUE) >= (QTH)) ||                             \
+            ((UNDET) == PORT_UNDETERMINED && !HOLD && (QUEUE) >= (QTH) && (QUEUE) > (SNAP)); \
+    REARM = (UNDET) == PORT_UNDETERMINED && !HOLD && (QUEUE) >= (QTH) && (QUEUE) <= (SNAP); \
+    EVENT = ((UNDET) == PORT_DETERMINED || HOLD) ? PORT_EVENT_NONE :                        \
+            ((QUEUE) < (QTH) ? PORT_EVENT_CHECK_DRAINED :                                   \
+             ((QUEUE) > (SNAP) ? PORT_EVENT_CHECK_CONGESTED : PORT_EVENT_NONE));            \
+    NEXT  = EVENT == PORT_EVENT_NONE ? (UNDET) : PORT_DETERMINED;
 
 // Spec 02 CP, docs/dataplane.md Egress step 4 (mode ecn): RED on the queue
 // length. Mark probability Pmax*(q-Kmin)/(Kmax-Kmin) is tested without a

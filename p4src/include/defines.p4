@@ -13,6 +13,10 @@
 // ---------------------------------------------------------------------------
 #define NUM_PORTS                512   // 9-bit port numbers: one cell per port
 #define ROUTE_TABLE_SIZE         1024  // FastcnpIngress.ipv4_route
+#define NEXT_HOP_GROUPS          256   // FastcnpIngress.next_hop_group_select (one entry per ECMP group)
+#define NEXT_HOP_GROUP_MEMBERS   1024  // FastcnpIngress.next_hop_selector: sum of member weights over all groups
+#define NEXT_HOP_SELECTOR_WIDTH  14    // output width of the selector hash (bits; BMv2 ignores it)
+#define NUM_QUEUES               4096  // NUM_PORTS * 8 priorities: queue_* and pfc_*_sent counters, index port*8+priority
 #define L2_FORWARD_TABLE_SIZE    1024  // FastcnpIngress.l2_forward (one entry per MAC: hosts, broadcast)
 #define TRAFFIC_CLASS_TABLE_SIZE 64    // FastcnpIngress.traffic_class
 #define CONN_TABLE_SIZE          4096  // FastcnpIngress.rdma_connection, inc_flow_* registers
@@ -22,7 +26,20 @@
 #define INC_GROUPS               256   // FastcnpIngress.inc_group
 #define INC_BUCKETS              256   // FastcnpIngress.inc_route (power of two, key is 8 bits)
 #define LOG2_TABLE_SIZE          2048  // *_bytes_log2 and window_exp2
-#define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set
+#define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set (extra ports)
+
+// The UDP destination port of RDMA-connection announcements that the parser
+// ALWAYS recognises, as a constant select case (wire-formats.md; Go's
+// wire.DefaultAnnouncePort). Changeable at compile time only, e.g.
+// p4c -DANNOUNCE_UDP_PORT=5000 ... (the Go target, the hosts and the
+// controller's default must then be changed to match). The value set
+// announce_udp_port adds ports at run time on targets that implement value
+// sets (fastcnp-switch); BMv2's P4Runtime server (PI) does not: it answers
+// every ValueSetEntry write and read with UNIMPLEMENTED (behavioral-model
+// issue #854), so on BMv2 this constant is the only announcement port.
+#ifndef ANNOUNCE_UDP_PORT
+#define ANNOUNCE_UDP_PORT        4792
+#endif
 
 // The INC code is unrolled lane by lane (one register per lane, pinned IDs
 // 0x16000013 .. 0x16000022). A different vector length needs new lanes there.
@@ -58,7 +75,7 @@ const bit<48> NS_PER_US          = 1000;    // BMv2 timestamps count microsecond
 const bit<64> PS_TO_NS_MAGIC_HI  = 17179869;
 const bit<64> PS_TO_NS_MAGIC_LO  = 3087008;
 // rx_bytes > C*T is evaluated as rx_bytes * 10^6 > rate_bytes_per_ms * T_ns
-// (controls.p4 PortResumeDecision); the left side is below 2^52.
+// (controls.p4 PORT_RESUME_DECISION); the left side is below 2^52.
 const bit<64> NS_PER_MS          = 1000000;
 // rate_bytes_per_ms * (T_ns >> 24) at or above 2^28 puts the right side at or
 // above 2^52, beyond any left side.

@@ -14,18 +14,19 @@ typedef bit<9>  port_id_t;
 typedef bit<48> time_ns_t;
 
 // ---------------------------------------------------------------------------
-// Controller headers (wire-formats.md "Controller packet headers";
-// dataplane.md IDs 0x04000001 / 0x04000002).
+// Controller headers (wire-formats.md "Controller packet headers"). No @id:
+// their P4Info IDs are the ones p4c derives from the header TYPE names
+// (packet_in_h 68340960, packet_out_h 74440427, as p4c's real output shows:
+// /work/shared/reports/p4c-example, p4src/p4info_test.go TestDerivedIDsMatchP4c).
+// Renaming a type changes its ID.
 // ---------------------------------------------------------------------------
 @controller_header("packet_in")
-@id(0x04000001)
 header packet_in_h {
     bit<9> ingress_port;
     bit<7> reason;          // PUNT_REASON_*
 }
 
 @controller_header("packet_out")
-@id(0x04000002)
 header packet_out_h {
     bit<9> egress_port;
     bit<7> pad;             // reserved, 0
@@ -270,6 +271,12 @@ struct fastcnp_metadata_t {
     bit<16>   switch_id;
     bit<3>    lossless_priority;
 
+    // ECMP (ipv4_route set_next_hop_group, next_hop_group_select).
+    bit<16>   next_hop_group;
+    bit<16>   ecmp_l4_src_port;     // selector field: UDP source port, 0 without UDP
+    bit<16>   ecmp_l4_dst_port;     // selector field: UDP destination port, 0 without UDP
+    bit<1>    drop_ran;             // the drop action ran (a member of next_hop_group_select)
+
     // rdma_connection.
     bit<1>    conn_hit;
     bit<24>   sender_qpn;
@@ -282,6 +289,7 @@ struct fastcnp_metadata_t {
     bit<16>   inc_lookup_group;     // inc_group key: INC ID >> 16
     bit<32>   contributors_mask;
     bit<8>    inc_bucket;           // inc_route key: INC bucket hash
+    bit<32>   inc_slot_timeout_ns;  // inc_slot_timeout: slot aging, 0 = off
 
     // Flow table (enqueue accounting, dequeue).
     bit<32>   flow_hash;

@@ -42,8 +42,10 @@ parser FastcnpParser(packet_in pkt,
                      out fastcnp_headers_t hdr,
                      inout fastcnp_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
-    // UDP destination ports on which announcements are parsed and punted
-    // (written by the controller; default 4792 per wire-formats.md).
+    // Extra UDP destination ports on which announcements are parsed and
+    // punted, written by the controller on targets that implement value sets
+    // (fastcnp-switch; not BMv2: PI answers value-set RPCs with UNIMPLEMENTED).
+    // ANNOUNCE_UDP_PORT (defines.p4, default 4792) is recognised without it.
     @id(0x03000001) value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
 
     FastcnpFrameParser()        frame_parser;
@@ -80,9 +82,13 @@ parser FastcnpParser(packet_in pkt,
         }
     }
 
+    // RoCEv2 first (a value set listing 4791 does not make RoCE packets
+    // announcements), then the compile-time announcement port, always, then
+    // the run-time value set.
     state dispatch_udp {
         transition select(hdr.udp.dst_port) {
             ROCE_UDP_PORT:     parse_roce;
+            ANNOUNCE_UDP_PORT: parse_announcement;
             announce_udp_port: parse_announcement;
             default:           accept;
         }
@@ -109,33 +115,63 @@ control FastcnpVerifyChecksum(inout fastcnp_headers_t hdr, inout fastcnp_metadat
 // Shared v1model pieces: register I/O around the decisions of controls.p4.
 // ===========================================================================
 
+// Registers shared by ingress and egress (docs/dataplane.md "Registers shared by
+// ingress and egress"): BMv2 runs one ingress thread and several egress threads
+// concurrently and makes register accesses atomic only within ONE action, the
+// unit p4c's BMv2 back end makes of each straight-line run of statements (an if,
+// a switch or a table apply ends it). So every read-modify-write of such a
+// register is written as one straight-line block: every read first, decisions as
+// ?: expressions (controls.p4 macros), then every write, with "no change" written
+// back as the old value. The blocks are marked "ATOMIC <name>" ... "END ATOMIC"
+// (p4src/p4source_test.go checks that they hold no branch and that every access
+// to a shared register is inside one).
+
 // RESUME(p) (spec 01 event 3; docs/dataplane.md Ingress step 4): from ingress
-// on a PFC RESUME, from egress when the pause expired (Egress step 2).
-control PortResume(in bit<32>   port_index,
-                   in time_ns_t now_ns,
-                   in bit<32>   qth_bytes,
-                   in bit<32>   rate_bytes_per_ms,
-                   in bit<32>   tcheck_ns,
-                   out bit<8>   event,
-                   out bit<32>  queue_bytes,
-                   out bit<32>  rx_bytes) {
-    PortResumeDecision() decide;
-    apply {
-        time_ns_t pause_start_ns;
-        bit<1> undetermined;
-        port_pause_start_ns.read(pause_start_ns, port_index);
-        port_rx_bytes.read(rx_bytes, port_index);
-        port_queue_bytes.read(queue_bytes, port_index);
-        port_paused.write(port_index, 0);
-        decide.apply(queue_bytes, qth_bytes, rx_bytes, rate_bytes_per_ms,
-                     now_ns - pause_start_ns, undetermined, event);
-        port_undetermined.write(port_index, undetermined);
-        if (undetermined == PORT_UNDETERMINED) {
-            port_q_snapshot.write(port_index, queue_bytes);
-            port_check_at_ns.write(port_index, now_ns + (time_ns_t)tcheck_ns);
-        }
-    }
-}
+// on a PFC RESUME (BY_EXPIRY false), from egress when the pause expired (Egress
+// step 2, BY_EXPIRY true). The claim (paused 1 -> 0) and the port state it writes
+// are one atomic block, so a RESUME frame and an expiry never both resume, and a
+// RESUME never interleaves with the dequeue check of Egress step 3. The caller
+// declares the rs_* variables (PORT_RESUME_VARS) and gives a bit<32> port index.
+#define PORT_RESUME_VARS                                                        \
+    bit<1>    rs_paused;                                                        \
+    time_ns_t rs_expire_ns;                                                     \
+    time_ns_t rs_start_ns;                                                      \
+    bit<32>   rs_rx_bytes;                                                      \
+    bit<32>   rs_queue_bytes;                                                   \
+    bit<1>    rs_undet_old;                                                     \
+    bit<32>   rs_snapshot_old;                                                  \
+    time_ns_t rs_check_at_old;                                                  \
+    time_ns_t rs_pause_ns;                                                      \
+    bool      rs_claim;                                                         \
+    bool      rs_beats;                                                         \
+    bit<1>    rs_undet;                                                         \
+    bit<8>    rs_event;
+
+#define PORT_RESUME_ATOMIC(PORT, BY_EXPIRY)                                     \
+    port_paused.read(rs_paused, PORT);                                          \
+    port_pause_expire_ns.read(rs_expire_ns, PORT);                              \
+    port_pause_start_ns.read(rs_start_ns, PORT);                                \
+    port_rx_bytes.read(rs_rx_bytes, PORT);                                      \
+    port_queue_bytes.read(rs_queue_bytes, PORT);                                \
+    port_undetermined.read(rs_undet_old, PORT);                                 \
+    port_q_snapshot.read(rs_snapshot_old, PORT);                                \
+    port_check_at_ns.read(rs_check_at_old, PORT);                               \
+    rs_claim = rs_paused == 1 && (!(BY_EXPIRY) || meta.now_ns >= rs_expire_ns); \
+    rs_pause_ns = meta.now_ns - rs_start_ns;                                    \
+    PORT_RESUME_DECISION(rs_queue_bytes, meta.qth_bytes, rs_rx_bytes,           \
+                         meta.rate_bytes_per_ms, rs_pause_ns,                   \
+                         rs_beats, rs_undet, rs_event)                          \
+    port_paused.write(PORT, rs_claim ? 1w0 : rs_paused);                        \
+    port_undetermined.write(PORT, rs_claim ? rs_undet : rs_undet_old);          \
+    port_q_snapshot.write(PORT, (rs_claim && rs_undet == PORT_UNDETERMINED) ?   \
+                          rs_queue_bytes : rs_snapshot_old);                    \
+    port_check_at_ns.write(PORT, (rs_claim && rs_undet == PORT_UNDETERMINED) ?  \
+                           meta.now_ns + (time_ns_t)meta.tcheck_ns : rs_check_at_old); \
+    meta.deferred_port_event = rs_claim ? rs_event : PORT_EVENT_NONE;           \
+    meta.event_port = (port_id_t)PORT;                                          \
+    meta.event_queue_bytes = rs_queue_bytes;                                    \
+    meta.event_rx_bytes = rs_rx_bytes;                                          \
+    meta.event_timestamp_ns = meta.now_ns;
 
 // The RoCEv2 ICRC of a packet the switch built (IBTA Annex A17, wire-formats.md
 // "ICRC"): CRC-32 over 8 bytes of 0xFF (masked LRH), the IPv4 header with TOS,
@@ -236,13 +272,33 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
     @id(0x1200000A) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_duplicates;
     @id(0x1200000B) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_results;
     @id(0x1200000C) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_slot_busy;
+    @id(0x12000012) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_slot_takeovers;
 
-    PortResume() port_resume;
+    // Counters indexed by egress queue, port * 8 + priority (NUM_QUEUES cells;
+    // docs/dataplane.md "Counters indexed by queue").
+    // Packets ingress sends to a unicast egress queue (every forward but
+    // multicast replicas, which the PRE makes after ingress, and packet-ins).
+    @id(0x1200000D) counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enqueued;
+    // Maintained by the target's traffic manager, never counted by this
+    // program: PFC frames sent out of port p for priority q, XOFF (quanta > 0,
+    // refreshes included) and XON (quanta 0). BMv2 has no PFC and leaves them at 0.
+    @id(0x12000010) counter(NUM_QUEUES, CounterType.packets_and_bytes) pfc_xoff_sent;
+    @id(0x12000011) counter(NUM_QUEUES, CounterType.packets_and_bytes) pfc_xon_sent;
+
     IcrcIncResult() icrc_inc_result;
 
+    // ECMP for IPv4 routes (docs/dataplane.md "ECMP"): the members of every
+    // next-hop group, chosen by a CRC-16 hash of the selector fields of
+    // next_hop_group_select. Size: the sum of member weights over all groups.
+    @id(0x11000001) action_selector(HashAlgorithm.crc16, NEXT_HOP_GROUP_MEMBERS,
+                                    NEXT_HOP_SELECTOR_WIDTH) next_hop_selector;
+
     // ---- Actions (docs/dataplane.md "Actions"; parameter order is the contract).
+    // meta.drop_ran tells the caller of an indirect table (next_hop_group_select)
+    // that its member ran drop.
     @id(0x01000001) action drop() {
         mark_to_drop(standard_metadata);
+        meta.drop_ran = 1;
     }
 
     // Next hop: egress port and MACs. The TTL is decremented in the apply block
@@ -251,6 +307,12 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         standard_metadata.egress_spec = port;
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
+    }
+
+    // ECMP: the route's next hop is a member of group group_id of
+    // next_hop_selector (next_hop_group_select, applied right after).
+    @id(0x0100000C) action set_next_hop_group(bit<16> group_id) {
+        meta.next_hop_group = group_id;
     }
 
     @id(0x01000003) action set_traffic_class(bit<3> priority, bit<1> lossless) {
@@ -309,6 +371,12 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         meta.contributors_mask = contributors_mask;
     }
 
+    // Slot aging (spec 04 "free slots of abandoned messages"): a slot held by
+    // another message for at least timeout_ns is taken over (0: never).
+    @id(0x0100000D) action set_inc_slot_timeout(bit<32> timeout_ns) {
+        meta.inc_slot_timeout_ns = timeout_ns;
+    }
+
     // L2 forwarding of frames that are not IPv4 (Ingress step 5): the frame
     // leaves unchanged on one port, or on every port of a multicast group of
     // the PRE (broadcast, flooding).
@@ -329,9 +397,29 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
     // ---- Tables (docs/dataplane.md "Tables"; declaration order = P4Info order).
     @id(0x02000001) table ipv4_route {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
-        actions = { set_nexthop; drop; }
+        actions = { set_nexthop; set_next_hop_group; drop; }
         default_action = drop();
         size = ROUTE_TABLE_SIZE;
+    }
+
+    // ECMP groups (fabric-tna style): an entry per group, pointing to a group (or
+    // a single member) of next_hop_selector; the member is chosen by a hash of
+    // the selector fields (IPv4 source, destination, protocol, L4 ports: the
+    // RoCEv2 UDP source port is the flow's entropy). As p4c requires for a table
+    // with an action selector, no default action but NoAction (p4c adds it,
+    // @defaultonly): a miss, or an empty group, drops the packet (step 6).
+    @id(0x0200000B) table next_hop_group_select {
+        key = {
+            meta.next_hop_group:   exact @name("group_id");
+            hdr.ipv4.src_addr:     selector;
+            hdr.ipv4.dst_addr:     selector;
+            hdr.ipv4.protocol:     selector;
+            meta.ecmp_l4_src_port: selector;
+            meta.ecmp_l4_dst_port: selector;
+        }
+        actions = { set_nexthop; drop; }
+        implementation = next_hop_selector;
+        size = NEXT_HOP_GROUPS;
     }
 
     // PCP or DSCP -> priority and lossless class (spec 05 "Priority of a RoCE packet").
@@ -371,6 +459,15 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
     @id(0x02000005) table inc_group {
         key = { meta.inc_lookup_group: exact @name("group_id"); }
         actions = { set_inc_group; NoAction; }
+        default_action = NoAction();
+        size = INC_GROUPS;
+    }
+
+    // INC slot aging per INC group (the controller writes the same timeout for
+    // every group of a switch); a miss (NoAction): slots are never taken over.
+    @id(0x0200000C) table inc_slot_timeout {
+        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        actions = { set_inc_slot_timeout; NoAction; }
         default_action = NoAction();
         size = INC_GROUPS;
     }
@@ -455,9 +552,10 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 mark_to_drop(standard_metadata);
                 done = true;
             } else if (hdr.packet_out.isValid()) {
-                // ---- Step 2: packet-out from the controller.
+                // ---- Step 2: packet-out from the controller (priority 0).
                 standard_metadata.egress_spec = hdr.packet_out.egress_port;
                 hdr.packet_out.setInvalid();
+                queue_enqueued.count((bit<32>)standard_metadata.egress_spec << 3);
                 done = true;
             } else if (hdr.announcement.isValid()) {
                 // ---- Step 3: announcement -> controller (spec 04 "Announcements").
@@ -491,6 +589,9 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                         mark_to_drop(standard_metadata);
                     } else {
                         switch (l2_forward.apply().action_run) {
+                            l2_set_port: {
+                                queue_enqueued.count((bit<32>)standard_metadata.egress_spec << 3);
+                            }
                             drop: { dropped.count(in_port); }
                         }
                     }
@@ -503,10 +604,32 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                         mark_to_drop(standard_metadata);
                         done = true;
                     } else {
-                        // A miss, or an entry whose action is drop: count and drop.
+                        // The selector's L4 fields: the UDP ports when a UDP
+                        // header was parsed, else 0 (fields of an invalid header
+                        // are undefined in v1model; the Go pipeline hashes 0).
+                        meta.ecmp_l4_src_port = 0;
+                        meta.ecmp_l4_dst_port = 0;
+                        if (hdr.udp.isValid()) {
+                            meta.ecmp_l4_src_port = hdr.udp.src_port;
+                            meta.ecmp_l4_dst_port = hdr.udp.dst_port;
+                        }
+                        // Routed iff set_nexthop ran: in ipv4_route, or in the
+                        // member next_hop_group_select chose for the route's
+                        // group. A miss, a drop (entry or member), a group
+                        // without an entry or an empty group: count and drop.
                         bool routed = false;
+                        bool grouped = false;
                         switch (ipv4_route.apply().action_run) {
-                            set_nexthop: { routed = true; }
+                            set_nexthop:        { routed = true; }
+                            set_next_hop_group: { grouped = true; }
+                        }
+                        if (grouped) {
+                            meta.drop_ran = 0;
+                            if (next_hop_group_select.apply().hit) {
+                                if (meta.drop_ran == 0) {
+                                    routed = true;
+                                }
+                            }
                         }
                         if (!routed) {
                             dropped.count(in_port);
@@ -550,45 +673,44 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                         else                                  { quanta = hdr.pfc_times.time7; }
                     }
                     if (applies == 1) {
-                        bit<1> paused;
-                        port_paused.read(paused, in_port);
                         if (quanta > 0) {
-                            // Event 1: PAUSE.
+                            // Event 1: PAUSE. pause_expire = now + q * pause_quantum_ps
+                            // / 1000, the division done exactly by multiply-and-shift
+                            // (controls.p4 ps_to_ns); q * pause_quantum_ps < 2^48
+                            // fits bit<48>. Then the pause, as one atomic block: a
+                            // new one (not paused) starts: paused = 1, pause_start =
+                            // now, rx_bytes = 0, digest PAUSE; a running one is only
+                            // refreshed (pause_expire).
                             pfc_pause_rx.count(in_port);
-                            if (paused == 0) {
-                                bit<32> pause_queue_bytes;
-                                port_paused.write(in_port, 1);
-                                port_pause_start_ns.write(in_port, meta.now_ns);
-                                port_rx_bytes.write(in_port, 0);
-                                port_queue_bytes.read(pause_queue_bytes, in_port);
-                                meta.deferred_port_event = PORT_EVENT_PAUSE;
-                                meta.event_port = (port_id_t)in_port;
-                                meta.event_queue_bytes = pause_queue_bytes;
-                                meta.event_rx_bytes = 0;
-                                meta.event_timestamp_ns = meta.now_ns;
-                            }
-                            // pause_expire = now + q * pause_quantum_ps / 1000, the
-                            // division done exactly by multiply-and-shift (controls.p4
-                            // ps_to_ns); q * pause_quantum_ps < 2^48 fits bit<48>.
                             bit<48> pause_ps = (bit<48>)quanta * (bit<48>)meta.pause_quantum_ps;
                             time_ns_t pause_ns = ps_to_ns(pause_ps);
+                            bit<1>    pz_paused;
+                            time_ns_t pz_start_ns;
+                            bit<32>   pz_rx_bytes;
+                            bit<32>   pz_queue_bytes;
+                            // ATOMIC pfc_pause
+                            port_paused.read(pz_paused, in_port);
+                            port_pause_start_ns.read(pz_start_ns, in_port);
+                            port_rx_bytes.read(pz_rx_bytes, in_port);
+                            port_queue_bytes.read(pz_queue_bytes, in_port);
+                            bool pz_starts = pz_paused == 0;
+                            port_paused.write(in_port, 1);
+                            port_pause_start_ns.write(in_port, pz_starts ? meta.now_ns : pz_start_ns);
+                            port_rx_bytes.write(in_port, pz_starts ? 32w0 : pz_rx_bytes);
                             port_pause_expire_ns.write(in_port, meta.now_ns + pause_ns);
+                            meta.deferred_port_event = pz_starts ? PORT_EVENT_PAUSE : PORT_EVENT_NONE;
+                            meta.event_port = (port_id_t)in_port;
+                            meta.event_queue_bytes = pz_queue_bytes;
+                            meta.event_rx_bytes = 0;
+                            meta.event_timestamp_ns = meta.now_ns;
+                            // END ATOMIC
                         } else {
-                            // Event 3: RESUME (quanta 0).
+                            // Event 3: RESUME (quanta 0): if paused, RESUME(p).
                             pfc_resume_rx.count(in_port);
-                            if (paused == 1) {
-                                bit<8>  resume_event;
-                                bit<32> resume_queue_bytes;
-                                bit<32> resume_rx_bytes;
-                                port_resume.apply(in_port, meta.now_ns, meta.qth_bytes,
-                                                  meta.rate_bytes_per_ms, meta.tcheck_ns,
-                                                  resume_event, resume_queue_bytes, resume_rx_bytes);
-                                meta.deferred_port_event = resume_event;
-                                meta.event_port = (port_id_t)in_port;
-                                meta.event_queue_bytes = resume_queue_bytes;
-                                meta.event_rx_bytes = resume_rx_bytes;
-                                meta.event_timestamp_ns = meta.now_ns;
-                            }
+                            PORT_RESUME_VARS
+                            // ATOMIC pfc_resume
+                            PORT_RESUME_ATOMIC(in_port, false)
+                            // END ATOMIC
                         }
                     }
                     // Consumed: dropped, not counted in `dropped`.
@@ -650,16 +772,29 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 bit<32> bitmap;
                 bit<32> slot_inc_id;
                 bit<32> slot_offset;
+                time_ns_t slot_start_ns;
                 inc_slot_bitmap.read(bitmap, slot);
                 inc_slot_inc_id.read(slot_inc_id, slot);
                 inc_slot_offset.read(slot_offset, slot);
+                inc_slot_start_ns.read(slot_start_ns, slot);
+                bool same_message = slot_inc_id == inc_id && slot_offset == offset;
+                // Slot aging: another message holding the slot for at least the
+                // timeout of this packet's group has been abandoned.
+                meta.inc_slot_timeout_ns = 0;
+                inc_slot_timeout.apply();
+                bool abandoned = bitmap != 0 && !same_message && meta.inc_slot_timeout_ns != 0 &&
+                                 meta.now_ns - slot_start_ns >= (time_ns_t)meta.inc_slot_timeout_ns;
                 bit<1> claim = 0;
-                if (bitmap == 0) {
+                if (bitmap == 0 || abandoned) {
+                    if (abandoned) {
+                        inc_slot_takeovers.count(in_port);
+                    }
                     claim = 1;
                     inc_slot_inc_id.write(slot, inc_id);
                     inc_slot_offset.write(slot, offset);
+                    inc_slot_start_ns.write(slot, meta.now_ns);
                     bitmap = contributor;
-                } else if (slot_inc_id == inc_id && slot_offset == offset) {
+                } else if (same_message) {
                     if ((bitmap & contributor) != 0) {
                         inc_duplicates.count(in_port);
                         mark_to_drop(standard_metadata);
@@ -741,35 +876,39 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         }
 
         // ---- Step 10: enqueue accounting, lossless packets (spec 01 event 2,
-        // flowTable enqueue).
+        // flowTable enqueue): the port's queue, rx_bytes while paused, and the
+        // flow slot (taken when free or owned by this flow, else a collision),
+        // as one atomic block (egress subtracts from the same cells).
         if (meta.lossless == 1) {
             bit<32> out_port = (bit<32>)standard_metadata.egress_spec;
-            bit<32> queue_bytes;
-            port_queue_bytes.read(queue_bytes, out_port);
-            port_queue_bytes.write(out_port, queue_bytes + meta.acct_len);
-            bit<1> paused;
-            port_paused.read(paused, out_port);
-            if (paused == 1) {
-                bit<32> rx_bytes;
-                port_rx_bytes.read(rx_bytes, out_port);
-                port_rx_bytes.write(out_port, rx_bytes + meta.acct_len);
-            }
             hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr }, 64w0x100000000);
             meta.flow_slot = meta.flow_hash & (FLOW_SLOTS - 1);
-            bit<32> flow_data;
-            bit<32> flow_owner;
-            flow_bytes.read(flow_data, meta.flow_slot);
-            flow_key.read(flow_owner, meta.flow_slot);
-            if (flow_data == 0 || flow_owner == meta.flow_hash) {
-                flow_key.write(meta.flow_slot, meta.flow_hash);
-                flow_bytes.write(meta.flow_slot, flow_data + meta.acct_len);
-                meta.flow_tracked = 1;
-            } else {
+            bit<32> eq_queue_bytes;
+            bit<1>  eq_paused;
+            bit<32> eq_rx_bytes;
+            bit<32> eq_flow_data;
+            bit<32> eq_flow_owner;
+            // ATOMIC enqueue
+            port_queue_bytes.read(eq_queue_bytes, out_port);
+            port_paused.read(eq_paused, out_port);
+            port_rx_bytes.read(eq_rx_bytes, out_port);
+            flow_bytes.read(eq_flow_data, meta.flow_slot);
+            flow_key.read(eq_flow_owner, meta.flow_slot);
+            bool eq_take = eq_flow_data == 0 || eq_flow_owner == meta.flow_hash;
+            port_queue_bytes.write(out_port, eq_queue_bytes + meta.acct_len);
+            port_rx_bytes.write(out_port, eq_paused == 1 ? eq_rx_bytes + meta.acct_len : eq_rx_bytes);
+            flow_key.write(meta.flow_slot, eq_take ? meta.flow_hash : eq_flow_owner);
+            flow_bytes.write(meta.flow_slot, eq_take ? eq_flow_data + meta.acct_len : eq_flow_data);
+            meta.flow_tracked = eq_take ? 1w1 : 1w0;
+            // END ATOMIC
+            if (meta.flow_tracked == 0) {
                 flow_collisions.count(out_port);
-                meta.flow_tracked = 0;
             }
         }
+
+        // The packet goes to its unicast egress queue (port, priority).
+        queue_enqueued.count(((bit<32>)standard_metadata.egress_spec << 3) | (bit<32>)meta.priority);
     }
 }
 
@@ -782,9 +921,16 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
 
     @id(0x12000001) counter(NUM_PORTS, CounterType.packets_and_bytes) switch_cnp_sent;
     @id(0x12000002) counter(NUM_PORTS, CounterType.packets_and_bytes) ecn_marked;
+    // Counters indexed by egress queue, port * 8 + priority (NUM_QUEUES cells).
+    // Packets egress takes from the queue (multicast replicas included; not
+    // packet-ins, not the E2E clone's pass, not pruned flood copies).
+    @id(0x1200000E) counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_dequeued;
+    // Maintained by the target's traffic manager, never counted by this
+    // program: packets the traffic manager refused for the queue (tail drops of
+    // lossy classes; in a lossless class a drop is a bug). BMv2 leaves it at 0
+    // (its queue drops are not visible to the program).
+    @id(0x1200000F) counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_dropped;
 
-    PortResume() port_resume;
-    PortCheckDecision() port_check;
     RedDecision() red;
     ExplicitWindowClamp() window_clamp;
     IcrcCnp() icrc_cnp;
@@ -899,6 +1045,9 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             return;
         }
 
+        // The packet left its egress queue (port, priority).
+        queue_dequeued.count(((bit<32>)standard_metadata.egress_port << 3) | (bit<32>)meta.priority);
+
         // Packets the switch built (switch CNPs, INC results): cut what
         // follows their new ICRC.
         if (meta.truncate_to_bytes != 0) {
@@ -916,79 +1065,71 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
         meta.deferred_cnp_digest = 0;
         meta.deferred_port_event = PORT_EVENT_NONE;
 
-        // ---- Step 1: dequeue accounting (spec 01 event 4, flowTable dequeue).
+        // ---- Steps 1 and 2 as one atomic block (ingress adds to the same
+        // cells, and a PFC RESUME may race the expiry).
+        // Step 1: dequeue accounting (spec 01 event 4, flowTable dequeue): the
+        // port's queue and, for a tracked flow, its slot lose acct_len.
+        // Step 2: the pause ran out (spec 01 event 3, by expiry): RESUME(p),
+        // which reads the queue after this packet left.
         bit<32> queue_bytes;
+        bit<32> dq_flow_cell;
+        bit<32> flow_data;
+        PORT_RESUME_VARS
+        // ATOMIC dequeue
         port_queue_bytes.read(queue_bytes, port_cell);
+        flow_bytes.read(dq_flow_cell, meta.flow_slot);
         port_queue_bytes.write(port_cell, queue_bytes - meta.acct_len);
-        bit<32> flow_data = 0;
-        if (meta.flow_tracked == 1) {
-            flow_bytes.read(flow_data, meta.flow_slot);
-            flow_bytes.write(meta.flow_slot, flow_data - meta.acct_len);
-        }
-
-        // ---- Step 2: the pause ran out (spec 01 event 3, by expiry).
-        bit<1> paused;
-        port_paused.read(paused, port_cell);
-        if (paused == 1) {
-            time_ns_t pause_expire_ns;
-            port_pause_expire_ns.read(pause_expire_ns, port_cell);
-            if (meta.now_ns >= pause_expire_ns) {
-                bit<8>  resume_event;
-                bit<32> resume_queue_bytes;
-                bit<32> resume_rx_bytes;
-                port_resume.apply(port_cell, meta.now_ns, meta.qth_bytes,
-                                  meta.rate_bytes_per_ms, meta.tcheck_ns,
-                                  resume_event, resume_queue_bytes, resume_rx_bytes);
-                meta.deferred_port_event = resume_event;
-                meta.event_port = standard_metadata.egress_port;
-                meta.event_queue_bytes = resume_queue_bytes;
-                meta.event_rx_bytes = resume_rx_bytes;
-                meta.event_timestamp_ns = meta.now_ns;
-            }
-        }
+        flow_bytes.write(meta.flow_slot, meta.flow_tracked == 1 ? dq_flow_cell - meta.acct_len : dq_flow_cell);
+        flow_data = meta.flow_tracked == 1 ? dq_flow_cell : 32w0;
+        PORT_RESUME_ATOMIC(port_cell, true)
+        // END ATOMIC
 
         bit<1> make_cnp = 0;
         bit<1> mark = 0;
         if (meta.mode == PORT_MODE_FASTCNP) {
-            // ---- Step 3: the port state machine (spec 01 event 4).
-            bit<1>    undetermined;
-            time_ns_t check_at_ns;
-            bit<32>   q_snapshot;
-            port_undetermined.read(undetermined, port_cell);
-            port_check_at_ns.read(check_at_ns, port_cell);
-            port_q_snapshot.read(q_snapshot, port_cell);
-            bit<1> hold;
-            bit<1> congested;
-            bit<1> rearm;
-            bit<1> next_undetermined;
-            bit<8> check_event;
-            port_check.apply(undetermined, meta.now_ns, check_at_ns, queue_bytes,
-                             meta.qth_bytes, q_snapshot,
-                             hold, congested, rearm, next_undetermined, check_event);
-            port_undetermined.write(port_cell, next_undetermined);
-            if (rearm == 1) {
-                port_q_snapshot.write(port_cell, queue_bytes);
-                port_check_at_ns.write(port_cell, meta.now_ns + (time_ns_t)meta.tcheck_ns);
-            }
-            if (check_event != PORT_EVENT_NONE) {
-                bit<32> check_rx_bytes;
-                port_rx_bytes.read(check_rx_bytes, port_cell);
-                meta.deferred_port_event = check_event;
+            // ---- Step 3: the port state machine (spec 01 event 4), one atomic
+            // block (a RESUME in ingress writes the same cells).
+            bit<1>    ck_undet;
+            time_ns_t ck_check_at_ns;
+            bit<32>   ck_snapshot;
+            bit<32>   ck_rx_bytes;
+            bool      ck_hold;
+            bool      ck_congested;
+            bool      ck_rearm;
+            bit<8>    ck_event;
+            bit<1>    ck_next;
+            // ATOMIC port_check
+            port_undetermined.read(ck_undet, port_cell);
+            port_check_at_ns.read(ck_check_at_ns, port_cell);
+            port_q_snapshot.read(ck_snapshot, port_cell);
+            port_rx_bytes.read(ck_rx_bytes, port_cell);
+            PORT_CHECK_DECISION(ck_undet, meta.now_ns, ck_check_at_ns, queue_bytes,
+                                meta.qth_bytes, ck_snapshot,
+                                ck_hold, ck_congested, ck_rearm, ck_event, ck_next)
+            port_undetermined.write(port_cell, ck_next);
+            port_q_snapshot.write(port_cell, ck_rearm ? queue_bytes : ck_snapshot);
+            port_check_at_ns.write(port_cell, ck_rearm ? meta.now_ns + (time_ns_t)meta.tcheck_ns : ck_check_at_ns);
+            // END ATOMIC
+            if (ck_event != PORT_EVENT_NONE) {
+                meta.deferred_port_event = ck_event;
                 meta.event_port = standard_metadata.egress_port;
                 meta.event_queue_bytes = queue_bytes;
-                meta.event_rx_bytes = check_rx_bytes;
+                meta.event_rx_bytes = ck_rx_bytes;
                 meta.event_timestamp_ns = meta.now_ns;
             }
-            if (congested == 1) {
+            if (ck_congested) {
                 if (meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_CNP_TARGET) != 0 &&
                     meta.flow_tracked == 1) {
+                    // At most one CNP per flow per cnpGap, one atomic block (two
+                    // egress threads may serve the same flow slot).
                     time_ns_t last_cnp_ns;
+                    // ATOMIC cnp_gap
                     flow_last_cnp_ns.read(last_cnp_ns, meta.flow_slot);
-                    if (last_cnp_ns == 0 ||
-                        meta.now_ns - last_cnp_ns >= (time_ns_t)meta.cnp_gap_ns) {
-                        flow_last_cnp_ns.write(meta.flow_slot, meta.now_ns);
-                        make_cnp = 1;
-                    }
+                    bool gap_over = last_cnp_ns == 0 ||
+                                    meta.now_ns - last_cnp_ns >= (time_ns_t)meta.cnp_gap_ns;
+                    flow_last_cnp_ns.write(meta.flow_slot, gap_over ? meta.now_ns : last_cnp_ns);
+                    make_cnp = gap_over ? 1w1 : 1w0;
+                    // END ATOMIC
                     // Inside cnpGap: nothing.
                 } else {
                     // No sender QP to address, or untracked flow: ECN fallback.
@@ -1048,12 +1189,14 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             meta.cnp_flow_src_addr = hdr.ipv4.src_addr;
             meta.cnp_flow_dst_addr = hdr.ipv4.dst_addr;
             meta.cnp_timestamp_ns = meta.now_ns;
+            // At most one cnp_digest_t per port per DIGEST_MIN_GAP_NS.
             time_ns_t last_digest_ns;
+            // ATOMIC digest_gap
             port_last_digest_ns.read(last_digest_ns, port_cell);
-            if (last_digest_ns == 0 || meta.now_ns - last_digest_ns >= DIGEST_MIN_GAP_NS) {
-                port_last_digest_ns.write(port_cell, meta.now_ns);
-                meta.deferred_cnp_digest = 1;
-            }
+            bool digest_due = last_digest_ns == 0 || meta.now_ns - last_digest_ns >= DIGEST_MIN_GAP_NS;
+            port_last_digest_ns.write(port_cell, digest_due ? meta.now_ns : last_digest_ns);
+            meta.deferred_cnp_digest = digest_due ? 1w1 : 1w0;
+            // END ATOMIC
         }
 
         if (meta.deferred_cnp == 1 || meta.deferred_port_event != PORT_EVENT_NONE) {

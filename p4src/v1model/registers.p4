@@ -59,6 +59,8 @@
 @id(0x16000011) register<bit<32>>(INC_SLOTS) inc_slot_offset;
 // aggregation slot: contributors added so far (bit = worker rank); 0 = free
 @id(0x16000012) register<bit<32>>(INC_SLOTS) inc_slot_bitmap;
+// aggregation slot: when its message claimed it (slot aging, inc_slot_timeout)
+@id(0x16000023) register<bit<48>>(INC_SLOTS) inc_slot_start_ns;
 
 // INC: one register per vector lane, the running sums of the slot.
 @id(0x16000013) register<bit<32>>(INC_SLOTS) inc_slot_value_0;

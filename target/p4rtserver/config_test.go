@@ -106,7 +106,11 @@ func TestPipelineReject(t *testing.T) {
 	h.mustWrite(t, ins(route(b(10, 0, 0, 0), 8, b(1))))
 	before := h.snapshot(t)
 	other := proto.Clone(P4InfoFromSchema(pipeline.ProgramSchema())).(*p4configv1.P4Info)
-	other.Tables[2].MatchFields[0].Bitwidth = 16
+	for _, tb := range other.Tables {
+		if tb.GetPreamble().GetId() == pipeline.TablePortConfig {
+			tb.MatchFields[0].Bitwidth = 16
+		}
+	}
 	for _, a := range []p4v1.SetForwardingPipelineConfigRequest_Action{
 		p4v1.SetForwardingPipelineConfigRequest_VERIFY, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE,
 		p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT,

@@ -45,6 +45,8 @@ func pipelineCode(err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, pipeline.ErrPermissionDenied):
 		return codes.PermissionDenied
+	case errors.Is(err, pipeline.ErrFailedPrecondition):
+		return codes.FailedPrecondition
 	}
 	return codes.Internal
 }

@@ -13,10 +13,24 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
+// nhAct is set_nexthop(port, 2, 3).
+func nhAct(port byte) *p4v1.TableAction {
+	return act(pipeline.ActionSetNexthop, param(1, b(port)), param(2, b(2)), param(3, b(3)))
+}
+
 // baseline installs one object of every kind, and fills inc_group (for table full).
+// next_hop_selector: members 1 (port 1), 2 (drop), 3 (port 3); group 10 = {1: 1,
+// 3: 2}; next_hop_group_select: group_id 7 -> group 10, group_id 8 -> member 2.
 func baseline(t *testing.T, h *harness) {
 	t.Helper()
+	nhs := pipeline.ProfileNextHopSelector
 	ups := []*p4v1.Update{
+		ins(memberEnt(nhs, 1, nhAct(1))),
+		ins(memberEnt(nhs, 2, act(pipeline.ActionDrop))),
+		ins(memberEnt(nhs, 3, nhAct(3))),
+		ins(groupEnt(nhs, 10, 0, 1, 1, 3, 2)),
+		ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 10}}, exact(1, b(7)))),
+		ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: 2}}, exact(1, b(8)))),
 		ins(route(b(10, 0, 0, 0), 8, b(1))),
 		ins(te(pipeline.TableTrafficClass, 5, act(pipeline.ActionSetTrafficClass, param(1, b(3)), param(2, b(1))), exact(1, b(0)), ternary(3, b(0x1a), b(0x3f)))),
 		ins(te(pipeline.TablePortConfig, 0, act(pipeline.ActionNoAction), exact(1, b(4)))),
@@ -31,6 +45,12 @@ func baseline(t *testing.T, h *harness) {
 		ups = append(ups, ins(te(pipeline.TableIncGroup, 0, act(pipeline.ActionNoAction), exact(1, encodeBits(uint64(g))))))
 	}
 	h.mustWrite(t, ups...)
+}
+
+// oneShot is a one-shot action set with the given selection mode.
+func oneShot(mode p4v1.ActionProfileActionSet_ActionSelectionMode, as ...*p4v1.ActionProfileAction) *p4v1.TableAction {
+	return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileActionSet{ActionProfileActionSet: &p4v1.ActionProfileActionSet{
+		ActionProfileActions: as, ActionSelectionMode: mode}}}
 }
 
 func tableEnt(e *p4v1.TableEntry) *p4v1.Entity {
@@ -52,7 +72,8 @@ func badUpdates() []badUpdate {
 	}
 	tcAct := act(pipeline.ActionSetTrafficClass, param(1, b(1)), param(2, b(0)))
 	cs2 := cloneEnt(50, replica(1, 0), replica(2, 0))
-	ia, ae, nf := codes.InvalidArgument, codes.AlreadyExists, codes.NotFound
+	nhs := pipeline.ProfileNextHopSelector
+	ia, ae, nf, fp := codes.InvalidArgument, codes.AlreadyExists, codes.NotFound, codes.FailedPrecondition
 	return []badUpdate{
 		{"unknown table", ins(te(0x02000099, 0, goodNH, lpm(1, b(11), 8))), ia},
 		{"table ID 0", ins(te(0, 0, goodNH)), ia},
@@ -127,8 +148,46 @@ func badUpdates() []badUpdate {
 		{"multicast repeated replica", ins(mcastEnt(2, replica(2, 0), replica(2, 0))), ia},
 		{"multicast group 0", ins(mcastEnt(0, replica(2, 0))), ia},
 		{"PRE entry empty", ins(preEntity(&p4v1.PacketReplicationEngineEntry{})), ia},
-		{"action profile member", ins(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{ActionProfileId: 0x11000001, MemberId: 1}}}), ia},
-		{"action profile group", ins(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: &p4v1.ActionProfileGroup{ActionProfileId: 0x11000001, GroupId: 1}}}), ia},
+		{"member unknown profile", ins(memberEnt(0x11000099, 5, nhAct(1))), ia},
+		{"member ID 0", ins(memberEnt(nhs, 0, nhAct(1))), ia},
+		{"member without action", ins(memberEnt(nhs, 5, nil)), ia},
+		{"member action not of the profile", ins(memberEnt(nhs, 5, act(pipeline.ActionSetWindow, param(1, b(1))))), ia},
+		{"member default-only action", ins(memberEnt(nhs, 5, act(pipeline.ActionNoAction))), ia},
+		{"member param missing", ins(memberEnt(nhs, 5, act(pipeline.ActionSetNexthop, param(1, b(1))))), ia},
+		{"member param too wide", ins(memberEnt(nhs, 5, act(pipeline.ActionSetNexthop, param(1, b(2, 0)), param(2, b(2)), param(3, b(3))))), ia},
+		{"member exists", ins(memberEnt(nhs, 1, nhAct(4))), ae},
+		{"member modify absent", mod(memberEnt(nhs, 5, nhAct(4))), nf},
+		{"member delete absent", del(memberEnt(nhs, 5, nil)), nf},
+		{"member delete in use by a group", del(memberEnt(nhs, 1, nil)), fp},
+		{"member delete in use by an entry", del(memberEnt(nhs, 2, nil)), fp},
+		{"group unknown profile", ins(groupEnt(0x11000099, 11, 0, 1, 1)), ia},
+		{"group ID 0", ins(groupEnt(nhs, 0, 0, 1, 1)), ia},
+		{"group exists", ins(groupEnt(nhs, 10, 0, 1, 1)), ae},
+		{"group with an unknown member", ins(groupEnt(nhs, 11, 0, 1, 1, 99, 1)), nf},
+		{"group weight 0", ins(groupEnt(nhs, 11, 0, 1, 0)), ia},
+		{"group negative weight", ins(groupEnt(nhs, 11, 0, 1, -3)), ia},
+		{"group member repeated", ins(groupEnt(nhs, 11, 0, 1, 1, 1, 2)), ia},
+		{"group beyond its max_size", ins(groupEnt(nhs, 11, 2, 1, 2, 3, 1)), codes.ResourceExhausted},
+		{"group max_size beyond the profile", ins(groupEnt(nhs, 11, pipeline.NextHopGroupMembers+1, 1, 1)), ia},
+		{"group weights beyond the profile size", ins(groupEnt(nhs, 11, 0, 1, pipeline.NextHopGroupMembers)), codes.ResourceExhausted},
+		{"group watch port", ins(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: &p4v1.ActionProfileGroup{ActionProfileId: nhs, GroupId: 11,
+			Members: []*p4v1.ActionProfileGroup_Member{{MemberId: 1, Weight: 1, WatchKind: &p4v1.ActionProfileGroup_Member_WatchPort{WatchPort: b(1)}}}}}}), codes.Unimplemented},
+		{"group modify absent", mod(groupEnt(nhs, 11, 0, 1, 1)), nf},
+		{"group modify max_size", mod(groupEnt(nhs, 10, 8, 1, 1)), ia},
+		{"group delete absent", del(groupEnt(nhs, 11, 0)), nf},
+		{"group delete in use", del(groupEnt(nhs, 10, 0)), fp},
+		{"direct action in a selector table", ins(te(pipeline.TableNextHopGroupSelect, 0, nhAct(1), exact(1, b(9)))), ia},
+		{"group in a direct table", ins(rt(&p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 10}}, lpm(1, b(11), 8))), ia},
+		{"entry with an unknown group", ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 99}}, exact(1, b(9)))), nf},
+		{"entry with an unknown member", ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: 99}}, exact(1, b(9)))), nf},
+		{"entry with member ID 0", ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{}}, exact(1, b(9)))), ia},
+		{"entry modify to an unknown group", mod(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 99}}, exact(1, b(7)))), nf},
+		{"one-shot empty", ins(te(pipeline.TableNextHopGroupSelect, 0, oneShot(p4v1.ActionProfileActionSet_DEFAULT_MODE_DETERMINED_BY_ACTION_SELECTOR), exact(1, b(9)))), ia},
+		{"one-shot weight 0", ins(te(pipeline.TableNextHopGroupSelect, 0, oneShot(0, &p4v1.ActionProfileAction{Action: nhAct(1).GetAction()}), exact(1, b(9)))), ia},
+		{"one-shot default-only action", ins(te(pipeline.TableNextHopGroupSelect, 0, oneShot(0, &p4v1.ActionProfileAction{Action: act(pipeline.ActionNoAction).GetAction(), Weight: 1}), exact(1, b(9)))), ia},
+		{"one-shot random selection", ins(te(pipeline.TableNextHopGroupSelect, 0, oneShot(p4v1.ActionProfileActionSet_RANDOM, &p4v1.ActionProfileAction{Action: nhAct(1).GetAction(), Weight: 1}), exact(1, b(9)))), codes.Unimplemented},
+		{"one-shot in a direct table", ins(rt(oneShot(0, &p4v1.ActionProfileAction{Action: nhAct(1).GetAction(), Weight: 1}), lpm(1, b(11), 8))), ia},
+		{"selector table default not NoAction", mod(tableEnt(&p4v1.TableEntry{TableId: pipeline.TableNextHopGroupSelect, IsDefaultAction: true, Action: nhAct(1)})), ia},
 		{"meter entry", mod(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{MeterId: 0x15000001}}}), ia},
 		{"direct counter entry", mod(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{TableEntry: &p4v1.TableEntry{TableId: pipeline.TableIPv4Route}}}}), ia},
 		{"extern entry", ins(&p4v1.Entity{Entity: &p4v1.Entity_ExternEntry{ExternEntry: &p4v1.ExternEntry{ExternTypeId: 0x81}}}), ia},
@@ -204,6 +263,7 @@ func badRPCs() []badRPC {
 		{"read empty entity", r(&p4v1.Entity{}), ia},
 		{"read empty PRE entry", r(preEntity(&p4v1.PacketReplicationEngineEntry{})), ia},
 		{"read unknown action profile", r(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{ActionProfileId: 5}}}), ia},
+		{"read groups of an unknown action profile", r(groupEnt(0x11000099, 0, 0)), ia},
 		{"read good then bad entity", r(te(0, 0, nil), counterEnt(0x12000099, -1, 0, 0)), ia},
 		{"set pipeline from backup", setp(&p4v1.SetForwardingPipelineConfigRequest{DeviceId: testDevice, ElectionId: eid(5), Action: commit, Config: cfg(nil)}), codes.PermissionDenied},
 		{"set pipeline other device", setp(&p4v1.SetForwardingPipelineConfigRequest{DeviceId: 3, ElectionId: eid(10), Action: commit, Config: cfg(nil)}), codes.NotFound},
@@ -269,8 +329,22 @@ func TestMalformedRequests(t *testing.T) {
 	backup.arbitrate(eid(5), "")
 	backup.expectArb(codes.AlreadyExists, 10)
 	before := h.snapshot(t)
-	if len(before) < 2*pipeline.NumPorts+pipeline.IncGroups {
-		t.Fatalf("baseline snapshot too small: %d", len(before))
+	// Over P4Runtime, at the start and at the end: every counter and register cell,
+	// the inc_group entries, the members and groups.
+	beforeFull := h.fullSnapshot(t)
+	cells := 0
+	for _, c := range pipeline.ProgramSchema().Counters {
+		cells += c.Size
+	}
+	for _, r := range pipeline.ProgramSchema().Registers {
+		cells += r.Size
+	}
+	if len(beforeFull) < cells+pipeline.IncGroups+3+1 {
+		t.Fatalf("baseline snapshot too small: %d, want at least %d", len(beforeFull), cells+pipeline.IncGroups+4)
+	}
+	sc := pipeline.ProgramSchema()
+	if want := len(beforeFull) - cells + len(sc.Counters) + len(sc.Registers); len(before) != want {
+		t.Fatalf("snapshot has %d items, want %d (every entity, one per counter and register)", len(before), want)
 	}
 	check := func(t *testing.T) {
 		t.Helper()
@@ -318,6 +392,9 @@ func TestMalformedRequests(t *testing.T) {
 			check(t)
 		})
 	}
+	if !sameSnapshot(beforeFull, h.fullSnapshot(t)) {
+		t.Fatal("state read over P4Runtime changed")
+	}
 	// The streams survived: the backup still hears of a change of primary.
 	prim.send(arbReq(testDevice, eid(12), ""))
 	prim.expectArb(codes.OK, 12)
@@ -325,5 +402,45 @@ func TestMalformedRequests(t *testing.T) {
 	t.Logf("%d malformed or illegal requests refused", n)
 	if n < 50 {
 		t.Fatalf("only %d malformed cases", n)
+	}
+}
+
+// TestSnapshotSeesEveryCell: the state comparison of TestMalformedRequests notices a
+// change in any counter or register cell (the last cell of each, which a read of a few
+// cells would miss) and in action profile members and groups, and both snapshots agree.
+func TestSnapshotSeesEveryCell(t *testing.T) {
+	h, _ := ready(t)
+	baseline(t, h)
+	before, beforeFull := h.snapshot(t), h.fullSnapshot(t)
+	sc := pipeline.ProgramSchema()
+	var changes [][2]*p4v1.Update // a change and its undo
+	for _, c := range sc.Counters {
+		last := int64(c.Size - 1)
+		changes = append(changes, [2]*p4v1.Update{mod(counterEnt(c.ID, last, 1, 0)), mod(counterEnt(c.ID, last, 0, 0))})
+	}
+	for _, r := range sc.Registers {
+		last := int64(r.Size - 1)
+		changes = append(changes, [2]*p4v1.Update{mod(registerEnt(r.ID, last, b(1))), mod(registerEnt(r.ID, last, b(0)))})
+	}
+	nhs := pipeline.ProfileNextHopSelector
+	changes = append(changes,
+		[2]*p4v1.Update{mod(memberEnt(nhs, 3, nhAct(9))), mod(memberEnt(nhs, 3, nhAct(3)))},
+		[2]*p4v1.Update{mod(groupEnt(nhs, 10, 0, 1, 2, 3, 2)), mod(groupEnt(nhs, 10, 0, 1, 1, 3, 2))},
+	)
+	for i, c := range changes {
+		h.mustWrite(t, c[0])
+		if sameSnapshot(before, h.snapshot(t)) {
+			t.Errorf("change %d (%v) not seen by snapshot", i, c[0])
+		}
+		if i%16 == 0 && sameSnapshot(beforeFull, h.fullSnapshot(t)) {
+			t.Errorf("change %d (%v) not seen by fullSnapshot", i, c[0])
+		}
+		h.mustWrite(t, c[1])
+		if !sameSnapshot(before, h.snapshot(t)) {
+			t.Fatalf("undo of change %d not seen as the original state", i)
+		}
+	}
+	if !sameSnapshot(beforeFull, h.fullSnapshot(t)) {
+		t.Fatal("fullSnapshot differs after every change was undone")
 	}
 }

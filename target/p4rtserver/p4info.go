@@ -46,12 +46,22 @@ func P4InfoFromSchema(sc *pipeline.Schema) *p4configv1.P4Info {
 				Match: &p4configv1.MatchField_MatchType_{MatchType: matchKinds[k.Kind]}})
 		}
 		for _, a := range t.ActionIDs {
-			pt.ActionRefs = append(pt.ActionRefs, &p4configv1.ActionRef{Id: a})
+			ref := &p4configv1.ActionRef{Id: a}
+			if slices.Contains(t.DefaultOnly, a) {
+				ref.Scope, ref.Annotations = p4configv1.ActionRef_DEFAULT_ONLY, []string{"@defaultonly"}
+			}
+			pt.ActionRefs = append(pt.ActionRefs, ref)
 		}
 		if t.ConstDefault {
 			pt.ConstDefaultActionId = t.DefaultAction
 		}
+		pt.InitialDefaultAction = &p4configv1.TableActionCall{ActionId: t.DefaultAction}
+		pt.ImplementationId = t.ProfileID
 		info.Tables = append(info.Tables, pt)
+	}
+	for _, ap := range sc.ActionProfiles {
+		info.ActionProfiles = append(info.ActionProfiles, &p4configv1.ActionProfile{Preamble: preamble(ap.ID, ap.Name),
+			TableIds: slices.Clone(ap.TableIDs), WithSelector: ap.WithSelector, Size: int64(ap.Size), MaxGroupSize: int32(ap.MaxGroupSize)})
 	}
 	for _, c := range sc.Counters {
 		info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: preamble(c.ID, c.Name),
@@ -96,14 +106,13 @@ func CheckP4Info(info *p4configv1.P4Info, sc *pipeline.Schema) error {
 	c := checker{}
 	c.actions(info, sc)
 	c.tables(info, sc)
+	c.actionProfiles(info, sc)
 	c.counters(info, sc)
 	c.registers(info, sc)
 	c.digests(info, sc)
 	c.valueSets(info, sc)
 	c.packetMetadata(info, sc)
 	switch {
-	case len(info.ActionProfiles) > 0:
-		c.fail("action profile %#x %q: the target's program has no action profiles", info.ActionProfiles[0].GetPreamble().GetId(), info.ActionProfiles[0].GetPreamble().GetName())
 	case len(info.DirectCounters) > 0:
 		c.fail("direct counter %#x %q: the target's program has no direct counters", info.DirectCounters[0].GetPreamble().GetId(), info.DirectCounters[0].GetPreamble().GetName())
 	case len(info.Meters) > 0:
@@ -222,8 +231,42 @@ func (c *checker) tables(info *p4configv1.P4Info, sc *pipeline.Schema) {
 		if (g.GetConstDefaultActionId() != 0) != t.ConstDefault {
 			c.fail("%s: const default action %#x, the target's program has const=%v", what, g.GetConstDefaultActionId(), t.ConstDefault)
 		}
-		if g.GetImplementationId() != 0 || len(g.GetDirectResourceIds()) > 0 {
-			c.fail("%s: implementation or direct resources, the target's program has none", what)
+		if g.GetImplementationId() != t.ProfileID {
+			c.fail("%s: implementation %#x, the target's program has %#x", what, g.GetImplementationId(), t.ProfileID)
+		}
+		var defOnly []uint32
+		for _, r := range g.GetActionRefs() {
+			if r.GetScope() == p4configv1.ActionRef_DEFAULT_ONLY {
+				defOnly = append(defOnly, r.GetId())
+			}
+		}
+		if wantDO := slices.Clone(t.DefaultOnly); !slices.Equal(slices.Sorted(slices.Values(defOnly)), slices.Sorted(slices.Values(wantDO))) {
+			c.fail("%s: default-only actions %#x, the target's program has %#x", what, defOnly, wantDO)
+		}
+		if len(g.GetDirectResourceIds()) > 0 {
+			c.fail("%s: direct resources, the target's program has none", what)
+		}
+	}
+}
+
+func (c *checker) actionProfiles(info *p4configv1.P4Info, sc *pipeline.Schema) {
+	want := map[uint32]string{}
+	for _, x := range sc.ActionProfiles {
+		want[x.ID] = x.Name
+	}
+	got := objects(c, "action profile", info.ActionProfiles, (*p4configv1.ActionProfile).GetPreamble, want)
+	for _, x := range sc.ActionProfiles {
+		g, ok := got[x.ID]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(g.GetTableIds())), slices.Sorted(slices.Values(x.TableIDs))) ||
+			g.GetWithSelector() != x.WithSelector || g.GetSize() != int64(x.Size) || int(g.GetMaxGroupSize()) != x.MaxGroupSize {
+			c.fail("action profile %#x %q: tables %#x selector %v size %d max group size %d; the target's program has %#x %v %d %d",
+				x.ID, x.Name, g.GetTableIds(), g.GetWithSelector(), g.GetSize(), g.GetMaxGroupSize(), x.TableIDs, x.WithSelector, x.Size, x.MaxGroupSize)
+		}
+		if g.GetSumOfMembers() != nil || g.GetWeightsDisallowed() {
+			c.fail("action profile %#x %q: SumOfMembers or weights_disallowed; the target's program uses weights and SumOfWeights", x.ID, x.Name)
 		}
 	}
 }

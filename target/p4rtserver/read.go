@@ -62,9 +62,27 @@ func actionToProto(a pipeline.Action) *p4v1.TableAction {
 	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: pa}}
 }
 
+// entryRunToProto converts what a pipeline entry runs.
+func entryRunToProto(e *pipeline.TableEntry) *p4v1.TableAction {
+	switch {
+	case e.MemberID != 0:
+		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: e.MemberID}}
+	case e.GroupID != 0:
+		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: e.GroupID}}
+	case len(e.OneShot) > 0:
+		set := &p4v1.ActionProfileActionSet{}
+		for _, wa := range e.OneShot {
+			set.ActionProfileActions = append(set.ActionProfileActions, &p4v1.ActionProfileAction{
+				Action: actionToProto(wa.Action).GetAction(), Weight: wa.Weight})
+		}
+		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileActionSet{ActionProfileActionSet: set}}
+	}
+	return actionToProto(e.Action)
+}
+
 // entryToProto converts a pipeline entry, with its stored metadata.
 func (s *Server) entryToProto(e *pipeline.TableEntry) *p4v1.TableEntry {
-	te := &p4v1.TableEntry{TableId: e.TableID, Priority: e.Priority, Action: actionToProto(e.Action)}
+	te := &p4v1.TableEntry{TableId: e.TableID, Priority: e.Priority, Action: entryRunToProto(e)}
 	ti, _ := s.schema.Table(e.TableID)
 	for _, m := range e.Match {
 		fm := &p4v1.FieldMatch{FieldId: m.FieldID}
@@ -106,9 +124,9 @@ func (s *Server) readEntity(p *pipeline.Pipeline, e *p4v1.Entity, emit func(*p4v
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.readPRE(p, x.PacketReplicationEngineEntry, emit)
 	case *p4v1.Entity_ActionProfileMember:
-		return noObjects("action profile", x.ActionProfileMember.GetActionProfileId())
+		return s.readProfileMembers(p, x.ActionProfileMember, emit)
 	case *p4v1.Entity_ActionProfileGroup:
-		return noObjects("action profile", x.ActionProfileGroup.GetActionProfileId())
+		return s.readProfileGroups(p, x.ActionProfileGroup, emit)
 	case *p4v1.Entity_MeterEntry:
 		return noObjects("meter", x.MeterEntry.GetMeterId())
 	case *p4v1.Entity_DirectMeterEntry:
@@ -189,6 +207,46 @@ func (s *Server) readTable(p *pipeline.Pipeline, te *p4v1.TableEntry, emit func(
 		return wrapPipeline(err)
 	}
 	emit(tableEntryEntity(s.entryToProto(&got)))
+	return nil
+}
+
+// readProfileMembers answers a member read: action_profile_id 0 is every profile,
+// member_id 0 every member; a member that does not exist reads as nothing.
+func (s *Server) readProfileMembers(p *pipeline.Pipeline, m *p4v1.ActionProfileMember, emit func(*p4v1.Entity)) error {
+	if id := m.GetActionProfileId(); id != 0 {
+		if _, err := s.profileInfo(id); err != nil {
+			return err
+		}
+	}
+	ms, err := p.ReadProfileMembers(m.GetActionProfileId(), m.GetMemberId(), nil)
+	if err != nil {
+		return wrapPipeline(err)
+	}
+	for _, x := range ms {
+		emit(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{
+			ActionProfileId: x.ProfileID, MemberId: x.MemberID, Action: actionToProto(x.Action).GetAction()}}})
+	}
+	return nil
+}
+
+// readProfileGroups answers a group read like readProfileMembers.
+func (s *Server) readProfileGroups(p *pipeline.Pipeline, g *p4v1.ActionProfileGroup, emit func(*p4v1.Entity)) error {
+	if id := g.GetActionProfileId(); id != 0 {
+		if _, err := s.profileInfo(id); err != nil {
+			return err
+		}
+	}
+	gs, err := p.ReadProfileGroups(g.GetActionProfileId(), g.GetGroupId(), nil)
+	if err != nil {
+		return wrapPipeline(err)
+	}
+	for _, x := range gs {
+		out := &p4v1.ActionProfileGroup{ActionProfileId: x.ProfileID, GroupId: x.GroupID, MaxSize: x.MaxSize}
+		for _, m := range x.Members {
+			out.Members = append(out.Members, &p4v1.ActionProfileGroup_Member{MemberId: m.MemberID, Weight: m.Weight})
+		}
+		emit(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: out}})
+	}
 	return nil
 }
 

@@ -83,6 +83,10 @@ func (s *Server) undoFor(p *pipeline.Pipeline, u *p4v1.Update) undoFunc {
 			}
 			return nil
 		}
+	case *p4v1.Entity_ActionProfileMember:
+		return s.undoProfileMember(p, e.ActionProfileMember)
+	case *p4v1.Entity_ActionProfileGroup:
+		return s.undoProfileGroup(p, e.ActionProfileGroup)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		if cs := e.PacketReplicationEngineEntry.GetCloneSessionEntry(); cs != nil {
 			id := cs.GetSessionId()
@@ -121,6 +125,61 @@ func (s *Server) undoFor(p *pipeline.Pipeline, u *p4v1.Update) undoFunc {
 		}
 	}
 	return nil
+}
+
+// undoProfileMember puts back a member: its old action, or its absence. Undos run
+// in reverse order, so the groups and entries of later updates that used the
+// member were undone first.
+func (s *Server) undoProfileMember(p *pipeline.Pipeline, m *p4v1.ActionProfileMember) undoFunc {
+	pi, ok := s.schema.ActionProfile(m.GetActionProfileId())
+	if !ok || m.GetMemberId() == 0 {
+		return nil
+	}
+	id := m.GetMemberId()
+	read := func(p *pipeline.Pipeline) ([]pipeline.ProfileMember, error) {
+		return p.ReadProfileMembers(pi.ID, id, nil)
+	}
+	return undoProfileObject(p, read, (*pipeline.Pipeline).InsertProfileMember, (*pipeline.Pipeline).ModifyProfileMember,
+		func(p *pipeline.Pipeline) error { return p.DeleteProfileMember(pi.ID, id) })
+}
+
+// undoProfileGroup puts back a group: its old members, or its absence.
+func (s *Server) undoProfileGroup(p *pipeline.Pipeline, g *p4v1.ActionProfileGroup) undoFunc {
+	pi, ok := s.schema.ActionProfile(g.GetActionProfileId())
+	if !ok || g.GetGroupId() == 0 {
+		return nil
+	}
+	id := g.GetGroupId()
+	read := func(p *pipeline.Pipeline) ([]pipeline.ProfileGroup, error) {
+		return p.ReadProfileGroups(pi.ID, id, nil)
+	}
+	return undoProfileObject(p, read, (*pipeline.Pipeline).InsertProfileGroup, (*pipeline.Pipeline).ModifyProfileGroup,
+		func(p *pipeline.Pipeline) error { return p.DeleteProfileGroup(pi.ID, id) })
+}
+
+// undoProfileObject captures a member or group (read returns it, or nothing) and
+// returns the undo that puts it back: modified back, inserted again, or deleted.
+func undoProfileObject[T any](p *pipeline.Pipeline, read func(*pipeline.Pipeline) ([]T, error),
+	insert, modify func(*pipeline.Pipeline, *T) error, del func(*pipeline.Pipeline) error) undoFunc {
+	old, err := read(p)
+	if err != nil {
+		return nil
+	}
+	return func(p *pipeline.Pipeline) error {
+		now, err := read(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(old) == 1 && len(now) == 1:
+			return modify(p, &old[0])
+		case len(old) == 1:
+			return insert(p, &old[0])
+		case len(now) == 1:
+			return del(p)
+		}
+		return nil
+	}
 }
 
 func (s *Server) undoTableEntry(p *pipeline.Pipeline, te *p4v1.TableEntry) undoFunc {

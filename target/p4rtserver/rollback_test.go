@@ -37,6 +37,20 @@ func TestRollbackOnError(t *testing.T) {
 		ins(cloneEnt(60, replica(9, 0))),
 		del(mcastEnt(1)),
 		ins(mcastEnt(2, replica(3, 0))),
+		// Action profiles (baseline: members 1, 2, 3, group 10 = {1, 3}, group_id 7
+		// -> group 10, group_id 8 -> member 2): a new member in a new group behind a
+		// new entry, a modified member and group, an entry moved to a one-shot, then
+		// a group and a member deleted.
+		ins(memberEnt(pipeline.ProfileNextHopSelector, 4, nhAct(4))),
+		ins(groupEnt(pipeline.ProfileNextHopSelector, 11, 0, 4, 2)),
+		ins(te(pipeline.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 11}}, exact(1, b(9)))),
+		mod(memberEnt(pipeline.ProfileNextHopSelector, 1, nhAct(6))),
+		mod(groupEnt(pipeline.ProfileNextHopSelector, 10, 0, 1, 5)),
+		mod(te(pipeline.TableNextHopGroupSelect, 0, oneShot(0, &p4v1.ActionProfileAction{Action: nhAct(5).GetAction(), Weight: 2}), exact(1, b(8)))),
+		del(memberEnt(pipeline.ProfileNextHopSelector, 2, nil)),
+		del(te(pipeline.TableNextHopGroupSelect, 0, nil, exact(1, b(7)))),
+		del(groupEnt(pipeline.ProfileNextHopSelector, 10, 0)),
+		del(memberEnt(pipeline.ProfileNextHopSelector, 3, nil)),
 	}
 	bad := ins(route(b(11, 0, 0, 0), 8, b(1))) // the first update made it a duplicate
 	err := h.writeRollback(t, append(changes, bad, ins(route(b(12, 0, 0, 0), 8, b(1))))...)

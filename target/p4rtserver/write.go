@@ -102,9 +102,9 @@ func (s *Server) apply(p *pipeline.Pipeline, u *p4v1.Update) error {
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.writePRE(p, t, e.PacketReplicationEngineEntry)
 	case *p4v1.Entity_ActionProfileMember:
-		return errorf(codes.InvalidArgument, "action profile ID %#x unknown: the program has no action profiles", e.ActionProfileMember.GetActionProfileId())
+		return s.writeProfileMember(p, t, e.ActionProfileMember)
 	case *p4v1.Entity_ActionProfileGroup:
-		return errorf(codes.InvalidArgument, "action profile ID %#x unknown: the program has no action profiles", e.ActionProfileGroup.GetActionProfileId())
+		return s.writeProfileGroup(p, t, e.ActionProfileGroup)
 	case *p4v1.Entity_MeterEntry:
 		return errorf(codes.InvalidArgument, "meter ID %#x unknown: the program has no meters", e.MeterEntry.GetMeterId())
 	case *p4v1.Entity_DirectMeterEntry:
@@ -181,21 +181,91 @@ func matchFromProto(ti *pipeline.TableInfo, ms []*p4v1.FieldMatch) ([]pipeline.F
 	return out, nil
 }
 
-// actionFromProto converts a table's direct action.
+// actionFromProto converts a direct action of table ti (its default action, or an
+// entry's action in a table without an action profile).
 func (s *Server) actionFromProto(ti *pipeline.TableInfo, ta *p4v1.TableAction) (pipeline.Action, error) {
 	if ta == nil {
 		return pipeline.Action{}, errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
 	}
 	a := ta.GetAction()
 	if a == nil {
-		return pipeline.Action{}, errorf(codes.InvalidArgument, "table %s: only direct actions (the table has no action profile)", ti.Name)
+		return pipeline.Action{}, errorf(codes.InvalidArgument, "table %s: a direct action is needed here", ti.Name)
 	}
+	return s.convertAction("table "+ti.Name, ti.ActionIDs, a)
+}
+
+// entryRunFromProto fills e with what a table entry runs: a direct action, or for a
+// table with an action selector a member, a group or a one-shot action set.
+func (s *Server) entryRunFromProto(ti *pipeline.TableInfo, ta *p4v1.TableAction, e *pipeline.TableEntry) error {
+	if ta == nil {
+		return errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
+	}
+	indirect := ti.ProfileID != 0
+	switch x := ta.GetType().(type) {
+	case *p4v1.TableAction_Action:
+		if indirect {
+			return errorf(codes.InvalidArgument, "table %s has an action selector: an entry runs a member, a group or a one-shot action set", ti.Name)
+		}
+		a, err := s.convertAction("table "+ti.Name, ti.ActionIDs, x.Action)
+		e.Action = a
+		return err
+	case *p4v1.TableAction_ActionProfileMemberId, *p4v1.TableAction_ActionProfileGroupId, *p4v1.TableAction_ActionProfileActionSet:
+		if !indirect {
+			return errorf(codes.InvalidArgument, "table %s has no action profile: an entry runs a direct action", ti.Name)
+		}
+	default:
+		return errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
+	}
+	switch x := ta.GetType().(type) {
+	case *p4v1.TableAction_ActionProfileMemberId:
+		if x.ActionProfileMemberId == 0 {
+			return errorf(codes.InvalidArgument, "table %s: member ID 0 is not valid", ti.Name)
+		}
+		e.MemberID = x.ActionProfileMemberId
+	case *p4v1.TableAction_ActionProfileGroupId:
+		if x.ActionProfileGroupId == 0 {
+			return errorf(codes.InvalidArgument, "table %s: group ID 0 is not valid", ti.Name)
+		}
+		e.GroupID = x.ActionProfileGroupId
+	case *p4v1.TableAction_ActionProfileActionSet:
+		set := x.ActionProfileActionSet
+		switch {
+		case set.GetGroupAction() != nil:
+			return errorf(codes.Unimplemented, "table %s: a one-shot group action is not supported", ti.Name)
+		case set.GetActionSelectionMode() == p4v1.ActionProfileActionSet_RANDOM:
+			return errorf(codes.Unimplemented, "table %s: random one-shot selection is not supported (the selector hashes)", ti.Name)
+		case set.GetSizeSemantics() == p4v1.ActionProfileActionSet_SUM_OF_MEMBERS:
+			return errorf(codes.Unimplemented, "table %s: SUM_OF_MEMBERS size semantics are not supported", ti.Name)
+		case len(set.GetActionProfileActions()) == 0:
+			return errorf(codes.InvalidArgument, "table %s: an empty one-shot action set", ti.Name)
+		}
+		e.OneShot = make([]pipeline.WeightedAction, 0, len(set.GetActionProfileActions()))
+		for i, pa := range set.GetActionProfileActions() {
+			if pa.GetWatchKind() != nil {
+				return errorf(codes.Unimplemented, "table %s: one-shot action %d: watch ports are not supported", ti.Name, i)
+			}
+			if pa.GetAction() == nil {
+				return errorf(codes.InvalidArgument, "table %s: one-shot action %d: action missing", ti.Name, i)
+			}
+			a, err := s.convertAction("table "+ti.Name, ti.ActionIDs, pa.GetAction())
+			if err != nil {
+				return err
+			}
+			e.OneShot = append(e.OneShot, pipeline.WeightedAction{Action: a, Weight: pa.GetWeight()})
+		}
+	}
+	return nil
+}
+
+// convertAction converts an action that must be one of allowed (the actions of the
+// table or profile named what).
+func (s *Server) convertAction(what string, allowed []uint32, a *p4v1.Action) (pipeline.Action, error) {
 	ai, ok := s.schema.Action(a.GetActionId())
 	if !ok {
 		return pipeline.Action{}, errorf(codes.InvalidArgument, "action ID %#x unknown", a.GetActionId())
 	}
-	if !slices.Contains(ti.ActionIDs, ai.ID) {
-		return pipeline.Action{}, errorf(codes.InvalidArgument, "table %s: action %s is not one of its actions", ti.Name, ai.Name)
+	if !slices.Contains(allowed, ai.ID) {
+		return pipeline.Action{}, errorf(codes.InvalidArgument, "%s: action %s is not one of its actions", what, ai.Name)
 	}
 	out := pipeline.Action{ID: ai.ID}
 	for _, p := range a.GetParams() {
@@ -267,7 +337,7 @@ func (s *Server) writeTableEntry(p *pipeline.Pipeline, t p4v1.Update_Type, te *p
 	}
 	e := pipeline.TableEntry{TableID: ti.ID, Match: match, Priority: te.GetPriority()}
 	if t != p4v1.Update_DELETE {
-		if e.Action, err = s.actionFromProto(ti, te.GetAction()); err != nil {
+		if err := s.entryRunFromProto(ti, te.GetAction(), &e); err != nil {
 			return err
 		}
 	}
@@ -289,6 +359,77 @@ func (s *Server) writeTableEntry(p *pipeline.Pipeline, t p4v1.Update_Type, te *p
 		s.entryMeta[key] = entryMeta{te.GetControllerMetadata(), slices.Clone(te.GetMetadata())}
 	}
 	return nil
+}
+
+// profileInfo looks an action profile up (INVALID_ARGUMENT for an unknown ID).
+func (s *Server) profileInfo(id uint32) (*pipeline.ActionProfileInfo, error) {
+	pi, ok := s.schema.ActionProfile(id)
+	if !ok {
+		return nil, errorf(codes.InvalidArgument, "action profile ID %#x unknown", id)
+	}
+	return pi, nil
+}
+
+// profileActions are the actions a member of profile pi may run: those of its
+// tables (the pipeline refuses the default-only ones).
+func (s *Server) profileActions(pi *pipeline.ActionProfileInfo) []uint32 {
+	var ids []uint32
+	for _, tid := range pi.TableIDs {
+		if ti, ok := s.schema.Table(tid); ok {
+			ids = append(ids, ti.ActionIDs...)
+		}
+	}
+	return ids
+}
+
+func (s *Server) writeProfileMember(p *pipeline.Pipeline, t p4v1.Update_Type, m *p4v1.ActionProfileMember) error {
+	pi, err := s.profileInfo(m.GetActionProfileId())
+	if err != nil {
+		return err
+	}
+	if m.GetMemberId() == 0 {
+		return errorf(codes.InvalidArgument, "action profile %s: member ID 0 is not valid", pi.Name)
+	}
+	if t == p4v1.Update_DELETE {
+		return wrapPipeline(p.DeleteProfileMember(pi.ID, m.GetMemberId()))
+	}
+	if m.GetAction() == nil {
+		return errorf(codes.InvalidArgument, "action profile %s member %d: action missing", pi.Name, m.GetMemberId())
+	}
+	a, err := s.convertAction("action profile "+pi.Name, s.profileActions(pi), m.GetAction())
+	if err != nil {
+		return err
+	}
+	pm := &pipeline.ProfileMember{ProfileID: pi.ID, MemberID: m.GetMemberId(), Action: a}
+	if t == p4v1.Update_INSERT {
+		return wrapPipeline(p.InsertProfileMember(pm))
+	}
+	return wrapPipeline(p.ModifyProfileMember(pm))
+}
+
+func (s *Server) writeProfileGroup(p *pipeline.Pipeline, t p4v1.Update_Type, g *p4v1.ActionProfileGroup) error {
+	pi, err := s.profileInfo(g.GetActionProfileId())
+	if err != nil {
+		return err
+	}
+	if g.GetGroupId() == 0 {
+		return errorf(codes.InvalidArgument, "action profile %s: group ID 0 is not valid", pi.Name)
+	}
+	if t == p4v1.Update_DELETE {
+		return wrapPipeline(p.DeleteProfileGroup(pi.ID, g.GetGroupId()))
+	}
+	pg := &pipeline.ProfileGroup{ProfileID: pi.ID, GroupID: g.GetGroupId(), MaxSize: g.GetMaxSize(),
+		Members: make([]pipeline.GroupMember, 0, len(g.GetMembers()))}
+	for i, m := range g.GetMembers() {
+		if m.GetWatchKind() != nil {
+			return errorf(codes.Unimplemented, "action profile %s group %d: member %d: watch ports are not supported", pi.Name, g.GetGroupId(), i)
+		}
+		pg.Members = append(pg.Members, pipeline.GroupMember{MemberID: m.GetMemberId(), Weight: m.GetWeight()})
+	}
+	if t == p4v1.Update_INSERT {
+		return wrapPipeline(p.InsertProfileGroup(pg))
+	}
+	return wrapPipeline(p.ModifyProfileGroup(pg))
 }
 
 // cellIndex converts an optional index: nil is every cell (-1).

@@ -1,10 +1,13 @@
 package p4rtserver
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/wire"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
@@ -101,9 +104,17 @@ func TestCounterRoundTrip(t *testing.T) {
 	// A wildcard write sets every cell.
 	h.mustWrite(t, mod(counterEnt(pipeline.CounterDropped, -1, 0, 0)))
 	equal(t, "cleared", one(t, h, counterEnt(pipeline.CounterDropped, 7, 0, 0)), counterEnt(pipeline.CounterDropped, 7, 0, 0))
-	if got := h.mustRead(t, counterEnt(0, -1, 0, 0)); len(got) != len(pipeline.ProgramSchema().Counters)*pipeline.NumPorts {
-		t.Fatalf("every counter: %d cells", len(got))
+	cells := 0
+	for _, c := range pipeline.ProgramSchema().Counters {
+		cells += c.Size
 	}
+	if got := h.mustRead(t, counterEnt(0, -1, 0, 0)); len(got) != cells || cells != 13*pipeline.NumPorts+5*pipeline.NumQueues {
+		t.Fatalf("every counter: %d cells, want %d", len(got), cells)
+	}
+	// A counter indexed by queue: its last cell.
+	last := pipeline.NumQueues - 1
+	h.mustWrite(t, mod(counterEnt(pipeline.CounterQueueDropped, int64(last), 3, 4500)))
+	equal(t, "queue cell", one(t, h, counterEnt(pipeline.CounterQueueDropped, int64(last), 0, 0)), counterEnt(pipeline.CounterQueueDropped, int64(last), 3, 4500))
 }
 
 func TestRegisterRoundTrip(t *testing.T) {
@@ -247,6 +258,15 @@ func TestEveryTableRoundTrip(t *testing.T) {
 		ti := &sc.Tables[i]
 		t.Run(ti.Name, func(t *testing.T) {
 			e1, e2 := entry(ti, 1), entry(ti, 2)
+			if ti.ProfileID != 0 {
+				// A table with an action selector: the entry runs a member, then a
+				// group of two.
+				h.mustWrite(t, ins(memberEnt(ti.ProfileID, 1, nhAct(1))), ins(memberEnt(ti.ProfileID, 2, nhAct(2))),
+					ins(groupEnt(ti.ProfileID, 5, 0, 1, 1, 2, 3)))
+				e1.GetTableEntry().Action = &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: 1}}
+				e2.GetTableEntry().Action = &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 5}}
+				defer h.mustWrite(t, del(groupEnt(ti.ProfileID, 5, 0)), del(memberEnt(ti.ProfileID, 1, nil)), del(memberEnt(ti.ProfileID, 2, nil)))
+			}
 			key := proto.Clone(e1).(*p4v1.Entity)
 			key.GetTableEntry().Action = nil
 			h.mustWrite(t, ins(e1))
@@ -259,5 +279,127 @@ func TestEveryTableRoundTrip(t *testing.T) {
 				t.Fatalf("after delete: %v", got)
 			}
 		})
+	}
+}
+
+// TestActionProfileRoundTrip: members and weighted groups of next_hop_selector over
+// P4Runtime: written, read back (one, every member of the profile, every profile),
+// used by next_hop_group_select entries (member, group, one-shot) that route packets
+// through the server's pipeline, modified, refused while in use, deleted.
+func TestActionProfileRoundTrip(t *testing.T) {
+	h, _ := ready(t)
+	nhs := pipeline.ProfileNextHopSelector
+	m1, m2 := memberEnt(nhs, 1, nhAct(3)), memberEnt(nhs, 2, nhAct(4))
+	g := groupEnt(nhs, 10, 8, 1, 1, 2, 3)
+	groupRef := &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 10}}
+	nhg := te(pipeline.TableNextHopGroupSelect, 0, groupRef, exact(1, b(7)))
+	routeToGroup := te(pipeline.TableIPv4Route, 0, act(pipeline.ActionSetNextHopGroup, param(1, b(7))), lpm(1, b(10, 9, 0, 0), 16))
+	h.mustWrite(t, ins(m1), ins(m2), ins(g), ins(nhg), ins(routeToGroup))
+
+	equal(t, "member", one(t, h, memberEnt(nhs, 1, nil)), m1)
+	equal(t, "group", one(t, h, groupEnt(nhs, 10, 0)), g)
+	equal(t, "entry", one(t, h, te(pipeline.TableNextHopGroupSelect, 0, nil, exact(1, b(7)))), nhg)
+	if got := h.mustRead(t, memberEnt(nhs, 0, nil)); len(got) != 2 || !proto.Equal(got[1], m2) {
+		t.Fatalf("members of the profile: %v", got)
+	}
+	if got := h.mustRead(t, memberEnt(0, 0, nil), groupEnt(0, 0, 0)); len(got) != 3 {
+		t.Fatalf("every member and group: %v", got)
+	}
+	if got := h.mustRead(t, memberEnt(nhs, 9, nil)); len(got) != 0 {
+		t.Fatalf("absent member: %v", got)
+	}
+
+	// Packets to 10.9.0.0/16 take member 1 (port 3) or 2 (port 4), 1:3, by flow:
+	// pick = [1, 2, 2, 2], index SelectorHash % 4.
+	ports := map[uint16]int{}
+	for i := range 400 {
+		sport := uint16(1000 + 97*i)
+		want := []uint16{3, 4, 4, 4}[pipeline.SelectorHash(0x0A000001, 0x0A090005, 17, sport, 4791)%4]
+		buf := make([]byte, 128)
+		n, err := wire.BuildRoCE(buf, &wire.Envelope{DstMAC: wire.MAC{2, 0, 0, 0, 0, 0xee}, SrcMAC: wire.MAC{2, 0, 0, 0, 0, 1},
+			SrcIP: wire.Addr4{10, 0, 0, 1}, DstIP: wire.Addr4{10, 9, 0, 5}, SrcPort: sport}, &wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.dp.Receive(ctxT(t), buf[:n], 1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-h.fwd:
+			if f.port != want {
+				t.Fatalf("sport %d: port %d, want %d", sport, f.port, want)
+			}
+			ports[f.port]++
+		case <-time.After(5 * time.Second):
+			t.Fatal("packet not forwarded")
+		}
+	}
+	if ports[3]+ports[4] != 400 || ports[3] < 60 || ports[3] > 140 {
+		t.Fatalf("flows per port %v, want about 100 on 3 and 300 on 4", ports)
+	}
+
+	// In use: neither the group nor its members can go.
+	for _, u := range []*p4v1.Update{del(groupEnt(nhs, 10, 0)), del(memberEnt(nhs, 1, nil))} {
+		if got := updateErrors(t, h.write(t, 10, u)); len(got) != 1 || got[0] != codes.FailedPrecondition {
+			t.Fatalf("delete in use: %v", got)
+		}
+	}
+	// Modify: the group's weights, a member's action; a one-shot entry.
+	g2 := groupEnt(nhs, 10, 8, 2, 1)
+	m1b := memberEnt(nhs, 1, nhAct(5))
+	set := oneShot(0, &p4v1.ActionProfileAction{Action: nhAct(3).GetAction(), Weight: 1}, &p4v1.ActionProfileAction{Action: nhAct(4).GetAction(), Weight: 2})
+	oneShotEntry := te(pipeline.TableNextHopGroupSelect, 0, set, exact(1, b(8)))
+	h.mustWrite(t, mod(g2), mod(m1b), ins(oneShotEntry))
+	equal(t, "modified group", one(t, h, groupEnt(nhs, 10, 0)), g2)
+	equal(t, "modified member", one(t, h, memberEnt(nhs, 1, nil)), m1b)
+	equal(t, "one-shot entry", one(t, h, te(pipeline.TableNextHopGroupSelect, 0, nil, exact(1, b(8)))), oneShotEntry)
+	// One-shots are anonymous: no member or group shows for them.
+	if got := h.mustRead(t, memberEnt(0, 0, nil), groupEnt(0, 0, 0)); len(got) != 3 {
+		t.Fatalf("members and groups with a one-shot: %v", got)
+	}
+	// Delete in order: entries, group, members; the profile is empty again.
+	h.mustWrite(t, del(te(pipeline.TableNextHopGroupSelect, 0, nil, exact(1, b(7)))), del(te(pipeline.TableNextHopGroupSelect, 0, nil, exact(1, b(8)))),
+		del(groupEnt(nhs, 10, 0)), del(memberEnt(nhs, 1, nil)), del(memberEnt(nhs, 2, nil)))
+	if got := h.mustRead(t, memberEnt(0, 0, nil), groupEnt(0, 0, 0)); len(got) != 0 {
+		t.Fatalf("after delete: %v", got)
+	}
+}
+
+// TestQueueCountersOverP4Runtime: the counters indexed by queue read through
+// P4Runtime what the data path counted (queue_enqueued in ingress) and what the
+// target's traffic manager fed in (queue_dropped, pfc_xoff_sent, pfc_xon_sent).
+func TestQueueCountersOverP4Runtime(t *testing.T) {
+	h, _ := ready(t)
+	h.mustWrite(t, ins(route(b(10, 0, 0, 0), 8, b(2))))
+	buf := make([]byte, 128)
+	n, err := wire.BuildRoCE(buf, &wire.Envelope{DstMAC: wire.MAC{2, 0, 0, 0, 0, 0xee}, SrcMAC: wire.MAC{2, 0, 0, 0, 0, 1},
+		SrcIP: wire.Addr4{10, 0, 0, 1}, DstIP: wire.Addr4{10, 0, 1, 2}}, &wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.dp.Receive(ctxT(t), buf[:n], 1); err != nil {
+		t.Fatal(err)
+	}
+	err = h.dp.Exec(ctxT(t), func(p *pipeline.Pipeline) error {
+		p.CountQueueDrop(2, 3, 1000)
+		p.CountPFCSent(1, 3, true, 60)
+		p.CountPFCSent(1, 3, false, 60)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(port, prio int64) int64 { return port*8 + prio }
+	for _, c := range []struct {
+		id         uint32
+		index      int64
+		pkts, byts int64
+	}{
+		{pipeline.CounterQueueEnqueued, q(2, 0), 1, int64(n)},
+		{pipeline.CounterQueueDropped, q(2, 3), 1, 1000},
+		{pipeline.CounterPFCXoffSent, q(1, 3), 1, 60},
+		{pipeline.CounterPFCXonSent, q(1, 3), 1, 60},
+	} {
+		equal(t, fmt.Sprintf("counter %#x[%d]", c.id, c.index), one(t, h, counterEnt(c.id, c.index, 0, 0)), counterEnt(c.id, c.index, c.pkts, c.byts))
 	}
 }

@@ -19,6 +19,31 @@ func BenchmarkIngressData(b *testing.B) {
 	}
 }
 
+// BenchmarkIngressECMP: parser + ingress of a RoCEv2 data packet routed to an ECMP
+// group of 4 members (weights 1..4): the route, the group entry, the selector hash.
+func BenchmarkIngressECMP(b *testing.B) {
+	p := newTest(b, ModeFastcnp)
+	mustOK(b, p.ModifyEntry(&TableEntry{TableID: TableIPv4Route, Match: []FieldMatch{{FieldID: 1, Value: uint64(ipR.Uint32() & 0xFFFFFF00), PrefixLen: 24}},
+		Action: Action{ID: ActionSetNextHopGroup, Params: []Param{{1, 7}}}}))
+	g := &ProfileGroup{ProfileID: ProfileNextHopSelector, GroupID: 1}
+	for i := uint32(1); i <= 4; i++ {
+		mustOK(b, p.InsertProfileMember(nhMember(i, uint16(i+1), macR)))
+		g.Members = append(g.Members, GroupMember{i, int32(i)})
+	}
+	mustOK(b, p.InsertProfileGroup(g))
+	mustOK(b, p.InsertEntry(&TableEntry{TableID: TableNextHopGroupSelect, Match: []FieldMatch{{FieldID: 1, Value: 7}}, GroupID: 1}))
+	tmpl := dataSR(1000).build(b)
+	frame := make([]byte, len(tmpl))
+	var r IngressResult
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		copy(frame, tmpl)
+		if err := p.Ingress(frame, portS, int64(i), &r); err != nil || r.Verdict != VerdictForward {
+			b.Fatal(err, r.Verdict)
+		}
+	}
+}
+
 // BenchmarkEgressData: enqueue accounting plus the egress of a lossless data packet
 // on an uncongested fastcnp port.
 func BenchmarkEgressData(b *testing.B) {

@@ -9,13 +9,21 @@
 // caller serialises control-plane and data-plane calls.
 //
 // Control plane (P4Runtime-shaped, by ID; errors wrap ErrInvalidArgument,
-// ErrAlreadyExists, ErrNotFound, ErrResourceExhausted or ErrPermissionDenied):
+// ErrAlreadyExists, ErrNotFound, ErrResourceExhausted, ErrPermissionDenied or
+// ErrFailedPrecondition):
 //   - tables: InsertEntry, ModifyEntry, DeleteEntry, ReadEntry, ReadEntries (table 0 =
 //     all), EntryCount; default actions: SetDefaultAction, ResetDefaultAction,
 //     DefaultAction. Values are uint64 (ValueFromBytes / ValueToBytes convert P4Runtime
 //     bytestrings); match fields and params are addressed by their P4Info IDs.
+//   - action profiles (the ECMP selector next_hop_selector): InsertProfileMember,
+//     ModifyProfileMember, DeleteProfileMember, ReadProfileMembers,
+//     InsertProfileGroup, ModifyProfileGroup, DeleteProfileGroup, ReadProfileGroups;
+//     entries of its table run a member, a group or a one-shot action set
+//     (TableEntry.MemberID, GroupID, OneShot).
 //   - registers and counters by index (index < 0 = every cell): ReadRegister,
-//     WriteRegister, ReadCounter, WriteCounter.
+//     WriteRegister, ReadCounter, WriteCounter. The counters a traffic manager
+//     fills (queue_dropped, pfc_xoff_sent, pfc_xon_sent) are fed by the target:
+//     CountQueueDrop, CountPFCSent.
 //   - parser value set: SetValueSet, ValueSet. Clone sessions: InsertCloneSession,
 //     ModifyCloneSession, DeleteCloneSession, ReadCloneSession. Multicast groups:
 //     InsertMulticastGroup, ModifyMulticastGroup, DeleteMulticastGroup,
@@ -59,6 +67,20 @@ const (
 	AnnounceValueSetSize = 4
 	// L2ForwardTableSize is the size of FastcnpIngress.l2_forward.
 	L2ForwardTableSize = 1024
+	// AnnounceUDPPort is ANNOUNCE_UDP_PORT: the UDP destination port the parser
+	// always takes for an announcement, whatever the value set holds
+	// (wire.DefaultAnnouncePort).
+	AnnounceUDPPort = 4792
+	// NumQueues is NUM_QUEUES: one cell per egress queue (port * 8 + priority) of
+	// the queue_* and pfc_*_sent counters.
+	NumQueues = NumPorts * 8
+	// NextHopGroups is the size of FastcnpIngress.next_hop_group_select.
+	NextHopGroups = 256
+	// NextHopGroupMembers is the size of FastcnpIngress.next_hop_selector: the sum
+	// of member weights over all its groups (P4Runtime SumOfWeights semantics).
+	NextHopGroupMembers = 1024
+	// NextHopSelectorWidth is the selector's declared hash output width (bits).
+	NextHopSelectorWidth = 14
 )
 
 // Port modes (set_port_config.mode).
@@ -92,22 +114,27 @@ const (
 
 // P4Info IDs pinned with @id in p4src/ (docs/dataplane.md "Objects").
 const (
-	PacketInID  uint32 = 0x04000001
-	PacketOutID uint32 = 0x04000002
+	// PacketInID and PacketOutID are not pinned: p4c derives them from the header
+	// type names packet_in_h and packet_out_h (docs/dataplane.md "Controller
+	// packet metadata").
+	PacketInID  uint32 = 68340960
+	PacketOutID uint32 = 74440427
 
 	AnnounceUDPPortID uint32 = 0x03000001
 
-	ActionDrop            uint32 = 0x01000001
-	ActionSetNexthop      uint32 = 0x01000002
-	ActionSetTrafficClass uint32 = 0x01000003
-	ActionSetPortConfig   uint32 = 0x01000004
-	ActionSetConnection   uint32 = 0x01000005
-	ActionSetIncGroup     uint32 = 0x01000006
-	ActionSetFlowLog2     uint32 = 0x01000007
-	ActionSetPortLog2     uint32 = 0x01000008
-	ActionSetWindow       uint32 = 0x01000009
-	ActionL2SetPort       uint32 = 0x0100000A
-	ActionL2Flood         uint32 = 0x0100000B
+	ActionDrop              uint32 = 0x01000001
+	ActionSetNexthop        uint32 = 0x01000002
+	ActionSetTrafficClass   uint32 = 0x01000003
+	ActionSetPortConfig     uint32 = 0x01000004
+	ActionSetConnection     uint32 = 0x01000005
+	ActionSetIncGroup       uint32 = 0x01000006
+	ActionSetFlowLog2       uint32 = 0x01000007
+	ActionSetPortLog2       uint32 = 0x01000008
+	ActionSetWindow         uint32 = 0x01000009
+	ActionL2SetPort         uint32 = 0x0100000A
+	ActionL2Flood           uint32 = 0x0100000B
+	ActionSetNextHopGroup   uint32 = 0x0100000C
+	ActionSetIncSlotTimeout uint32 = 0x0100000D
 	// ActionNoAction is core.p4's NoAction; its ID is the one p4c assigns (not pinned).
 	ActionNoAction uint32 = 21257015
 
@@ -121,6 +148,13 @@ const (
 	TablePortBytesLog2  uint32 = 0x02000008
 	TableWindowExp2     uint32 = 0x02000009
 	TableL2Forward      uint32 = 0x0200000A
+	// TableNextHopGroupSelect is the ECMP group table (implementation:
+	// ProfileNextHopSelector).
+	TableNextHopGroupSelect uint32 = 0x0200000B
+	TableIncSlotTimeout     uint32 = 0x0200000C
+
+	// ProfileNextHopSelector is the action selector FastcnpIngress.next_hop_selector.
+	ProfileNextHopSelector uint32 = 0x11000001
 
 	CounterSwitchCNPSent    uint32 = 0x12000001
 	CounterECNMarked        uint32 = 0x12000002
@@ -134,6 +168,15 @@ const (
 	CounterIncDuplicates    uint32 = 0x1200000A
 	CounterIncResults       uint32 = 0x1200000B
 	CounterIncSlotBusy      uint32 = 0x1200000C
+	// Counters indexed by queue (QueueIndex): counted by the pipeline...
+	CounterQueueEnqueued uint32 = 0x1200000D
+	CounterQueueDequeued uint32 = 0x1200000E
+	// ... and fed by the target's traffic manager (CountQueueDrop, CountPFCSent).
+	CounterQueueDropped uint32 = 0x1200000F
+	CounterPFCXoffSent  uint32 = 0x12000010
+	CounterPFCXonSent   uint32 = 0x12000011
+	// CounterIncSlotTakeovers counts INC slots taken over from abandoned messages.
+	CounterIncSlotTakeovers uint32 = 0x12000012
 
 	RegPortPaused       uint32 = 0x16000001
 	RegPortPauseStart   uint32 = 0x16000002
@@ -155,6 +198,8 @@ const (
 	RegIncSlotBitmap    uint32 = 0x16000012
 	// RegIncSlotValue0 is inc_slot_value_0; inc_slot_value_i is RegIncSlotValue0 + i.
 	RegIncSlotValue0 uint32 = 0x16000013
+	// RegIncSlotStart is inc_slot_start_ns: when the slot's message claimed it.
+	RegIncSlotStart uint32 = 0x16000023
 
 	DigestPortState uint32 = 0x1782DA91
 	DigestCNP       uint32 = 0x1721670C

@@ -19,19 +19,22 @@ type Options struct {
 type Pipeline struct {
 	tables                                             []*table
 	tRoute, tTC, tPortCfg, tConn, tIncGroup, tIncRoute *table
-	tL2, tFlowLog2, tPortLog2, tExp2                   *table
+	tL2, tFlowLog2, tPortLog2, tExp2, tNHG, tIncAging  *table
+	profiles                                           []*profile
 	regs                                               registers
-	counters                                           [numCounters][NumPorts]counterCell
-	announcePorts                                      []uint16
-	clones                                             map[uint32]CloneSession
-	mcast                                              map[uint32][]Replica
-	repBuf                                             []Replica
-	digests                                            [2]digestQueue
-	rng, seed                                          uint64
-	pf                                                 wire.Frame
-	cnpBuf                                             [CNPFrameLen + wire.Dot1QLen]byte
-	cnpRes                                             IngressResult
-	incBuf                                             []byte
+	counters                                           [numCounters][]counterCell
+	// announcePorts is the value set announce_udp_port; parsePorts the parser's
+	// announcement ports: AnnounceUDPPort, then the value set.
+	announcePorts, parsePorts []uint16
+	clones                    map[uint32]CloneSession
+	mcast                     map[uint32][]Replica
+	repBuf                    []Replica
+	digests                   [2]digestQueue
+	rng, seed                 uint64
+	pf                        wire.Frame
+	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
+	cnpRes                    IngressResult
+	incBuf                    []byte
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -43,6 +46,7 @@ func New(opts Options) *Pipeline {
 		mcast:         make(map[uint32][]Replica),
 		repBuf:        make([]Replica, 0, MaxReplicasPerGroup),
 		announcePorts: make([]uint16, 0, AnnounceValueSetSize),
+		parsePorts:    append(make([]uint16, 0, 1+AnnounceValueSetSize), AnnounceUDPPort),
 		incBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
@@ -54,7 +58,7 @@ func New(opts Options) *Pipeline {
 		TableIPv4Route: &p.tRoute, TableTrafficClass: &p.tTC, TablePortConfig: &p.tPortCfg,
 		TableRDMAConnection: &p.tConn, TableIncGroup: &p.tIncGroup, TableIncRoute: &p.tIncRoute,
 		TableL2Forward: &p.tL2, TableFlowBytesLog2: &p.tFlowLog2, TablePortBytesLog2: &p.tPortLog2,
-		TableWindowExp2: &p.tExp2,
+		TableWindowExp2: &p.tExp2, TableNextHopGroupSelect: &p.tNHG, TableIncSlotTimeout: &p.tIncAging,
 	}
 	for i := range schema.Tables {
 		t := newTable(&schema.Tables[i])
@@ -62,6 +66,12 @@ func New(opts Options) *Pipeline {
 		if dst, ok := byID[t.info.ID]; ok {
 			*dst = t
 		}
+	}
+	for i := range schema.ActionProfiles {
+		p.profiles = append(p.profiles, newProfile(&schema.ActionProfiles[i]))
+	}
+	for i, c := range schema.Counters {
+		p.counters[i] = make([]counterCell, c.Size)
 	}
 	return p
 }
@@ -246,10 +256,25 @@ const CNPFrameLen = wire.EthernetLen + wire.IPv4Len + wire.UDPLen + wire.BTHLen 
 // ErrPort reports a port argument outside 0 .. NUM_PORTS-1.
 var ErrPort = fmt.Errorf("port >= NUM_PORTS (%d): %w", NumPorts, ErrInvalidArgument)
 
-func (p *Pipeline) count(id uint32, port uint16, bytes uint32) {
-	c := &p.counters[id-CounterSwitchCNPSent][port&(NumPorts-1)]
+// count counts a packet of bytes in cell index of counter id (index < its size).
+func (p *Pipeline) count(id uint32, index uint16, bytes uint32) {
+	cells := p.counters[id-CounterSwitchCNPSent]
+	c := &cells[int(index)&(len(cells)-1)]
 	c.packets++
 	c.bytes += uint64(bytes)
+}
+
+// QueueIndex is the cell of egress queue (port, priority) in the counters indexed
+// by queue: port * 8 + priority.
+func QueueIndex(port uint16, priority uint8) uint16 {
+	return (port&(NumPorts-1))<<3 | uint16(priority&7)
+}
+
+// forward ends ingress with a unicast forward to out.EgressPort: the packet goes
+// to its egress queue (queue_enqueued).
+func (p *Pipeline) forward(out *IngressResult) {
+	out.Verdict = VerdictForward
+	p.count(CounterQueueEnqueued, QueueIndex(out.EgressPort, out.Meta.Priority), out.Meta.AcctLen)
 }
 
 func (p *Pipeline) emit(dst []Digest, n *int, d Digest, now int64) {
@@ -288,7 +313,7 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	acct := uint32(len(frame))
 	f := &p.pf
 	// 1. Malformed.
-	if err := wire.Parse(frame, wire.ParseOptions{PacketOut: inPort == CPUPort, AnnouncePorts: p.announcePorts}, f); err != nil {
+	if err := wire.Parse(frame, wire.ParseOptions{PacketOut: inPort == CPUPort, AnnouncePorts: p.parsePorts}, f); err != nil {
 		p.count(CounterMalformed, inPort, acct)
 		p.drop(out, DropMalformed)
 		return
@@ -297,8 +322,9 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	m.AcctLen, m.IngressPort = acct, inPort
 	// 2. packet_out.
 	if f.Has(wire.LayerPacketOut) {
-		out.Verdict, out.Frame = VerdictForward, frame[wire.PacketOutLen:]
+		out.Frame = frame[wire.PacketOutLen:]
 		out.EgressPort, m.EgressPort = f.PacketOut.EgressPort, f.PacketOut.EgressPort
+		p.forward(out)
 		return
 	}
 	// 3. Announcement.
@@ -334,9 +360,14 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 		p.drop(out, DropTTL)
 		return
 	}
-	// Routed iff set_nexthop ran (an entry's or the default action): a miss with
-	// the default drop, or an entry whose action is drop, is counted and dropped.
+	// Routed iff set_nexthop ran (an entry's or the default action, or the member
+	// of an ECMP group): a miss with the default drop, an entry or member whose
+	// action is drop, a group without an entry or without members, is counted and
+	// dropped.
 	act, pr, _ := p.tRoute.lookupLPM(m.DstAddr)
+	if act == ActionSetNextHopGroup {
+		act, pr = p.nextHopMember(uint64(pr[0]), f)
+	}
 	if act != ActionSetNexthop {
 		p.count(CounterDropped, inPort, acct)
 		p.drop(out, DropNoRoute)
@@ -364,7 +395,7 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	if f.Has(wire.LayerINC) && !result && m.ConnHit && m.ConnFlags&ConnFlagINC != 0 {
 		_, pr, _ := p.tConn.lookupExact(uint64(m.SrcAddr), uint64(f.UDP.SrcPort), uint64(f.BTH.DestQP))
 		var ok bool
-		if result, ok = p.incContribution(frame, f, pr, inPort, acct, out); !ok {
+		if result, ok = p.incContribution(frame, f, pr, inPort, now, acct, out); !ok {
 			return
 		}
 		built = result
@@ -381,7 +412,30 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 			setMACs(out.Frame, pr[1], pr[2])
 		}
 	}
-	m.EgressPort, out.EgressPort, out.Verdict = egress, egress, VerdictForward
+	m.EgressPort, out.EgressPort = egress, egress
+	p.forward(out)
+}
+
+// nextHopMember is next_hop_group_select for ECMP group group: the action the
+// entry's member, or the member its group's selector hash picks, runs (NoAction on
+// a miss or an empty group).
+func (p *Pipeline) nextHopMember(group uint64, f *wire.Frame) (uint32, *[maxParams]uint64) {
+	en, hit := p.tNHG.lookupEntry(group)
+	if !hit {
+		return p.tNHG.defAction, &p.tNHG.defParams
+	}
+	mb := en.member
+	if en.group != nil {
+		var sport, dport uint16
+		if f.Has(wire.LayerUDP) {
+			sport, dport = f.UDP.SrcPort, f.UDP.DstPort
+		}
+		mb = en.group.choose(SelectorHash(f.IPv4.Src.Uint32(), f.IPv4.Dst.Uint32(), f.IPv4.Protocol, sport, dport))
+	}
+	if mb == nil {
+		return p.tNHG.defAction, &p.tNHG.defParams
+	}
+	return mb.action, &mb.params
 }
 
 // bridge is step 5: L2 forwarding of a frame that is not IPv4, unchanged. MAC control
@@ -400,7 +454,8 @@ func (p *Pipeline) bridge(frame []byte, f *wire.Frame, inPort uint16, acct uint3
 	switch act {
 	case ActionL2SetPort:
 		port := uint16(pr[0])
-		out.Verdict, out.Frame, out.EgressPort, out.Meta.EgressPort = VerdictForward, frame, port, port
+		out.Frame, out.EgressPort, out.Meta.EgressPort = frame, port, port
+		p.forward(out)
 	case ActionL2Flood:
 		out.Verdict, out.Frame, out.McastGroup = VerdictMulticast, frame, uint16(pr[0])
 		out.Replicas = p.replicate(out.McastGroup, inPort)
@@ -473,7 +528,7 @@ func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32)
 // incContribution is step 8 for a contribution of a connection with the INC flag
 // (pr: its set_connection params). It returns result = the packet became the RESULT
 // (out.Frame then holds it), and ok = false when the packet was dropped.
-func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]uint64, inPort uint16, acct uint32, out *IngressResult) (result, ok bool) {
+func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]uint64, inPort uint16, now uint64, acct uint32, out *IngressResult) (result, ok bool) {
 	r := &p.regs
 	ci, rank := pr[2], pr[4]
 	if f.Has(wire.LayerINCIDs) {
@@ -495,13 +550,26 @@ func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]u
 	bit := uint64(1) << rank
 	vec := &f.INCVector
 	bm := r.incSlotBitmap[slot]
+	same := r.incSlotIncID[slot] == uint64(incID) && r.incSlotOffset[slot] == uint64(offset)
+	// Slot aging: another message holding the slot for at least the timeout of
+	// this packet's group (inc_slot_timeout) has been abandoned: take the slot.
+	abandoned := false
+	if bm != 0 && !same {
+		if act, tp, _ := p.tIncAging.lookupExact(uint64(incID>>16), 0, 0); act == ActionSetIncSlotTimeout && tp[0] != 0 {
+			abandoned = (now-r.incSlotStart[slot])&mask48 >= tp[0]
+		}
+	}
 	switch {
-	case bm == 0:
+	case bm == 0 || abandoned:
+		if abandoned {
+			p.count(CounterIncSlotTakeovers, inPort, acct)
+		}
 		r.incSlotIncID[slot], r.incSlotOffset[slot], bm = uint64(incID), uint64(offset), bit
+		r.incSlotStart[slot] = now
 		for i := range IncVectorLen {
 			r.incSlotValue[i][slot] = uint64(uint32(vec[i]))
 		}
-	case r.incSlotIncID[slot] == uint64(incID) && r.incSlotOffset[slot] == uint64(offset):
+	case same:
 		if bm&bit != 0 {
 			p.count(CounterIncDuplicates, inPort, acct)
 			p.drop(out, DropINCDuplicate)

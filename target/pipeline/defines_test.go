@@ -33,6 +33,11 @@ func TestConstantsMirrorDefines(t *testing.T) {
 		goValue int64
 	}{
 		{"NUM_PORTS", NumPorts},
+		{"NUM_QUEUES", NumQueues},
+		{"NEXT_HOP_GROUPS", NextHopGroups},
+		{"NEXT_HOP_GROUP_MEMBERS", NextHopGroupMembers},
+		{"NEXT_HOP_SELECTOR_WIDTH", NextHopSelectorWidth},
+		{"ANNOUNCE_UDP_PORT", AnnounceUDPPort},
 		{"ROUTE_TABLE_SIZE", RouteTableSize},
 		{"L2_FORWARD_TABLE_SIZE", L2ForwardTableSize},
 		{"TRAFFIC_CLASS_TABLE_SIZE", TrafficClassSize},

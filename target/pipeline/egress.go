@@ -38,14 +38,16 @@ func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
 }
 
 // Egress is the dequeue hook: the egress control for frame (the Frame of its
-// IngressResult) leaving on port at time now, with the meta OnEnqueue updated. It may
-// CE-mark frame in place and may make a switch CNP (see EgressResult). The error is
+// IngressResult) leaving on port at time now, with the meta OnEnqueue updated. It
+// counts the packet in queue_dequeued, may CE-mark frame in place and may make a
+// switch CNP (see EgressResult). The error is
 // only for a port >= NUM_PORTS or a port different from meta.EgressPort.
 func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta, out *EgressResult) error {
 	out.Frame, out.Marked, out.CNP, out.CNPFrame, out.CNPPort, out.NumDigests = frame, false, false, nil, 0, 0
 	if port >= NumPorts || port != meta.EgressPort {
 		return fmt.Errorf("egress on port %d (meta port %d): %w", port, meta.EgressPort, ErrPort)
 	}
+	p.count(CounterQueueDequeued, QueueIndex(port, meta.Priority), meta.AcctLen)
 	if !meta.Lossless {
 		return nil
 	}

@@ -4,7 +4,8 @@ import "errors"
 
 // Error classes of the control-plane API. Every error returned wraps exactly one of
 // them (test with errors.Is), so that a P4Runtime server maps them to gRPC codes:
-// INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND, RESOURCE_EXHAUSTED, PERMISSION_DENIED.
+// INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND, RESOURCE_EXHAUSTED, PERMISSION_DENIED,
+// FAILED_PRECONDITION.
 var (
 	// ErrInvalidArgument: unknown ID, wrong match kind, value wider than its field,
 	// non-canonical ternary/LPM value, missing or repeated field or parameter.
@@ -17,4 +18,7 @@ var (
 	ErrResourceExhausted = errors.New("resource exhausted")
 	// ErrPermissionDenied: the default action of a table whose default is const.
 	ErrPermissionDenied = errors.New("permission denied")
+	// ErrFailedPrecondition: an action profile member or group still in use (by a
+	// group or a table entry) cannot be deleted.
+	ErrFailedPrecondition = errors.New("failed precondition")
 )

@@ -19,26 +19,53 @@ func announcement(t *testing.T, dport uint16, magic uint32) []byte {
 	return b[:n]
 }
 
+// TestAnnouncementPunted: ANNOUNCE_UDP_PORT (4792) is an announcement port without
+// any value-set write (BMv2 cannot write one); the value set adds ports; 4791 stays
+// RoCEv2 whatever the value set holds.
 func TestAnnouncementPunted(t *testing.T) {
 	p := newTest(t, ModeFastcnp)
-	frame := announcement(t, 4792, wire.AnnouncementMagic)
-	// Not in the value set yet: an ordinary UDP packet, routed to R.
-	if r := ingress(t, p, frame, portS, 1000); r.Verdict != VerdictForward || r.EgressPort != portR {
-		t.Fatalf("before value set: verdict %d port %d", r.Verdict, r.EgressPort)
+	punted := func(dport uint16) bool {
+		t.Helper()
+		r := ingress(t, p, announcement(t, dport, wire.AnnouncementMagic), portS, 1000)
+		return r.Verdict == VerdictToCPU
 	}
-	mustOK(t, p.SetValueSet(AnnounceUDPPortID, []uint64{4792, 9000}))
-	frame = announcement(t, 4792, wire.AnnouncementMagic)
+	if AnnounceUDPPort != wire.DefaultAnnouncePort {
+		t.Fatalf("AnnounceUDPPort %d, wire.DefaultAnnouncePort %d", AnnounceUDPPort, wire.DefaultAnnouncePort)
+	}
+	steps := []struct {
+		name     string
+		valueSet []uint64
+		port     uint16
+		want     bool
+	}{
+		{"default port, empty value set", nil, AnnounceUDPPort, true},
+		{"other port, empty value set", nil, 9000, false},
+		{"value-set port", []uint64{9000}, 9000, true},
+		{"default port with another value set", []uint64{9000}, AnnounceUDPPort, true},
+		{"a port no longer in the value set", []uint64{9001}, 9000, false},
+		{"4791 in the value set stays RoCEv2", []uint64{RoCEUDPPort}, RoCEUDPPort, false},
+	}
+	for _, st := range steps {
+		mustOK(t, p.SetValueSet(AnnounceUDPPortID, st.valueSet))
+		if got := punted(st.port); got != st.want {
+			t.Errorf("%s: port %d punted %v, want %v", st.name, st.port, got, st.want)
+		}
+	}
+	mustOK(t, p.SetValueSet(AnnounceUDPPortID, nil))
+	frame := announcement(t, AnnounceUDPPort, wire.AnnouncementMagic)
+	before := ctr(t, p, CounterAnnouncements, portS)
 	r := ingress(t, p, frame, portS, 1000)
 	if r.Verdict != VerdictToCPU || r.PacketIn != (PacketIn{IngressPort: portS, Reason: ReasonAnnouncement}) || len(r.Frame) != len(frame) {
 		t.Fatalf("announcement: verdict %d packet_in %+v", r.Verdict, r.PacketIn)
 	}
-	if c := ctr(t, p, CounterAnnouncements, portS); c.Packets != 1 || c.Bytes != uint64(len(frame)) {
-		t.Errorf("announcements %+v", c)
+	if c := ctr(t, p, CounterAnnouncements, portS); c.Packets != before.Packets+1 || c.Bytes != before.Bytes+uint64(len(frame)) {
+		t.Errorf("announcements %+v, before %+v", c, before)
 	}
-	// Wrong magic: malformed.
-	r = ingress(t, p, announcement(t, 9000, 0x12345678), portS, 1000)
-	if r.DropReason != DropMalformed || ctr(t, p, CounterMalformed, portS).Packets != 1 {
-		t.Errorf("bad magic: reason %d", r.DropReason)
+	// Wrong magic on the default port: malformed, without any value set.
+	bad := ctr(t, p, CounterMalformed, portS)
+	r = ingress(t, p, announcement(t, AnnounceUDPPort, 0x12345678), portS, 1000)
+	if r.DropReason != DropMalformed || ctr(t, p, CounterMalformed, portS).Packets != bad.Packets+1 {
+		t.Errorf("bad magic: reason %d, malformed %+v before %+v", r.DropReason, ctr(t, p, CounterMalformed, portS), bad)
 	}
 }
 

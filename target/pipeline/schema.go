@@ -45,15 +45,34 @@ type ActionInfo struct {
 }
 
 // TableInfo describes a table. DefaultAction is the program's default (without
-// parameters); ConstDefault tables reject default-action changes.
+// parameters); ConstDefault tables reject default-action changes. ActionIDs are the
+// table's actions in P4Info order; DefaultOnly those of them with scope
+// DEFAULT_ONLY (never an entry's action). ProfileID is the action profile that
+// implements the table (P4Info implementation_id; 0 for a direct table): its entries
+// run a member or a group of that profile instead of an action.
 type TableInfo struct {
 	ID            uint32
 	Name          string
 	Keys          []MatchFieldInfo
 	ActionIDs     []uint32
+	DefaultOnly   []uint32
 	DefaultAction uint32
 	ConstDefault  bool
 	Size          int
+	ProfileID     uint32
+}
+
+// ActionProfileInfo describes an action profile (with_selector: an action selector).
+// Size bounds the members, the groups and the sum of the weights of all groups
+// (P4Runtime SumOfWeights semantics); MaxGroupSize bounds one group's weights (0:
+// only Size does).
+type ActionProfileInfo struct {
+	ID           uint32
+	Name         string
+	TableIDs     []uint32
+	WithSelector bool
+	Size         int
+	MaxGroupSize int
 }
 
 // NeedsPriority reports whether entries of the table carry a priority (P4Runtime: the
@@ -109,6 +128,7 @@ type PacketMetadataInfo struct {
 type Schema struct {
 	Actions        []ActionInfo
 	Tables         []TableInfo
+	ActionProfiles []ActionProfileInfo
 	Counters       []CounterInfo
 	Registers      []RegisterInfo
 	Digests        []DigestInfo
@@ -170,6 +190,8 @@ var schema = &Schema{
 		{ID: ActionSetIncGroup, Name: "FastcnpIngress.set_inc_group", Params: fields("contributors_mask", 32)},
 		{ID: ActionL2SetPort, Name: "FastcnpIngress.l2_set_port", Params: fields("port", 9)},
 		{ID: ActionL2Flood, Name: "FastcnpIngress.l2_flood", Params: fields("mcast_grp", 16)},
+		{ID: ActionSetNextHopGroup, Name: "FastcnpIngress.set_next_hop_group", Params: fields("group_id", 16)},
+		{ID: ActionSetIncSlotTimeout, Name: "FastcnpIngress.set_inc_slot_timeout", Params: fields("timeout_ns", 32)},
 		{ID: ActionSetFlowLog2, Name: "FastcnpEgress.set_flow_bytes_log2", Params: fields("log2_q6", 16)},
 		{ID: ActionSetPortLog2, Name: "FastcnpEgress.set_port_bytes_log2", Params: fields("log2_q6", 16)},
 		{ID: ActionSetWindow, Name: "FastcnpEgress.set_window", Params: fields("window_bytes", 32)},
@@ -177,7 +199,10 @@ var schema = &Schema{
 	},
 	Tables: []TableInfo{
 		{ID: TableIPv4Route, Name: "FastcnpIngress.ipv4_route", Keys: keys("dst_addr", MatchLPM, 32),
-			ActionIDs: []uint32{ActionSetNexthop, ActionDrop}, DefaultAction: ActionDrop, Size: RouteTableSize},
+			ActionIDs: []uint32{ActionSetNexthop, ActionSetNextHopGroup, ActionDrop}, DefaultAction: ActionDrop, Size: RouteTableSize},
+		{ID: TableNextHopGroupSelect, Name: "FastcnpIngress.next_hop_group_select", Keys: keys("group_id", MatchExact, 16),
+			ActionIDs: []uint32{ActionSetNexthop, ActionDrop, ActionNoAction}, DefaultOnly: []uint32{ActionNoAction},
+			DefaultAction: ActionNoAction, Size: NextHopGroups, ProfileID: ProfileNextHopSelector},
 		{ID: TableTrafficClass, Name: "FastcnpIngress.traffic_class",
 			Keys:      keys("vlan_valid", MatchExact, 1, "pcp", MatchTernary, 3, "dscp", MatchTernary, 6),
 			ActionIDs: []uint32{ActionSetTrafficClass, ActionNoAction}, DefaultAction: ActionNoAction, Size: TrafficClassSize},
@@ -188,6 +213,8 @@ var schema = &Schema{
 			ActionIDs: []uint32{ActionSetConnection, ActionNoAction}, DefaultAction: ActionNoAction, Size: ConnTableSize},
 		{ID: TableIncGroup, Name: "FastcnpIngress.inc_group", Keys: keys("group_id", MatchExact, 16),
 			ActionIDs: []uint32{ActionSetIncGroup, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncGroups},
+		{ID: TableIncSlotTimeout, Name: "FastcnpIngress.inc_slot_timeout", Keys: keys("group_id", MatchExact, 16),
+			ActionIDs: []uint32{ActionSetIncSlotTimeout, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncGroups},
 		{ID: TableIncRoute, Name: "FastcnpIngress.inc_route", Keys: keys("bucket", MatchExact, 8),
 			ActionIDs: []uint32{ActionSetNexthop, ActionNoAction}, DefaultAction: ActionNoAction, Size: IncBuckets},
 		{ID: TableL2Forward, Name: "FastcnpIngress.l2_forward", Keys: keys("dst_addr", MatchExact, 48),
@@ -198,6 +225,10 @@ var schema = &Schema{
 			ActionIDs: []uint32{ActionSetPortLog2, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
 		{ID: TableWindowExp2, Name: "FastcnpEgress.window_exp2", Keys: keys("log2_q6", MatchExact, 16),
 			ActionIDs: []uint32{ActionSetWindow, ActionNoAction}, DefaultAction: ActionNoAction, Size: Log2TableSize},
+	},
+	ActionProfiles: []ActionProfileInfo{
+		{ID: ProfileNextHopSelector, Name: "FastcnpIngress.next_hop_selector", TableIDs: []uint32{TableNextHopGroupSelect},
+			WithSelector: true, Size: NextHopGroupMembers},
 	},
 	Counters: []CounterInfo{
 		{CounterSwitchCNPSent, "FastcnpEgress.switch_cnp_sent", NumPorts},
@@ -212,6 +243,12 @@ var schema = &Schema{
 		{CounterIncDuplicates, "FastcnpIngress.inc_duplicates", NumPorts},
 		{CounterIncResults, "FastcnpIngress.inc_results", NumPorts},
 		{CounterIncSlotBusy, "FastcnpIngress.inc_slot_busy", NumPorts},
+		{CounterQueueEnqueued, "FastcnpIngress.queue_enqueued", NumQueues},
+		{CounterQueueDequeued, "FastcnpEgress.queue_dequeued", NumQueues},
+		{CounterQueueDropped, "FastcnpEgress.queue_dropped", NumQueues},
+		{CounterPFCXoffSent, "FastcnpIngress.pfc_xoff_sent", NumQueues},
+		{CounterPFCXonSent, "FastcnpIngress.pfc_xon_sent", NumQueues},
+		{CounterIncSlotTakeovers, "FastcnpIngress.inc_slot_takeovers", NumPorts},
 	},
 	Registers: registerList(),
 	Digests: []DigestInfo{
@@ -251,7 +288,7 @@ func registerList() []RegisterInfo {
 	for i := 0; i < IncVectorLen; i++ {
 		r = append(r, RegisterInfo{RegIncSlotValue0 + uint32(i), "inc_slot_value_" + itoa(i), 32, IncSlots})
 	}
-	return r
+	return append(r, RegisterInfo{RegIncSlotStart, "inc_slot_start_ns", 48, IncSlots})
 }
 
 func itoa(i int) string {
@@ -269,6 +306,16 @@ func (s *Schema) Table(id uint32) (*TableInfo, bool) {
 	for i := range s.Tables {
 		if s.Tables[i].ID == id {
 			return &s.Tables[i], true
+		}
+	}
+	return nil, false
+}
+
+// ActionProfile returns the action profile with the given ID.
+func (s *Schema) ActionProfile(id uint32) (*ActionProfileInfo, bool) {
+	for i := range s.ActionProfiles {
+		if s.ActionProfiles[i].ID == id {
+			return &s.ActionProfiles[i], true
 		}
 	}
 	return nil, false

@@ -75,12 +75,32 @@ func TestSchemaMatchesP4Info(t *testing.T) {
 		if !slices.Equal(refs, gt.ActionIDs) {
 			t.Errorf("table %s actions: Go %#x, P4Info %#x", gt.Name, gt.ActionIDs, refs)
 		}
+		var defOnly []uint32
+		for _, r := range pt.GetActionRefs() {
+			if r.GetScope() == p4configv1.ActionRef_DEFAULT_ONLY {
+				defOnly = append(defOnly, r.GetId())
+			}
+		}
+		if !slices.Equal(defOnly, gt.DefaultOnly) || pt.GetImplementationId() != gt.ProfileID {
+			t.Errorf("table %s: Go default-only %#x profile %#x, P4Info %#x implementation %#x", gt.Name, gt.DefaultOnly, gt.ProfileID, defOnly, pt.GetImplementationId())
+		}
 		def := pt.GetInitialDefaultAction().GetActionId()
 		if def == 0 {
 			def = pt.GetConstDefaultActionId()
 		}
 		if def != gt.DefaultAction || (pt.GetConstDefaultActionId() != 0) != gt.ConstDefault {
 			t.Errorf("table %s default: Go %#x const %v, P4Info %#x const %#x", gt.Name, gt.DefaultAction, gt.ConstDefault, def, pt.GetConstDefaultActionId())
+		}
+	}
+
+	if len(info.GetActionProfiles()) != len(s.ActionProfiles) {
+		t.Errorf("%d action profiles in P4Info, %d in Go", len(info.GetActionProfiles()), len(s.ActionProfiles))
+	}
+	for _, pa := range info.GetActionProfiles() {
+		ga, ok := s.ActionProfile(pa.GetPreamble().GetId())
+		if !ok || ga.Name != pa.GetPreamble().GetName() || !slices.Equal(ga.TableIDs, pa.GetTableIds()) || ga.WithSelector != pa.GetWithSelector() ||
+			ga.Size != int(pa.GetSize()) || ga.MaxGroupSize != int(pa.GetMaxGroupSize()) {
+			t.Errorf("action profile %s (%#x): P4Info %v, Go %+v", pa.GetPreamble().GetName(), pa.GetPreamble().GetId(), pa, ga)
 		}
 	}
 

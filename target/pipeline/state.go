@@ -14,6 +14,7 @@ type registers struct {
 	flowBytes, flowKey, flowLastCNP            [FlowSlots]uint64
 	incFlowIncID, incFlowFirstPSN, incFlowLen  [ConnTableSize]uint64
 	incSlotIncID, incSlotOffset, incSlotBitmap [IncSlots]uint64
+	incSlotStart                               [IncSlots]uint64
 	incSlotValue                               [IncVectorLen][IncSlots]uint64
 }
 
@@ -55,6 +56,8 @@ func (r *registers) slice(id uint32) []uint64 {
 		return r.incSlotOffset[:]
 	case RegIncSlotBitmap:
 		return r.incSlotBitmap[:]
+	case RegIncSlotStart:
+		return r.incSlotStart[:]
 	}
 	if id >= RegIncSlotValue0 && id < RegIncSlotValue0+IncVectorLen {
 		return r.incSlotValue[id-RegIncSlotValue0][:]
@@ -71,7 +74,9 @@ type CounterValue struct {
 
 type counterCell struct{ packets, bytes uint64 }
 
-const numCounters = 12
+// numCounters is the number of counter arrays; their IDs are consecutive from
+// CounterSwitchCNPSent.
+const numCounters = 18
 
 // RegisterValue is one register cell.
 type RegisterValue struct {
@@ -108,10 +113,10 @@ func (p *Pipeline) ReadCounter(id uint32, index int, dst []CounterValue) ([]Coun
 	if err != nil {
 		return dst, fmt.Errorf("read counter: %w", err)
 	}
-	if index >= NumPorts {
-		return dst, fmt.Errorf("read counter %#x: index %d >= %d: %w", id, index, NumPorts, ErrInvalidArgument)
+	c := p.counters[ci]
+	if index >= len(c) {
+		return dst, fmt.Errorf("read counter %#x: index %d >= %d: %w", id, index, len(c), ErrInvalidArgument)
 	}
-	c := &p.counters[ci]
 	if index >= 0 {
 		return append(dst, CounterValue{index, c[index].packets, c[index].bytes}), nil
 	}
@@ -128,10 +133,10 @@ func (p *Pipeline) WriteCounter(id uint32, index int, packets, bytes uint64) err
 	if err != nil {
 		return fmt.Errorf("write counter: %w", err)
 	}
-	if index >= NumPorts {
-		return fmt.Errorf("write counter %#x: index %d >= %d: %w", id, index, NumPorts, ErrInvalidArgument)
+	c := p.counters[ci]
+	if index >= len(c) {
+		return fmt.Errorf("write counter %#x: index %d >= %d: %w", id, index, len(c), ErrInvalidArgument)
 	}
-	c := &p.counters[ci]
 	if index >= 0 {
 		c[index] = counterCell{packets, bytes}
 		return nil
@@ -201,10 +206,38 @@ func (p *Pipeline) SetValueSet(id uint32, members []uint64) error {
 		}
 	}
 	p.announcePorts = p.announcePorts[:0]
+	p.parsePorts = p.parsePorts[:1] // AnnounceUDPPort, always
 	for _, m := range members {
 		p.announcePorts = append(p.announcePorts, uint16(m))
+		p.parsePorts = append(p.parsePorts, uint16(m))
 	}
 	return nil
+}
+
+// CountQueueDrop counts, in queue_dropped, a packet of bytes (its acct_len) that the
+// traffic manager refused for egress queue (port, priority): the counter the P4
+// program declares but only a target with a traffic manager maintains. Ports >=
+// NUM_PORTS are ignored.
+func (p *Pipeline) CountQueueDrop(port uint16, priority uint8, bytes uint32) {
+	if port < NumPorts {
+		p.count(CounterQueueDropped, QueueIndex(port, priority), bytes)
+	}
+}
+
+// CountPFCSent counts a PFC frame of bytes sent out of port for priority: in
+// pfc_xoff_sent when its quanta for that priority are > 0 (refreshes included), in
+// pfc_xon_sent when they are 0. A frame that speaks for several priorities is
+// counted once for each. Maintained by the target's traffic manager (the P4
+// program declares the counters; BMv2 has no PFC). Ports >= NUM_PORTS are ignored.
+func (p *Pipeline) CountPFCSent(port uint16, priority uint8, xoff bool, bytes uint32) {
+	if port >= NumPorts {
+		return
+	}
+	id := CounterPFCXonSent
+	if xoff {
+		id = CounterPFCXoffSent
+	}
+	p.count(id, QueueIndex(port, priority), bytes)
 }
 
 // ValueSet returns the members of a parser value set. Errors: ErrInvalidArgument.

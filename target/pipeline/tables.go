@@ -37,12 +37,18 @@ type Action struct {
 }
 
 // TableEntry is a table entry, P4Runtime style. Priority is > 0 for tables with a
-// ternary field (highest wins) and 0 otherwise.
+// ternary field (highest wins) and 0 otherwise. An entry of a direct table runs
+// Action; an entry of a table with an action profile (TableInfo.ProfileID) runs
+// exactly one of: member MemberID, group GroupID (of that profile), or the one-shot
+// action set OneShot (an anonymous group); its Action is then empty.
 type TableEntry struct {
 	TableID  uint32
 	Match    []FieldMatch
 	Priority int32
 	Action   Action
+	MemberID uint32
+	GroupID  uint32
+	OneShot  []WeightedAction
 }
 
 // entryKey identifies an entry (canonical values, masks, priority).
@@ -59,6 +65,9 @@ type entry struct {
 	em     [maxKeys]uint64 // effective match masks: all ones for exact fields
 	action uint32
 	params [maxParams]uint64
+	// Indirect tables: the member or the group (a one-shot's has ID 0) it runs.
+	member *apMember
+	group  *apGroup
 }
 
 type table struct {
@@ -175,11 +184,19 @@ func (t *table) canonKey(e *TableEntry) (entryKey, int32, error) {
 
 // canonAction validates an action for the table and returns its parameter values.
 func canonAction(ti *TableInfo, a *Action) ([maxParams]uint64, error) {
-	var out [maxParams]uint64
 	if !slices.Contains(ti.ActionIDs, a.ID) {
-		return out, fmt.Errorf("table %s: action ID %#x not an action of the table: %w", ti.Name, a.ID, ErrInvalidArgument)
+		return [maxParams]uint64{}, fmt.Errorf("table %s: action ID %#x not an action of the table: %w", ti.Name, a.ID, ErrInvalidArgument)
 	}
-	ai, _ := schema.Action(a.ID)
+	return checkParams(a)
+}
+
+// checkParams validates the parameters of an action of the program.
+func checkParams(a *Action) ([maxParams]uint64, error) {
+	var out [maxParams]uint64
+	ai, ok := schema.Action(a.ID)
+	if !ok {
+		return out, fmt.Errorf("action ID %#x: %w", a.ID, ErrInvalidArgument)
+	}
 	if len(a.Params) != len(ai.Params) {
 		return out, fmt.Errorf("action %s: %d params given, %d expected: %w", ai.Name, len(a.Params), len(ai.Params), ErrInvalidArgument)
 	}
@@ -219,8 +236,81 @@ func (p *Pipeline) table(id uint32) (*table, error) {
 	return nil, fmt.Errorf("table ID %#x: %w", id, ErrInvalidArgument)
 }
 
+// entryRun is what an entry runs: an action (direct tables) or a member or group of
+// the table's action profile.
+type entryRun struct {
+	action uint32
+	params [maxParams]uint64
+	member *apMember
+	group  *apGroup
+}
+
+// entryRun validates what e runs for table t. For an indirect table it resolves the
+// member or group (ErrNotFound when it does not exist) or builds the one-shot group.
+func (p *Pipeline) entryRun(t *table, e *TableEntry) (entryRun, error) {
+	ti := t.info
+	refs := 0
+	for _, set := range []bool{e.MemberID != 0, e.GroupID != 0, len(e.OneShot) > 0} {
+		if set {
+			refs++
+		}
+	}
+	if ti.ProfileID == 0 {
+		if refs > 0 {
+			return entryRun{}, fmt.Errorf("table %s has no action profile: an entry runs an action: %w", ti.Name, ErrInvalidArgument)
+		}
+		if slices.Contains(ti.DefaultOnly, e.Action.ID) {
+			return entryRun{}, fmt.Errorf("table %s: action %#x is default-only: %w", ti.Name, e.Action.ID, ErrInvalidArgument)
+		}
+		params, err := canonAction(ti, &e.Action)
+		return entryRun{action: e.Action.ID, params: params}, err
+	}
+	if refs != 1 || e.Action.ID != 0 || len(e.Action.Params) > 0 {
+		return entryRun{}, fmt.Errorf("table %s has an action selector: an entry runs exactly one member, group or one-shot action set, not an action: %w", ti.Name, ErrInvalidArgument)
+	}
+	pr, err := p.profile(ti.ProfileID)
+	if err != nil {
+		return entryRun{}, err
+	}
+	switch {
+	case e.MemberID != 0:
+		mb, ok := pr.members[e.MemberID]
+		if !ok {
+			return entryRun{}, fmt.Errorf("table %s: %s has no member %d: %w", ti.Name, pr.info.Name, e.MemberID, ErrNotFound)
+		}
+		return entryRun{member: mb}, nil
+	case e.GroupID != 0:
+		g, ok := pr.groups[e.GroupID]
+		if !ok {
+			return entryRun{}, fmt.Errorf("table %s: %s has no group %d: %w", ti.Name, pr.info.Name, e.GroupID, ErrNotFound)
+		}
+		return entryRun{group: g}, nil
+	}
+	g, err := pr.oneShot(e.OneShot)
+	if err != nil {
+		return entryRun{}, fmt.Errorf("table %s: %w", ti.Name, err)
+	}
+	return entryRun{group: g}, nil
+}
+
+// use counts (delta 1) or uncounts (-1) the member or group an entry runs; a
+// one-shot group's weight counts against its profile.
+func (p *Pipeline) use(t *table, member *apMember, group *apGroup, delta int) {
+	switch {
+	case member != nil:
+		member.entries += delta
+	case group != nil && group.id == 0:
+		if pr, err := p.profile(t.info.ProfileID); err == nil {
+			pr.weight += delta * group.weight
+		}
+	case group != nil:
+		group.entries += delta
+	}
+}
+
 // InsertEntry adds an entry. Errors: ErrInvalidArgument, ErrAlreadyExists,
-// ErrResourceExhausted (table full).
+// ErrResourceExhausted (table full, or a one-shot beyond the profile's size),
+// ErrNotFound (the member or group of an indirect entry does not exist).
 func (p *Pipeline) InsertEntry(e *TableEntry) error {
 	t, err := p.table(e.TableID)
 	if err != nil {
@@ -230,7 +320,7 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
-	params, err := canonAction(t.info, &e.Action)
+	run, err := p.entryRun(t, e)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -242,7 +332,8 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 	}
 	idx := t.free[len(t.free)-1]
 	t.free = t.free[:len(t.free)-1]
-	t.entries[idx] = entry{used: true, key: k, plen: plen, action: e.Action.ID, params: params}
+	t.entries[idx] = entry{used: true, key: k, plen: plen, action: run.action, params: run.params, member: run.member, group: run.group}
+	p.use(t, run.member, run.group, 1)
 	for i, kf := range t.info.Keys {
 		t.entries[idx].em[i] = k.m[i]
 		if kf.Kind == MatchExact {
@@ -283,15 +374,28 @@ func (p *Pipeline) ModifyEntry(e *TableEntry) error {
 	if err != nil {
 		return fmt.Errorf("modify: %w", err)
 	}
-	params, err := canonAction(t.info, &e.Action)
-	if err != nil {
-		return fmt.Errorf("modify: %w", err)
-	}
 	idx, ok := t.byKey[k]
 	if !ok {
 		return fmt.Errorf("modify: table %s: no such entry: %w", t.info.Name, ErrNotFound)
 	}
-	t.entries[idx].action, t.entries[idx].params = e.Action.ID, params
+	en := &t.entries[idx]
+	// A one-shot being replaced frees its weight for the new one.
+	old := en.group
+	if old != nil && old.id == 0 {
+		p.use(t, nil, old, -1)
+	}
+	run, err := p.entryRun(t, e)
+	if err != nil {
+		if old != nil && old.id == 0 {
+			p.use(t, nil, old, 1)
+		}
+		return fmt.Errorf("modify: %w", err)
+	}
+	if old == nil || old.id != 0 {
+		p.use(t, en.member, en.group, -1)
+	}
+	en.action, en.params, en.member, en.group = run.action, run.params, run.member, run.group
+	p.use(t, run.member, run.group, 1)
 	return nil
 }
 
@@ -310,6 +414,7 @@ func (p *Pipeline) DeleteEntry(e *TableEntry) error {
 	if !ok {
 		return fmt.Errorf("delete: table %s: no such entry: %w", t.info.Name, ErrNotFound)
 	}
+	p.use(t, t.entries[idx].member, t.entries[idx].group, -1)
 	delete(t.byKey, k)
 	switch {
 	case t.isLPM():
@@ -343,7 +448,16 @@ func (t *table) toEntry(en *entry) TableEntry {
 			}
 		}
 	}
-	out.Action = makeAction(en.action, &en.params)
+	switch {
+	case en.member != nil:
+		out.MemberID = en.member.id
+	case en.group != nil && en.group.id != 0:
+		out.GroupID = en.group.id
+	case en.group != nil:
+		out.OneShot = slices.Clone(en.group.set)
+	default:
+		out.Action = makeAction(en.action, &en.params)
+	}
 	return out
 }
 
@@ -415,6 +529,9 @@ func (p *Pipeline) SetDefaultAction(tableID uint32, a *Action) error {
 	if t.info.ConstDefault {
 		return fmt.Errorf("set default: table %s has a const default action: %w", t.info.Name, ErrPermissionDenied)
 	}
+	if t.info.ProfileID != 0 && !slices.Contains(t.info.DefaultOnly, a.ID) {
+		return fmt.Errorf("set default: table %s has an action selector: its default can only be %#x: %w", t.info.Name, t.info.DefaultOnly, ErrInvalidArgument)
+	}
 	params, err := canonAction(t.info, a)
 	if err != nil {
 		return fmt.Errorf("set default: %w", err)
@@ -452,6 +569,15 @@ func (t *table) hitOrDefault(idx int32, ok bool) (uint32, *[maxParams]uint64, bo
 	}
 	en := &t.entries[idx]
 	return en.action, &en.params, true
+}
+
+// lookupEntry returns the entry of an exact table with key v0 (indirect tables).
+func (t *table) lookupEntry(v0 uint64) (*entry, bool) {
+	idx, ok := t.byKey[entryKey{v: [maxKeys]uint64{v0}}]
+	if !ok {
+		return nil, false
+	}
+	return &t.entries[idx], true
 }
 
 func (t *table) lookupExact(v0, v1, v2 uint64) (uint32, *[maxParams]uint64, bool) {

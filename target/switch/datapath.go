@@ -219,6 +219,8 @@ func (s *Switch) enqueue(f *frame, now int64) {
 	}
 	if !res.Verdict.IsAccepted() {
 		s.ctr.TMDropped++
+		// The P4 counter queue_dropped that only a traffic manager can fill.
+		s.pl.CountQueueDrop(m.EgressPort, uint8(prio), m.AcctLen)
 		s.putFrame(f)
 	} else {
 		s.ctr.Enqueued++
@@ -244,6 +246,12 @@ func (s *Switch) sendPFC(ev *tm.PFCEvent) {
 	}
 	f.data, f.out = f.buf[:n], p
 	s.urgent = append(s.urgent, f)
+	// The P4 counters pfc_xoff_sent / pfc_xon_sent, per priority of the frame.
+	for prio := range tm.NumPriorities {
+		if ev.ClassEnable&(1<<prio) != 0 {
+			s.pl.CountPFCSent(p.cfg.Num, uint8(prio), ev.Quanta[prio] > 0, uint32(n))
+		}
+	}
 	switch ev.Kind {
 	case tm.PFCXoff:
 		s.ctr.PFCTxXoff++
