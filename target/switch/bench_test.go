@@ -188,7 +188,7 @@ func BenchmarkSwitchVeth(b *testing.B) {
 				for int64(sent)-got.Load() > window-int64(len(batch)) {
 					select {
 					case <-progress:
-					case <-time.After(2 * time.Second):
+					case <-time.After(10 * time.Second): // no progress: a guard against hangs
 						b.Fatalf("lost frames: sent %d, received %d (switch dequeued %d)", sent, got.Load(), s.Dump().Runtime.Dequeued-base)
 					}
 				}
@@ -201,7 +201,7 @@ func BenchmarkSwitchVeth(b *testing.B) {
 			for got.Load() < int64(b.N) {
 				select {
 				case <-progress:
-				case <-time.After(2 * time.Second):
+				case <-time.After(10 * time.Second): // no progress: a guard against hangs
 					b.Fatalf("lost frames: sent %d, received %d", sent, got.Load())
 				}
 			}

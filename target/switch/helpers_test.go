@@ -27,7 +27,8 @@ type memLink struct {
 	// refuses a frame longer than the MTU: an error at that frame.
 	refuseLen int
 
-	rx        chan []byte
+	rx        chan [][]byte // one element per Inject call: a burst
+	pending   [][]byte      // the rest of a burst longer than a batch (ReadBatch only)
 	closed    chan struct{}
 	closeOnce sync.Once
 
@@ -42,34 +43,46 @@ type sentFrame struct {
 }
 
 func newMemLink() *memLink {
-	return &memLink{rx: make(chan []byte, 4096), closed: make(chan struct{}), cond: make(chan struct{})}
+	return &memLink{rx: make(chan [][]byte, 4096), closed: make(chan struct{}), cond: make(chan struct{})}
 }
 
+// Inject offers frames to the switch as one burst: its RX goroutine reads them in
+// as few batches as its batch size allows, however the goroutines are scheduled (a
+// test that needs a queue to build up does not depend on the injector outrunning
+// the switch).
 func (l *memLink) Inject(frames ...[]byte) {
-	for _, f := range frames {
-		l.rx <- append([]byte(nil), f...)
+	burst := make([][]byte, len(frames))
+	for i, f := range frames {
+		burst[i] = append([]byte(nil), f...)
 	}
+	l.rx <- burst
 }
 
+// ReadBatch implements Link. It is called by one goroutine (the port's RX loop).
 func (l *memLink) ReadBatch(ctx context.Context, msgs []port.Message) (int, error) {
-	var first []byte
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-l.closed:
-		return 0, port.ErrClosed
-	case first = <-l.rx:
-	}
-	msgs[0].N = copy(msgs[0].Buf, first)
-	n := 1
-	for n < len(msgs) {
+	for len(l.pending) == 0 {
 		select {
-		case f := <-l.rx:
-			msgs[n].N = copy(msgs[n].Buf, f)
-			n++
-		default:
-			return n, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-l.closed:
+			return 0, port.ErrClosed
+		case l.pending = <-l.rx:
 		}
+	}
+	n := 0
+	for n < len(msgs) {
+		if len(l.pending) == 0 {
+			select {
+			case l.pending = <-l.rx:
+				continue
+			default:
+				return n, nil
+			}
+		}
+		msgs[n].N = copy(msgs[n].Buf, l.pending[0])
+		l.pending[0] = nil
+		l.pending = l.pending[1:]
+		n++
 	}
 	return n, nil
 }
@@ -123,6 +136,51 @@ func (l *memLink) Wait(t *testing.T, timeout time.Duration, what string, pred fu
 			t.Fatalf("timeout after %v waiting for %s (%d frames sent)", timeout, what, len(l.Sent()))
 		}
 	}
+}
+
+// pauseRefresh is how often holdPause re-sends its PAUSE: about a thirtieth of the
+// longest pause there is (65535 quanta last 335 ms at 100 Mb/s, the least port rate).
+const pauseRefresh = 10 * time.Millisecond
+
+// holdPause keeps a pause received by the switch in force for as long as a test
+// needs it, however late the test's goroutines run (a test that polls P4Runtime,
+// waits for digests and injects frames can take longer than any one pause): it calls
+// send at once (the caller may then wait until the switch applies it) and again every
+// pauseRefresh from a goroutine, until stop. stop ends the goroutine and waits for it,
+// so that whatever the test sends next reaches the switch after the last refresh; it
+// returns how many frames send sent (failed sends are not counted). stop is
+// idempotent and also runs at cleanup.
+func holdPause(t testing.TB, send func(ctx context.Context) error) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := send(ctx); err != nil {
+		cancel()
+		t.Fatalf("send PAUSE: %v", err)
+	}
+	sent := 1
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(pauseRefresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if send(ctx) == nil {
+					sent++
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() int {
+		once.Do(func() { cancel(); <-done })
+		return sent // written by the goroutine before done was closed
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // testLog is a quiet logger for tests (warnings and errors only).
@@ -278,7 +336,7 @@ func roce(t testing.TB, src, dst netip.Addr, srcMAC, dstMAC net.HardwareAddr, ds
 func checkGoroutines(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(10 * time.Second) // a guard against hangs only
 		for {
 			n := runtime.NumGoroutine()
 			if n <= base {

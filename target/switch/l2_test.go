@@ -44,16 +44,19 @@ func TestL2FloodAndUnicast(t *testing.T) {
 		{"ARP broadcast from port 2", m.l2, l2Frame(bcast, hostMAC2, 0x0806, 2), m.l1, m.l2},
 		{"IPv6 unicast to host 2", m.l1, l2Frame(hostMAC2, hostMAC1, 0x86dd, 3), m.l2, m.l1},
 	}
-	for _, st := range steps {
+	for i, st := range steps {
 		before1, before2 := len(st.out.Sent()), len(st.quiet.Sent())
 		st.in.Inject(st.frame)
-		sent := st.out.Wait(t, 5*time.Second, st.name, func(s []sentFrame) bool { return len(s) > before1 })
+		sent := st.out.Wait(t, 10*time.Second, st.name, func(s []sentFrame) bool { return len(s) > before1 })
 		if got := sent[before1].data; !bytes.Equal(got, st.frame) {
 			t.Errorf("%s: sent %x, want %x unchanged", st.name, got, st.frame)
 		}
-		time.Sleep(50 * time.Millisecond) // a copy back would have left by now
+		waitDrained(t, m.sw, uint64(i+1)) // a copy back would be on the link by now
 		if n := len(st.quiet.Sent()); n != before2 {
 			t.Errorf("%s: %d frames back on the ingress port", st.name, n-before2)
+		}
+		if n := len(st.out.Sent()); n != before1+1 {
+			t.Errorf("%s: %d copies out, want 1", st.name, n-before1)
 		}
 	}
 	if d := m.sw.Dump(); d.Runtime.MulticastCopies != 2 || d.Runtime.IngressDropped != 0 {

@@ -122,7 +122,7 @@ func TestPingThroughSwitches(t *testing.T) {
 				from *netns.NS
 				to   string
 			}{{h1, "10.0.2.1"}, {h2, "10.0.1.1"}} {
-				out, err := c.from.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "5", c.to)
+				out, err := c.from.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "10", c.to)
 				if err != nil {
 					t.Fatalf("ping %s: %v\n%s", c.to, err, out)
 				}

@@ -3,6 +3,7 @@ package softswitch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -135,40 +136,29 @@ func TestPFCGenerated(t *testing.T) {
 	}
 	m.l1.Inject(frames...)
 	m.l2.Wait(t, 10*time.Second, "all frames on port 2", func(s []sentFrame) bool { return len(s) >= n })
-	// Every frame has left port 2, so every XOFF is out; wait for the XON
-	// that the last dequeue sends.
-	s1 := m.l1.Wait(t, 10*time.Second, "XOFF then XON on port 1", func(s []sentFrame) bool {
-		p := pfcOf(t, s)
-		return len(p) >= 2 && p[len(p)-1].Time[3] == 0
-	})
+	// Every frame has been enqueued and dequeued, so the PFC counters are final; once
+	// everything the switch made is on the links, port 1 has sent all its PFC frames.
+	d := waitDrained(t, m.sw, n)
+	s1 := m.l1.Sent()
 	pfc := pfcOf(t, s1)
-	if len(pfc) < 2 {
-		t.Fatalf("port 1 sent %d PFC frames, want XOFF and XON", len(pfc))
+	if len(pfc) == 0 || len(pfc) != len(s1) {
+		t.Fatalf("port 1 sent %d frames, %d of them PFC: want only PFC, XOFF and XON", len(s1), len(pfc))
 	}
-	if pfc[0].ClassEnable != 1<<3 || pfc[0].Time[3] != tm.DefaultPauseQuanta {
-		t.Errorf("first PFC %+v, want XOFF class 3 quanta 65535", pfc[0])
-	}
-	if last := pfc[len(pfc)-1]; last.ClassEnable != 1<<3 || last.Time[3] != 0 {
-		t.Errorf("last PFC %+v, want XON class 3", last)
+	// The 60 frames come in one burst (one batch): one pause. Each XOFF must be ended
+	// by its XON, in that order on the wire, and the PFC counters must agree.
+	g := d.TM.Ports[0].Ingress[3]
+	xoffs := checkPFCSequence(t, pfc, g.PFCTxRefresh)
+	if g.PFCTxXoff != uint64(xoffs) || g.PFCTxXon != g.PFCTxXoff || d.Runtime.PFCTxXoff != g.PFCTxXoff || d.Runtime.PFCTxXon != g.PFCTxXon ||
+		g.HeadroomHighWater == 0 || g.Xoff {
+		t.Errorf("PG (1, 3): %+v; runtime XOFF %d XON %d; port 1 sent %d XOFF: want the same XOFFs each ended by an XON",
+			g, d.Runtime.PFCTxXoff, d.Runtime.PFCTxXon, xoffs)
 	}
 	f := parseFrame(t, s1[0].data)
 	if net.HardwareAddr(f.Ethernet.Src[:]).String() != swMAC1.String() || f.Ethernet.Dst != wire.MACControlDst {
 		t.Errorf("PFC from %v to %v", f.Ethernet.Src, f.Ethernet.Dst)
 	}
-	d := m.sw.Dump()
-	if d.TM.LosslessDropPkts != 0 || d.Runtime.LosslessDrops != 0 {
-		t.Errorf("lossless drops: %d", d.TM.LosslessDropPkts)
-	}
-	// The injector's burst can reach the switch in more than one wave (under
-	// -race and a loaded machine), so the PG may pause more than once; every
-	// XOFF must still be ended by its XON.
-	if g := d.TM.Ports[0].Ingress[3]; g.PFCTxXoff < 1 || g.PFCTxXon != g.PFCTxXoff || g.HeadroomHighWater == 0 {
-		t.Errorf("PG (1, 3): %+v, want XOFFs each ended by an XON", g)
-	}
-	for i, p := range pfc {
-		if paused := p.Time[3] != 0; paused != (i%2 == 0) {
-			t.Errorf("PFC frame %d of %d: quanta %d, want XOFF and XON alternating", i, len(pfc), p.Time[3])
-		}
+	if d.TM.LosslessDropPkts != 0 || d.Runtime.LosslessDrops != 0 || d.TM.TotalDroppedPkts != 0 {
+		t.Errorf("drops: lossless %d (runtime %d), all %d", d.TM.LosslessDropPkts, d.Runtime.LosslessDrops, d.TM.TotalDroppedPkts)
 	}
 }
 
@@ -177,17 +167,15 @@ func TestPFCGenerated(t *testing.T) {
 // XON releases the queue.
 func TestPFCReceived(t *testing.T) {
 	checkGoroutines(t)
-	const rate = 100_000_000 // 65535 quanta = 335 ms at 100 Mb/s
+	const rate = 100_000_000
 	m := newMemSwitch(t, func(c *Config) { c.Ports[1].RateBps = rate })
 	m.ctl.portConfig(2, rate, 0, 0, 0) // mode off; lossless_priority 3 for the PFC parser
 	dc, err := m.ctl.info.DigestConfig("port_state_digest_t", time.Millisecond, 1, time.Second)
 	m.ctl.write("digest config", dc, err)
-	xoff := make([]byte, 64)
-	var q [8]uint16
-	q[3] = 0xffff
-	n, _ := wire.BuildPFC(xoff, wire.MAC(hostMAC2), 1<<3, q)
-	m.l2.Inject(xoff[:n])
-	waitCounter(t, m.ctl, "FastcnpIngress.pfc_pause_rx", 2, 1)
+	// The XOFF is re-sent until the XON: one lasts 335 ms at 100 Mb/s, less than the
+	// P4Runtime reads and digests below may take on a loaded machine.
+	stopHold := holdPFC(t, m.l2)
+	waitCounter(t, m.ctl, "FastcnpIngress.pfc_pause_rx", 2, "at least 1", func(n int64) bool { return n >= 1 })
 	select { // the PAUSE event of the port state machine, as a digest
 	case dl := <-m.ctl.c.Digests():
 		st, err := dl.Struct(0)
@@ -210,28 +198,35 @@ func TestPFCReceived(t *testing.T) {
 	if !m.sw.Dump().TM.Ports[1].Egress[3].Paused {
 		t.Errorf("egress (2, 3) not paused")
 	}
-	xon := make([]byte, 64)
-	n, _ = wire.BuildPFCXON(xon, wire.MAC(hostMAC2), 1<<3)
-	m.l2.Inject(xon[:n])
-	m.l2.Wait(t, 10*time.Second, "lossless frames after XON", func(s []sentFrame) bool { return len(s) >= 20 })
-	waitCounter(t, m.ctl, "FastcnpIngress.pfc_resume_rx", 2, 1)
-	d := m.sw.Dump()
-	if d.Runtime.PFCRx != 2 || d.TM.Ports[1].Egress[3].PFCRxXoff != 1 || d.TM.Ports[1].Egress[3].PFCRxXon != 1 {
-		t.Errorf("PFC rx: runtime %d, tm xoff %d xon %d", d.Runtime.PFCRx, d.TM.Ports[1].Egress[3].PFCRxXoff, d.TM.Ports[1].Egress[3].PFCRxXon)
+	xoffs := stopHold()
+	injectPFC(t, m.l2, 0) // XON, after the last XOFF
+	sent := m.l2.Wait(t, 10*time.Second, "lossless frames after XON", func(s []sentFrame) bool { return len(s) >= 20 })
+	for i, s := range sent[10:] {
+		if f := parseFrame(t, s.data); f.IPv4.DSCP() != 26 || f.BTH.PSN != uint32(i) {
+			t.Errorf("frame %d after the lossy ones: DSCP %d PSN %d, want the lossless frames in order", i, f.IPv4.DSCP(), f.BTH.PSN)
+		}
+	}
+	d := waitDrained(t, m.sw, uint64(20+xoffs+1))
+	waitCounter(t, m.ctl, "FastcnpIngress.pfc_pause_rx", 2, fmt.Sprint(xoffs), func(n int64) bool { return n == int64(xoffs) })
+	waitCounter(t, m.ctl, "FastcnpIngress.pfc_resume_rx", 2, "1", func(n int64) bool { return n == 1 })
+	if e := d.TM.Ports[1].Egress[3]; d.Runtime.PFCRx != uint64(xoffs+1) || e.PFCRxXoff != uint64(xoffs) || e.PFCRxXon != 1 || e.Paused || len(m.l2.Sent()) != 20 {
+		t.Errorf("PFC rx: runtime %d, tm xoff %d xon %d (paused %v), want %d XOFF and 1 XON; port 2 sent %d frames, want 20",
+			d.Runtime.PFCRx, e.PFCRxXoff, e.PFCRxXon, e.Paused, xoffs, len(m.l2.Sent()))
 	}
 }
 
-// waitCounter polls a P4 counter cell until it has want packets.
-func waitCounter(t *testing.T, c *controller, name string, index int, want int64) {
+// waitCounter polls a P4 counter cell until its packet count satisfies ok (a guard
+// against hangs, not a timing claim).
+func waitCounter(t *testing.T, c *controller, name string, index int, want string, ok func(int64) bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got := c.counter(name, index)
-		if got.Packets == want {
+		if ok(got.Packets) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("counter %s[%d] = %d packets, want %d", name, index, got.Packets, want)
+			t.Fatalf("counter %s[%d] = %d packets, want %s", name, index, got.Packets, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -367,14 +362,9 @@ func TestTransmitError(t *testing.T) {
 	if len(sent[0].data) != 500 || len(sent[1].data) != 600 {
 		t.Errorf("sent %d and %d bytes, want 500 and 600", len(sent[0].data), len(sent[1].data))
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p := m.sw.Dump().Ports[1]
-		if p.TxErrors == 1 && p.TxDropped == 1 && p.TxFrames == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port 2: %+v, want 2 sent, 1 error, 1 dropped", p)
-		}
+	p := waitDrained(t, m.sw, 3).Ports[1]
+	if p.TxErrors != 1 || p.TxDropped != 1 || p.TxFrames != 2 || len(m.l2.Sent()) != 2 {
+		t.Fatalf("port 2: %+v, %d frames on the link; want 2 sent, 1 error, 1 dropped", p, len(m.l2.Sent()))
 	}
 }
 
@@ -397,9 +387,11 @@ func TestSwitchCNP(t *testing.T) {
 	c.write("clone session", cs, err)
 
 	const n = 10
+	var burst [][]byte // one burst: the queue builds up above Qth whatever the scheduling
 	for i := range n {
-		m.l1.Inject(roce(t, hostIP1, hostIP2, hostMAC1, swMAC1, 26, wire.ECT0, uint32(i), 1000))
+		burst = append(burst, roce(t, hostIP1, hostIP2, hostMAC1, swMAC1, 26, wire.ECT0, uint32(i), 1000))
 	}
+	m.l1.Inject(burst...)
 	m.l2.Wait(t, 10*time.Second, "data frames", func(s []sentFrame) bool { return len(s) >= n })
 	cnps := m.l1.Wait(t, 10*time.Second, "a switch CNP on port 1", func(s []sentFrame) bool { return len(s) >= 1 })
 	f := parseFrame(t, cnps[0].data)
@@ -412,9 +404,11 @@ func TestSwitchCNP(t *testing.T) {
 	if net.HardwareAddr(f.Ethernet.Dst[:]).String() != hostMAC1.String() {
 		t.Errorf("CNP to %v, want the sender %v", f.Ethernet.Dst, hostMAC1)
 	}
+	// Every CNP egress made was enqueued by the runtime and left on port 1, and
+	// nothing else did.
+	d := waitDrained(t, m.sw, n)
 	cell := c.counter("FastcnpEgress.switch_cnp_sent", 2)
-	time.Sleep(50 * time.Millisecond) // the CNPs of the last dequeues
-	if d := m.sw.Dump(); cell.Packets == 0 || d.Runtime.SwitchCNPs < uint64(cell.Packets) || d.Ports[0].TxFrames == 0 {
-		t.Errorf("switch_cnp_sent[2] = %d, runtime CNPs %d, port 1 sent %d", cell.Packets, d.Runtime.SwitchCNPs, d.Ports[0].TxFrames)
+	if cell.Packets == 0 || d.Runtime.SwitchCNPs != uint64(cell.Packets) || d.Ports[0].TxFrames != d.Runtime.SwitchCNPs || len(m.l1.Sent()) != int(cell.Packets) {
+		t.Errorf("switch_cnp_sent[2] = %d, runtime CNPs %d, port 1 sent %d (%d on the link)", cell.Packets, d.Runtime.SwitchCNPs, d.Ports[0].TxFrames, len(m.l1.Sent()))
 	}
 }

@@ -1,10 +1,13 @@
 package softswitch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +19,29 @@ import (
 	"github.com/fastcnp/fastcnp/wire"
 )
 
-// injectPFC sends a PFC frame for priority 3 with quanta into l (as the peer would).
-func injectPFC(t *testing.T, l *memLink, quanta uint16) {
+// pfcFrame is a PFC frame from host 2 for priority 3 with quanta (0: XON).
+func pfcFrame(t *testing.T, quanta uint16) []byte {
 	t.Helper()
 	b := make([]byte, 64)
 	n, err := wire.BuildPFC(b, wire.MAC(hostMAC2), 1<<3, [8]uint16{3: quanta})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Inject(b[:n])
+	return b[:n]
+}
+
+// injectPFC sends a PFC frame for priority 3 with quanta into l (as the peer would).
+func injectPFC(t *testing.T, l *memLink, quanta uint16) {
+	t.Helper()
+	l.Inject(pfcFrame(t, quanta))
+}
+
+// holdPFC holds priority 3 of the port behind l with PFC XOFF (65535 quanta) until
+// stop, which returns how many XOFF frames were injected (see holdPause).
+func holdPFC(t *testing.T, l *memLink) (stop func() int) {
+	t.Helper()
+	xoff := pfcFrame(t, 0xffff)
+	return holdPause(t, func(context.Context) error { l.Inject(xoff); return nil })
 }
 
 // waitDump polls the switch's dump until pred holds (a guard, not a timing claim).
@@ -43,23 +60,72 @@ func waitDump(t *testing.T, sw *Switch, what string, pred func(*Dump) bool) Dump
 	}
 }
 
+// waitDrained waits (a guard against hangs, not a timing claim) until the switch has
+// read rx frames, its buffer and delay lines are empty, and every frame it dequeued
+// or made (PFC) has been handed to its link: from then on, what the switch sent on
+// account of those frames is all in the links' Sent.
+func waitDrained(t *testing.T, sw *Switch, rx uint64) Dump {
+	t.Helper()
+	return waitDump(t, sw, fmt.Sprintf("%d frames read and everything sent", rx), func(d *Dump) bool {
+		var tx uint64
+		inDelay := 0
+		for _, p := range d.Ports {
+			tx += p.TxFrames + p.TxDropped
+			inDelay += p.InDelay
+		}
+		r := &d.Runtime
+		return r.RxFrames >= rx && d.TM.Buffer.UsedBytes == 0 && inDelay == 0 &&
+			tx == r.Dequeued+r.PFCTxXoff+r.PFCTxXon+r.PFCTxRefresh
+	})
+}
+
+// checkPFCSequence checks the PFC frames a switch port sent for priority 3: an XOFF
+// (65535 quanta) first, then XOFF refreshes (65535) or an XON (0) ending each pause,
+// alternating with new XOFFs, an XON last; refresh is how many refreshes the switch
+// reports for that port. It returns the number of XOFF.
+func checkPFCSequence(t *testing.T, pfc []wire.PFC, refresh uint64) int {
+	t.Helper()
+	xoff, xon, refreshes, paused := 0, 0, uint64(0), false
+	for i, p := range pfc {
+		switch {
+		case p.ClassEnable != 1<<3:
+			t.Errorf("PFC frame %d: class-enable %#x, want priority 3 only", i, p.ClassEnable)
+		case p.Time[3] == tm.DefaultPauseQuanta && !paused:
+			xoff++
+			paused = true
+		case p.Time[3] == tm.DefaultPauseQuanta:
+			refreshes++
+		case p.Time[3] == 0 && paused:
+			xon++
+			paused = false
+		default:
+			t.Errorf("PFC frame %d of %d: quanta %d (paused %v), want XOFF, refreshes, XON in turn", i, len(pfc), p.Time[3], paused)
+		}
+	}
+	if xoff == 0 || xon != xoff || paused || refreshes != refresh {
+		t.Errorf("PFC sent: %d XOFF, %d XON, %d refreshes (switch: %d), last one XON %v: %+v", xoff, xon, refreshes, refresh, !paused, pfc)
+	}
+	return xoff
+}
+
 // TestLosslessDropLoggedAndCounted: a peer that ignores PAUSE overruns the headroom of
-// its ingress port while the egress is held by a received PFC. Every frame beyond
+// its ingress port while the egress is held by received PFC. Every frame beyond
 // XOFF + headroom is a lossless drop: refused, counted in the runtime and in the TM
 // (per egress queue and per ingress priority group), and logged as a warning (at the
 // 1st, 2nd, 4th, 8th... drop). Nothing else is lost: after the XON the accepted frames
-// leave.
+// leave, and the ingress port's PFC reads XOFF (refreshed while it lasts) then XON.
 func TestLosslessDropLoggedAndCounted(t *testing.T) {
 	checkGoroutines(t)
 	logger, hook := test.NewNullLogger()
 	const n, size = 12, 1000 // TM length 1004 (FCS)
 	m := newMemSwitch(t, func(c *Config) {
 		c.Log = logger
-		c.Ports[1].RateBps = 100_000_000 // 65535 quanta = 335 ms
-		c.Ports[0].HeadroomBytes = 1522  // one max frame: the least accepted
+		c.Ports[1].RateBps = 100_000_000
+		c.Ports[0].HeadroomBytes = 1522 // one max frame: the least accepted
 		c.TM.Threshold, c.TM.XoffBytes = tm.ThresholdStatic, 4000
 	})
-	injectPFC(t, m.l2, 0xffff)
+	// The egress stays held until the XON below, however long the checks take.
+	stopHold := holdPFC(t, m.l2)
 	waitDump(t, m.sw, "egress (2, 3) paused", func(d *Dump) bool { return d.TM.Ports[1].Egress[3].Paused })
 	for i := range n {
 		m.l1.Inject(roce(t, hostIP1, hostIP2, hostMAC1, swMAC1, 26, wire.ECT0, uint32(i), size))
@@ -104,38 +170,45 @@ func TestLosslessDropLoggedAndCounted(t *testing.T) {
 		c, _ := e.Data["lossless_drops"].(uint64)
 		logged = append(logged, c)
 	}
-	if want := []uint64{1, 2, 4, 8}; len(logged) != len(want) || logged[0] != 1 || logged[1] != 2 || logged[2] != 4 || logged[3] != 8 {
+	if want := []uint64{1, 2, 4, 8}; !slices.Equal(logged, want) {
 		t.Errorf("lossless drops logged at counts %v, want %v", logged, want)
 	}
 
 	// XON: the 4 accepted frames leave, then the PG drains and the switch sends XON.
-	b := make([]byte, 64)
-	k, _ := wire.BuildPFCXON(b, wire.MAC(hostMAC2), 1<<3)
-	m.l2.Inject(b[:k])
+	xoffs := stopHold()
+	injectPFC(t, m.l2, 0)
 	sent := m.l2.Wait(t, 10*time.Second, "the accepted frames", func(s []sentFrame) bool { return len(s) >= accepted })
+	d = waitDrained(t, m.sw, uint64(n+xoffs+1))
+	if len(m.l2.Sent()) != accepted || d.TM.Ports[1].Egress[3].PFCRxXoff != uint64(xoffs) || d.TM.Ports[1].Egress[3].PFCRxXon != 1 {
+		t.Errorf("port 2 sent %d frames, want %d; egress (2, 3) %+v, want %d XOFF and 1 XON received",
+			len(m.l2.Sent()), accepted, d.TM.Ports[1].Egress[3], xoffs)
+	}
 	for i, s := range sent {
 		if f := parseFrame(t, s.data); f.BTH.PSN != uint32(i) {
 			t.Errorf("frame %d out has PSN %d, want %d (the first ones were accepted)", i, f.BTH.PSN, i)
 		}
 	}
-	pfc := pfcOf(t, m.l1.Wait(t, 10*time.Second, "XOFF and XON on port 1", func(s []sentFrame) bool { return len(pfcOf(t, s)) >= 2 }))
-	if pfc[0].Time[3] != tm.DefaultPauseQuanta || pfc[1].Time[3] != 0 {
-		t.Errorf("PFC sent on port 1: %+v, want XOFF then XON", pfc)
+	// While the PG is in XOFF the switch refreshes it every 16.8 ms (half of 65535
+	// quanta at port 1's 1 Gb/s), as many times as the test took: XOFF, refreshes, XON.
+	g := d.TM.Ports[0].Ingress[3]
+	if checkPFCSequence(t, pfcOf(t, m.l1.Sent()), g.PFCTxRefresh) != 1 || g.PFCTxXoff != 1 || g.PFCTxXon != 1 || g.Xoff {
+		t.Errorf("ingress PG (1, 3) after the XON: %+v, want 1 XOFF, 1 XON", g)
 	}
 }
 
 // TestPFCReceivedQuantaAndRefresh: a received PFC XOFF holds the lossless queue for
 // quanta x 512 bit times at the port's rate, and a newer PFC frame replaces the
-// remaining time: here a 335-ms pause (65535 quanta at 100 Mb/s) is cut to 15 ms by
-// a refresh with 2930 quanta. The lossless frames leave by themselves at expiry (no
-// XON), not before refresh + 15 ms, while lossy frames are never held.
+// remaining time: here a 65535-quanta pause (335 ms at 100 Mb/s, re-sent while the
+// lossy frames leave) is cut to 15 ms by a refresh with 2930 quanta. The lossless
+// frames leave by themselves at expiry (no XON), not before refresh + 15 ms, while
+// lossy frames are never held.
 func TestPFCReceivedQuantaAndRefresh(t *testing.T) {
 	checkGoroutines(t)
 	const rate = 100_000_000
 	const quanta = 2930 // 2930 * 512 bit / 100 Mb/s = 15.0016 ms
 	pause := time.Duration(tm.PauseNs(quanta, rate))
 	m := newMemSwitch(t, func(c *Config) { c.Ports[1].RateBps = rate })
-	injectPFC(t, m.l2, 0xffff)
+	stopHold := holdPFC(t, m.l2)
 	waitDump(t, m.sw, "egress (2, 3) paused", func(d *Dump) bool { return d.TM.Ports[1].Egress[3].Paused })
 	for i := range 5 {
 		m.l1.Inject(roce(t, hostIP1, hostIP2, hostMAC1, swMAC1, 26, wire.ECT0, uint32(i), 500))
@@ -149,25 +222,28 @@ func TestPFCReceivedQuantaAndRefresh(t *testing.T) {
 			t.Fatal("a lossless frame left while paused")
 		}
 	}
+	// The last XOFF of the hold reaches the switch before the refresh that cuts it.
+	xoffs := stopHold()
 	refreshed := time.Now()
 	injectPFC(t, m.l2, quanta)
 	sent := m.l2.Wait(t, 10*time.Second, "the lossless frames after expiry", func(s []sentFrame) bool { return len(s) >= 10 })
-	for _, s := range sent[5:] {
-		if parseFrame(t, s.data).IPv4.DSCP() != 26 {
-			t.Fatal("unexpected frame order")
+	for i, s := range sent[5:] {
+		if f := parseFrame(t, s.data); f.IPv4.DSCP() != 26 || f.BTH.PSN != uint32(i) {
+			t.Fatalf("frame %d after the lossy ones: DSCP %d PSN %d, want the lossless frames in order", i, f.IPv4.DSCP(), f.BTH.PSN)
 		}
 		// The switch received the refresh after we sent it: the pause cannot end sooner.
 		if held := s.at.Sub(refreshed); held < pause {
 			t.Errorf("a lossless frame left %v after the refresh, before the %v pause ended", held, pause)
 		}
 	}
-	d := m.sw.Dump()
+	d := waitDrained(t, m.sw, uint64(10+xoffs+1))
 	e := d.TM.Ports[1].Egress[3]
-	if e.PFCRxXoff != 2 || e.PFCRxXon != 0 || e.Paused || e.PausedNs < int64(pause) || e.DequeuedPkts != 5 {
-		t.Errorf("egress (2, 3): %+v, want 2 XOFF received, no XON, paused >= %v, 5 dequeued", e, pause)
+	if e.PFCRxXoff != uint64(xoffs+1) || e.PFCRxXon != 0 || e.Paused || e.PausedNs < int64(pause) || e.DequeuedPkts != 5 || len(m.l2.Sent()) != 10 {
+		t.Errorf("egress (2, 3): %+v, %d frames sent; want %d XOFF received, no XON, paused >= %v, 5 dequeued, 10 sent",
+			e, len(m.l2.Sent()), xoffs+1, pause)
 	}
-	t.Logf("lossless frames left %v after the refresh (pause %v); paused %v in all",
-		sent[5].at.Sub(refreshed), pause, time.Duration(e.PausedNs))
+	t.Logf("lossless frames left %v after the refresh (pause %v); paused %v in all, %d XOFF received",
+		sent[5].at.Sub(refreshed), pause, time.Duration(e.PausedNs), e.PFCRxXoff)
 }
 
 // TestDebugDump: the HTTP debug endpoint serves the whole dump as JSON (runtime, TM
