@@ -77,12 +77,16 @@ type Switch struct {
 	inRes      pipeline.IngressResult
 	egRes      pipeline.EgressResult
 	pendingCNP []*frame
-	urgent     []*frame // PFC frames to write at once, by whoever unlocks next
-	pfcEvs     []tm.PFCEvent
-	pf         wire.Frame
-	blocked    []bool
-	lossless   uint8 // the TM's lossless priority mask
-	ctr        Counters
+	urgent     []*frame // PFC frames to write at once, in the order they were made
+	// urgentTx is held by the one goroutine writing urgent frames, so that
+	// they reach the wire in the order they were made (an XOFF never after
+	// the XON that ends it). Taken after mu is released, never the reverse.
+	urgentTx sync.Mutex
+	pfcEvs   []tm.PFCEvent
+	pf       wire.Frame
+	blocked  []bool
+	lossless uint8 // the TM's lossless priority mask
+	ctr      Counters
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -334,17 +338,45 @@ func (s *Switch) lock() int64 {
 }
 
 // unlock releases mu and then writes the PFC frames made meanwhile: they leave at
-// once, from whichever goroutine made them, ahead of the departures waiting in the
-// delay lines (as a MAC sends PAUSE ahead of its queues). scratch is reused storage.
+// once, ahead of the departures waiting in the delay lines (as a MAC sends PAUSE
+// ahead of its queues). One goroutine at a time writes them, oldest first; a
+// goroutine that finds another one writing leaves its frames to it and goes on
+// (the writer looks again after it lets go, so nothing is stranded). scratch is
+// reused storage.
 func (s *Switch) unlock(ctx context.Context, scratch []*frame) []*frame {
-	scratch = append(scratch[:0], s.urgent...)
-	clear(s.urgent)
-	s.urgent = s.urgent[:0]
+	pending := len(s.urgent) > 0
 	s.mu.Unlock()
-	for i, f := range scratch {
+	for pending {
+		if !s.urgentTx.TryLock() {
+			return scratch // the writer in charge sends ours after its own
+		}
+		for {
+			s.mu.Lock()
+			scratch = append(scratch[:0], s.urgent...)
+			clear(s.urgent)
+			s.urgent = s.urgent[:0]
+			s.mu.Unlock()
+			if len(scratch) == 0 {
+				break
+			}
+			scratch = s.writeUrgent(ctx, scratch)
+		}
+		s.urgentTx.Unlock()
+		// Frames queued by a goroutine whose TryLock failed after our last
+		// look: ours to send.
+		s.mu.Lock()
+		pending = len(s.urgent) > 0
+		s.mu.Unlock()
+	}
+	return scratch
+}
+
+// writeUrgent writes frames in order on their ports and recycles them.
+func (s *Switch) writeUrgent(ctx context.Context, frames []*frame) []*frame {
+	for i, f := range frames {
 		p := f.out
-		frames := [1][]byte{f.data}
-		if _, err := p.link.WriteBatch(ctx, frames[:]); err != nil {
+		one := [1][]byte{f.data}
+		if _, err := p.link.WriteBatch(ctx, one[:]); err != nil {
 			p.txErrors.Add(1)
 			p.txDropped.Add(1)
 			if ctx.Err() == nil {
@@ -356,9 +388,9 @@ func (s *Switch) unlock(ctx context.Context, scratch []*frame) []*frame {
 		}
 		f.out = nil
 		s.putFrame(f)
-		scratch[i] = nil
+		frames[i] = nil
 	}
-	return scratch[:0]
+	return frames[:0]
 }
 
 // Exec implements p4rtserver.DataPlane: fn runs with exclusive use of the pipeline.
