@@ -80,7 +80,8 @@ type Switch struct {
 	urgent     []*frame // PFC frames to write at once, in the order they were made
 	// urgentTx is held by the one goroutine writing urgent frames, so that
 	// they reach the wire in the order they were made (an XOFF never after
-	// the XON that ends it). Taken after mu is released, never the reverse.
+	// the XON that ends it). Never taken while holding mu; its holder takes mu
+	// briefly to collect the queued frames.
 	urgentTx sync.Mutex
 	pfcEvs   []tm.PFCEvent
 	pf       wire.Frame
