@@ -12,12 +12,14 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -33,6 +35,8 @@ type Config struct {
 	Announce Announce
 	// QoS maps DSCP/PCP to priorities and names the lossless priority.
 	QoS QoS
+	// INC holds the INC settings every switch inherits (the top-level inc).
+	INC INCSettings
 	// Switches are the switches fastcnpd controls, in file order.
 	Switches []Switch
 }
@@ -105,6 +109,16 @@ type QoS struct {
 	CNPDSCP uint8
 }
 
+// INCSettings are the INC settings shared by all switches; a switch's own
+// inc block overrides them.
+type INCSettings struct {
+	// SlotTimeout is how long an INC aggregation slot may stay held by a
+	// message before another message may take it over (the message is
+	// taken for abandoned: spec 04, "free slots of abandoned messages");
+	// 0 turns slot aging off.
+	SlotTimeout time.Duration
+}
+
 // Target is the kind of P4Runtime target a switch is.
 type Target string
 
@@ -171,6 +185,9 @@ type Switch struct {
 	Routes []Route
 	// INC is the INC route table input; nil if not configured.
 	INC *INC
+	// INCSlotTimeout is the switch's INC slot-aging timeout, resolved (its
+	// inc.slot_timeout, else the top-level one, else the default); 0: off.
+	INCSlotTimeout time.Duration
 	// Keepalive is the gRPC keepalive ping interval towards the switch's
 	// P4Runtime server (0: off): a link that dies silently is noticed
 	// within about Keepalive + KeepaliveTimeout.
@@ -219,14 +236,39 @@ type Port struct {
 	Subnets []netip.Prefix
 }
 
-// Route forwards a prefix out of a port to a next-hop MAC.
+// Route forwards a prefix out of a port to a next-hop MAC, or over several
+// weighted next hops (ECMP).
 type Route struct {
 	// Prefix is the destination prefix (host bits zero).
 	Prefix netip.Prefix
+	// Port is the egress port of a route with one next hop; it must be
+	// configured and have a MAC. 0 for an ECMP route.
+	Port uint16
+	// NextHopMAC is the destination MAC written on egress (one next hop).
+	NextHopMAC net.HardwareAddr
+	// NextHops are the next hops of an ECMP route (two or more, distinct);
+	// nil for a route with one next hop (a next_hops list of one is read
+	// as port and next_hop_mac).
+	NextHops []NextHop
+}
+
+// NextHop is one next hop of an ECMP route.
+type NextHop struct {
 	// Port is the egress port; it must be configured and have a MAC.
 	Port uint16
-	// NextHopMAC is the destination MAC written on egress.
-	NextHopMAC net.HardwareAddr
+	// MAC is the destination MAC written on egress.
+	MAC net.HardwareAddr
+	// Weight is the hop's share of the flows (1..MaxECMPWeight).
+	Weight uint32
+}
+
+// Hops returns the route's next hops: NextHops, or the single next hop
+// (weight 1).
+func (r *Route) Hops() []NextHop {
+	if len(r.NextHops) > 0 {
+		return r.NextHops
+	}
+	return []NextHop{{Port: r.Port, MAC: r.NextHopMAC, Weight: 1}}
 }
 
 // INC is a switch's INC next hops and bucket count (spec 04 step 5).
@@ -265,6 +307,23 @@ const (
 	DefaultKmax             = 200 * units.KB
 	DefaultPmax             = 0.01
 	DefaultINCBuckets       = 256
+	// DefaultINCSlotTimeout is the INC slot-aging timeout (docs/config.md
+	// explains the choice): longer than a live message may hold a slot,
+	// a RoCE retransmission of a lost contribution included.
+	DefaultINCSlotTimeout = 100 * time.Millisecond
+	// MinINCSlotTimeout and MaxINCSlotTimeout bound a non-zero slot
+	// timeout: BMv2 timestamps count microseconds, and the data plane holds
+	// the timeout in 32 bits of nanoseconds.
+	MinINCSlotTimeout = time.Microsecond
+	MaxINCSlotTimeout = time.Duration(math.MaxUint32)
+	// MaxECMPWeight is the largest sum of the weights of one ECMP route's
+	// next hops, and of all the ECMP routes of a switch together: the size
+	// of the action selector next_hop_selector (NEXT_HOP_GROUP_MEMBERS;
+	// P4Runtime SumOfWeights semantics, no max_group_size).
+	MaxECMPWeight = pipeline.NextHopGroupMembers
+	// MaxECMPRoutes is the number of ECMP routes (IPv4) a switch holds: the
+	// size of next_hop_group_select (NEXT_HOP_GROUPS).
+	MaxECMPRoutes = pipeline.NextHopGroups
 	// QthAt100G is Qth at 100 Gb/s; the default scales linearly with rate.
 	QthAt100G = 100 * units.KB
 	// MaxPort is the largest port number (9-bit port IDs, 511 usable).

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -23,6 +24,108 @@ switches:
     device_id: 1
     tls: {insecure: true}
 `
+
+// ecmpPorts configures ports 1 and 2 with MACs (lines 8-11 after base).
+const ecmpPorts = `    ports:
+      - {port: 1, mac: "02:00:00:00:01:01"}
+      - {port: 2, mac: "02:00:00:00:01:02"}
+`
+
+// TestECMPRoutes: next_hops of two or more become an ECMP route with their
+// weights (default 1); a list of one is the single-next-hop form; the two
+// forms round-trip through Marshal.
+func TestECMPRoutes(t *testing.T) {
+	src := base + ecmpPorts + `    routes:
+      - prefix: 10.0.0.0/8
+        next_hops:
+          - {port: 1, mac: "02:00:00:00:aa:01", weight: 2}
+          - {port: 2, mac: "02:00:00:00:aa:02"}
+          - {port: 2, mac: "02:00:00:00:aa:03", weight: 5}
+      - prefix: 10.1.0.0/16
+        next_hops: [{port: 2, mac: "02:00:00:00:aa:02", weight: 7}]
+      - {prefix: 10.2.0.0/16, port: 1, next_hop_mac: "02:00:00:00:aa:01"}
+`
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := c.Switches[0].Routes
+	mac := func(s string) net.HardwareAddr { m, _ := net.ParseMAC(s); return m }
+	want := []Route{
+		{Prefix: netip.MustParsePrefix("10.0.0.0/8"), NextHops: []NextHop{{1, mac("02:00:00:00:aa:01"), 2},
+			{2, mac("02:00:00:00:aa:02"), 1}, {2, mac("02:00:00:00:aa:03"), 5}}},
+		{Prefix: netip.MustParsePrefix("10.1.0.0/16"), Port: 2, NextHopMAC: mac("02:00:00:00:aa:02")},
+		{Prefix: netip.MustParsePrefix("10.2.0.0/16"), Port: 1, NextHopMAC: mac("02:00:00:00:aa:01")},
+	}
+	if !reflect.DeepEqual(rs, want) {
+		t.Fatalf("routes\n got %+v\nwant %+v", rs, want)
+	}
+	if h := rs[2].Hops(); len(h) != 1 || h[0].Port != 1 || h[0].Weight != 1 {
+		t.Errorf("Hops of a single next hop: %+v", h)
+	}
+	if h := rs[0].Hops(); len(h) != 3 {
+		t.Errorf("Hops of an ECMP route: %+v", h)
+	}
+	checkRoundTrip(t, c)
+}
+
+// TestECMPRouteCount: the switch's IPv4 ECMP routes are limited to the
+// data plane's NEXT_HOP_GROUPS; IPv6 routes do not count (not installed).
+func TestECMPRouteCount(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(base + ecmpPorts + "    routes:\n")
+	for i := 0; i <= MaxECMPRoutes; i++ {
+		fmt.Fprintf(&b, "      - {prefix: 10.%d.%d.0/24, next_hops: [{port: 1, mac: 02:00:00:00:00:09}, {port: 2, mac: 02:00:00:00:00:0a}]}\n", i/256, i%256)
+	}
+	fmt.Fprintf(&b, "      - {prefix: \"fd00::/64\", next_hops: [{port: 1, mac: 02:00:00:00:00:09}, {port: 2, mac: 02:00:00:00:00:0a}]}\n")
+	_, err := Parse([]byte(b.String()))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	// Route 257 (line 12 + 256) is one too many; 257*2 weights also
+	// exceed 1024 at route 513, which does not exist.
+	want := fmt.Sprintf("config:%d: switches[0].routes[%d].next_hops: more than %d ECMP routes", 12+MaxECMPRoutes, MaxECMPRoutes, MaxECMPRoutes)
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("got %v, want one problem %q", err, want)
+	}
+}
+
+// TestINCSlotTimeout: the default, a top-level value, a switch's own value
+// (even without INC routing), and 0 (off); all survive Marshal.
+func TestINCSlotTimeout(t *testing.T) {
+	two := base + "  - {name: s2, address: '127.0.0.1:9560', device_id: 2, tls: {insecure: true}, inc: {slot_timeout: 0}}\n" +
+		"  - name: s3\n    address: 127.0.0.1:9561\n    device_id: 3\n    tls: {insecure: true}\n" +
+		"    ports: [{port: 1}]\n    inc: {slot_timeout: 2ms, next_hops: [{port: 1, mac: '02:00:00:00:00:01', weight: 1}]}\n"
+	for _, tt := range []struct {
+		name string
+		src  string
+		want []time.Duration // s1, s2, s3
+		top  time.Duration
+	}{
+		{"default", two, []time.Duration{DefaultINCSlotTimeout, 0, 2 * time.Millisecond}, DefaultINCSlotTimeout},
+		{"top level", two + "inc: {slot_timeout: 250us}\n", []time.Duration{250 * time.Microsecond, 0, 2 * time.Millisecond}, 250 * time.Microsecond},
+		{"top level off", two + "inc: {slot_timeout: 0}\n", []time.Duration{0, 0, 2 * time.Millisecond}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.INC.SlotTimeout != tt.top {
+				t.Errorf("top-level slot timeout %v, want %v", c.INC.SlotTimeout, tt.top)
+			}
+			for i, w := range tt.want {
+				if got := c.Switches[i].INCSlotTimeout; got != w {
+					t.Errorf("%s: slot timeout %v, want %v", c.Switches[i].Name, got, w)
+				}
+			}
+			if c.Switches[1].INC != nil || c.Switches[2].INC == nil {
+				t.Errorf("INC routing: s2 %+v (want none), s3 %+v", c.Switches[1].INC, c.Switches[2].INC)
+			}
+			checkRoundTrip(t, c)
+		})
+	}
+}
 
 func TestMinimalDefaults(t *testing.T) {
 	c, err := Parse([]byte(base))
@@ -130,7 +233,7 @@ func TestBadConfigs(t *testing.T) {
 		src  string
 		want []string
 	}{
-		{"unknown top field", base + "swtiches: []\n", []string{"config:8: swtiches: unknown field (known: announce, api, metrics, qos, state_file, switches)"}},
+		{"unknown top field", base + "swtiches: []\n", []string{"config:8: swtiches: unknown field (known: announce, api, inc, metrics, qos, state_file, switches)"}},
 		{"unknown switch field", base + "    prots: []\n", []string{"config:8: switches[0].prots: unknown field"}},
 		{"unknown port field", base + "    ports:\n      - port: 1\n        qht: 1KB\n", []string{"config:10: switches[0].ports[0].qht: unknown field"}},
 		{"no switches", "api:\n  auth: {insecure: true}\n", []string{"config:1: switches: required: at least one switch"}},
@@ -199,6 +302,27 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"config:9: switches[0].routes[0].port: required", "config:9: switches[0].routes[0].next_hop_mac: required"}},
 		{"route duplicate prefix", base + "    ports:\n      - {port: 1, mac: 02:00:00:00:00:01}\n    routes:\n      - {prefix: 10.0.0.0/8, port: 1, next_hop_mac: 02:00:00:00:00:09}\n      - {prefix: 10.0.0.0/8, port: 1, next_hop_mac: 02:00:00:00:00:0a}\n",
 			[]string{"config:12: switches[0].routes[1].prefix: 10.0.0.0/8 already routed at switches[0].routes[0]"}},
+		{"ecmp weight zero", base + ecmpPorts + "    routes:\n      - prefix: 10.0.0.0/8\n        next_hops:\n          - {port: 1, mac: 02:00:00:00:00:09, weight: 0}\n          - {port: 2, mac: 02:00:00:00:00:0a}\n",
+			[]string{"config:14: switches[0].routes[0].next_hops[0].weight: 0 is out of range 1..1024"}},
+		{"ecmp duplicate next hop", base + ecmpPorts + "    routes:\n      - prefix: 10.0.0.0/8\n        next_hops:\n          - {port: 1, mac: 02:00:00:00:00:09}\n          - {port: 1, mac: 02:00:00:00:00:09, weight: 3}\n",
+			[]string{"config:15: switches[0].routes[0].next_hops[1].port: next hop port 1 mac 02:00:00:00:00:09 is already switches[0].routes[0].next_hops[0]"}},
+		{"ecmp and single form", base + ecmpPorts + "    routes:\n      - prefix: 10.0.0.0/8\n        port: 1\n        next_hops: [{port: 2, mac: 02:00:00:00:00:0a}]\n",
+			[]string{"config:14: switches[0].routes[0].next_hops: give either next_hops or port and next_hop_mac, not both"}},
+		{"ecmp hop without port mac", base + ecmpPorts + "      - port: 3\n    routes:\n      - prefix: 10.0.0.0/8\n        next_hops:\n          - {port: 3, mac: 02:00:00:00:00:09}\n          - {port: 4, mac: 02:00:00:00:00:0a}\n          - {mac: 02:00:00:00:00:0b}\n",
+			[]string{"config:15: switches[0].routes[0].next_hops[0].port: port 3 has no mac",
+				"config:16: switches[0].routes[0].next_hops[1].port: port 4 is not configured under ports",
+				"config:17: switches[0].routes[0].next_hops[2].port: required"}},
+		{"ecmp empty", base + ecmpPorts + "    routes:\n      - {prefix: 10.0.0.0/8, next_hops: []}\n",
+			[]string{"config:12: switches[0].routes[0].next_hops: at least one next hop is required"}},
+		{"ecmp route weights", base + ecmpPorts + "    routes:\n      - prefix: 10.0.0.0/8\n        next_hops:\n          - {port: 1, mac: 02:00:00:00:00:09, weight: 1000}\n          - {port: 2, mac: 02:00:00:00:00:0a, weight: 25}\n",
+			[]string{"config:14: switches[0].routes[0].next_hops: weights add up to 1025, more than the 1024"}},
+		{"ecmp switch weights", base + ecmpPorts + "    routes:\n" +
+			"      - {prefix: 10.0.0.0/8, next_hops: [{port: 1, mac: 02:00:00:00:00:09, weight: 600}, {port: 2, mac: 02:00:00:00:00:0a}]}\n" +
+			"      - {prefix: 11.0.0.0/8, next_hops: [{port: 1, mac: 02:00:00:00:00:09, weight: 400}, {port: 2, mac: 02:00:00:00:00:0a, weight: 24}]}\n" +
+			"      - {prefix: 12.0.0.0/8, next_hops: [{port: 1, mac: 02:00:00:00:00:09, weight: 1}, {port: 2, mac: 02:00:00:00:00:0a}]}\n",
+			[]string{"config:13: switches[0].routes[1].next_hops: the weights of the switch's ECMP routes add up to 1025 with this route, more than the 1024"}},
+		{"slot timeout too short", base + "inc: {slot_timeout: 500ns}\n", []string{"config:8: inc.slot_timeout: 500ns: want 0 (no slot aging) or at least 1us"}},
+		{"slot timeout too long", base + "    inc: {slot_timeout: 5s}\n", []string{"config:8: switches[0].inc.slot_timeout: 5s: want at most 4.294967295s"}},
 		{"inc negative weight", base + "    ports:\n      - {port: 1}\n    inc:\n      next_hops:\n        - {port: 1, mac: 02:00:00:00:00:01, weight: -1}\n",
 			[]string{"config:12: switches[0].inc.next_hops[0].weight: -1: must be >= 0"}},
 		{"inc all zero", base + "    ports:\n      - {port: 1}\n    inc:\n      next_hops:\n        - {port: 1, mac: 02:00:00:00:00:01, weight: 0}\n",
@@ -329,6 +453,13 @@ func TestExampleRoundTrip(t *testing.T) {
 	}
 	if spine.INC.Buckets != 1024 || spine.INC.NextHops[1].Weight != 1 {
 		t.Errorf("spine1 inc: %+v", spine.INC)
+	}
+	if c.INC.SlotTimeout != 100*time.Millisecond || leaf.INCSlotTimeout != 100*time.Millisecond ||
+		spine.INCSlotTimeout != 20*time.Millisecond {
+		t.Errorf("slot timeouts: top %v, leaf1 %v, spine1 %v", c.INC.SlotTimeout, leaf.INCSlotTimeout, spine.INCSlotTimeout)
+	}
+	if r := spine.Routes[1]; len(r.NextHops) != 2 || r.NextHops[0].Weight != 3 || r.NextHops[1].Port != 2 || r.Port != 0 {
+		t.Errorf("spine1 ECMP route: %+v", r)
 	}
 	mac, _ := net.ParseMAC("02:00:00:00:aa:02")
 	if r := leaf.Routes[1]; r.Prefix != netip.MustParsePrefix("10.1.2.0/24") || r.Port != 2 || r.NextHopMAC.String() != mac.String() {

@@ -265,6 +265,26 @@ func (d *decoder) duration(n *yaml.Node, path string, lo, hi time.Duration) (tim
 	return t, true
 }
 
+// slotTimeout parses an INC slot timeout: 0 (off) or
+// MinINCSlotTimeout..MaxINCSlotTimeout.
+func (d *decoder) slotTimeout(n *yaml.Node, path string) (time.Duration, bool) {
+	v, ok := d.duration(n, path, 0, math.MaxInt64)
+	if !ok {
+		return 0, false
+	}
+	if v > MaxINCSlotTimeout {
+		d.addf(n, path, "%s: want at most %s (the data plane holds the timeout in 32 bits of nanoseconds)",
+			units.FormatDuration(v), MaxINCSlotTimeout)
+		return 0, false
+	}
+	if v != 0 && v < MinINCSlotTimeout {
+		d.addf(n, path, "%s: want 0 (no slot aging) or at least %s (BMv2 timestamps count microseconds)",
+			units.FormatDuration(v), units.FormatDuration(MinINCSlotTimeout))
+		return 0, false
+	}
+	return v, true
+}
+
 func (d *decoder) mac(n *yaml.Node, path string) (net.HardwareAddr, bool) {
 	v, ok := d.scalar(n, path)
 	if !ok {
@@ -349,6 +369,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 			CNPDSCP:          DefaultCNPDSCP,
 		},
 		StateFile: DefaultStateFile,
+		INC:       INCSettings{SlotTimeout: DefaultINCSlotTimeout},
 	}
 	if len(doc.Content) == 0 {
 		d.addf(&doc, "(top)", "empty config: need at least switches")
@@ -401,7 +422,16 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 				},
 			})
 		},
-		"qos":      func(n *yaml.Node, p string) { d.decodeQoS(n, p, &c.QoS) },
+		"qos": func(n *yaml.Node, p string) { d.decodeQoS(n, p, &c.QoS) },
+		"inc": func(n *yaml.Node, p string) {
+			d.mapping(n, p, fields{
+				"slot_timeout": func(n *yaml.Node, p string) {
+					if v, ok := d.slotTimeout(n, p); ok {
+						c.INC.SlotTimeout = v
+					}
+				},
+			})
+		},
 		"switches": func(n *yaml.Node, p string) { swNode = n },
 	})
 	if root.Kind != yaml.MappingNode {
@@ -414,7 +444,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 		d.addf(root, "switches", "required: at least one switch")
 	} else {
 		d.list(swNode, "switches", func(n *yaml.Node, p string) {
-			c.Switches = append(c.Switches, d.decodeSwitch(n, p))
+			c.Switches = append(c.Switches, d.decodeSwitch(n, p, c.INC))
 		})
 		if swNode.Kind == yaml.SequenceNode && len(swNode.Content) == 0 {
 			d.addf(swNode, "switches", "at least one switch is required")
@@ -716,8 +746,9 @@ func builtinDefaults() PortSettings {
 	}
 }
 
-func (d *decoder) decodeSwitch(n *yaml.Node, p string) Switch {
-	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}, Keepalive: DefaultKeepalive}
+func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
+	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}, Keepalive: DefaultKeepalive,
+		INCSlotTimeout: inc.SlotTimeout}
 	var defaults rawSettings
 	var portsNode, routesNode, incNode, tlsNode, keepaliveNode *yaml.Node
 	type rawPort struct {
@@ -953,9 +984,11 @@ func (d *decoder) decodeElection(n *yaml.Node, p string, e *ElectionID) {
 
 func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
 	seen := map[netip.Prefix]string{}
+	ecmpRoutes := 0
+	var ecmpWeight uint64
 	d.list(n, p, func(n *yaml.Node, rp string) {
 		var r Route
-		var portNode *yaml.Node
+		var portNode, hopsNode *yaml.Node
 		got := map[string]bool{}
 		d.mapping(n, rp, fields{
 			"prefix": func(n *yaml.Node, p string) {
@@ -976,13 +1009,27 @@ func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
 					r.NextHopMAC = m
 				}
 			},
+			"next_hops": func(n *yaml.Node, p string) { got["next_hops"], hopsNode = true, n },
 		})
 		if n.Kind != yaml.MappingNode {
 			return
 		}
-		for _, f := range []string{"prefix", "port", "next_hop_mac"} {
-			if !got[f] {
-				d.addf(n, join(rp, f), "required")
+		if !got["prefix"] {
+			d.addf(n, join(rp, "prefix"), "required")
+		}
+		switch {
+		case got["next_hops"] && (got["port"] || got["next_hop_mac"]):
+			d.addf(hopsNode, join(rp, "next_hops"), "give either next_hops or port and next_hop_mac, not both")
+		case got["next_hops"]:
+			d.decodeRouteHops(hopsNode, join(rp, "next_hops"), s, &r)
+		default:
+			for _, f := range []string{"port", "next_hop_mac"} {
+				if !got[f] {
+					d.addf(n, join(rp, f), "required (or next_hops for ECMP)")
+				}
+			}
+			if r.Port != 0 {
+				d.checkRoutePort(portNode, join(rp, "port"), s, r.Port)
 			}
 		}
 		if r.Prefix.IsValid() {
@@ -991,31 +1038,149 @@ func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
 			}
 			seen[r.Prefix] = rp
 		}
-		if r.Port != 0 {
-			switch port := s.Port(r.Port); {
-			case port == nil:
-				d.addf(portNode, join(rp, "port"), "port %d is not configured under ports", r.Port)
-			case port.MAC == nil:
-				d.addf(portNode, join(rp, "port"), "port %d has no mac (the source MAC of routed packets)", r.Port)
+		// The data plane's ECMP limits, over the switch's IPv4 ECMP routes
+		// (IPv6 routes are not installed).
+		if len(r.NextHops) > 1 && r.Prefix.Addr().Is4() {
+			ecmpRoutes++
+			before := ecmpWeight
+			for _, h := range r.NextHops {
+				ecmpWeight += uint64(h.Weight)
+			}
+			if ecmpRoutes == MaxECMPRoutes+1 {
+				d.addf(hopsNode, join(rp, "next_hops"), "more than %d ECMP routes: the data plane holds %d ECMP groups (next_hop_group_select)",
+					MaxECMPRoutes, MaxECMPRoutes)
+			}
+			if before <= MaxECMPWeight && ecmpWeight > MaxECMPWeight {
+				d.addf(hopsNode, join(rp, "next_hops"), "the weights of the switch's ECMP routes add up to %d with this route, "+
+					"more than the %d the action selector next_hop_selector holds for all of them (NEXT_HOP_GROUP_MEMBERS)",
+					ecmpWeight, MaxECMPWeight)
 			}
 		}
 		s.Routes = append(s.Routes, r)
 	})
 }
 
+// hopFields are the port and mac fields of a next hop (of an ECMP route or
+// of INC): they fill port and mac, note which were given in got, and keep
+// the port's node for later checks.
+func (d *decoder) hopFields(port *uint16, mac *net.HardwareAddr, got map[string]bool, portNode **yaml.Node) fields {
+	return fields{
+		"port": func(n *yaml.Node, p string) {
+			got["port"], *portNode = true, n
+			if v, ok := d.uint(n, p, 1, MaxPort); ok {
+				*port = uint16(v)
+			}
+		},
+		"mac": func(n *yaml.Node, p string) {
+			got["mac"] = true
+			if m, ok := d.mac(n, p); ok {
+				*mac = m
+			}
+		},
+	}
+}
+
+// checkRoutePort checks that a route's egress port is configured with a
+// MAC (the source MAC of routed packets).
+func (d *decoder) checkRoutePort(n *yaml.Node, p string, s *Switch, port uint16) {
+	switch pc := s.Port(port); {
+	case pc == nil:
+		d.addf(n, p, "port %d is not configured under ports", port)
+	case pc.MAC == nil:
+		d.addf(n, p, "port %d has no mac (the source MAC of routed packets)", port)
+	}
+}
+
+// decodeRouteHops reads an ECMP route's next hops into r: two or more
+// become r.NextHops; a single one becomes r.Port and r.NextHopMAC (a
+// direct set_nexthop entry, as the single-next-hop form).
+func (d *decoder) decodeRouteHops(n *yaml.Node, p string, s *Switch, r *Route) {
+	if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+		d.addf(n, p, "at least one next hop is required")
+		return
+	}
+	type key struct {
+		port uint16
+		mac  string
+	}
+	seen := map[key]string{}
+	var hops []NextHop
+	var total uint64
+	ok := true
+	d.list(n, p, func(n *yaml.Node, hp string) {
+		h := NextHop{Weight: 1}
+		var portNode *yaml.Node
+		got := map[string]bool{}
+		before := len(d.errs)
+		fs := d.hopFields(&h.Port, &h.MAC, got, &portNode)
+		fs["weight"] = func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 1, MaxECMPWeight); ok {
+				h.Weight = uint32(v)
+			}
+		}
+		d.mapping(n, hp, fs)
+		if n.Kind != yaml.MappingNode {
+			ok = false
+			return
+		}
+		for _, f := range []string{"port", "mac"} {
+			if !got[f] {
+				d.addf(n, join(hp, f), "required")
+			}
+		}
+		if h.Port != 0 {
+			d.checkRoutePort(portNode, join(hp, "port"), s, h.Port)
+		}
+		if h.Port != 0 && h.MAC != nil {
+			k := key{h.Port, h.MAC.String()}
+			if other, dup := seen[k]; dup {
+				d.addf(portNode, join(hp, "port"), "next hop port %d mac %s is already %s", h.Port, h.MAC, other)
+			}
+			seen[k] = hp
+		}
+		if len(d.errs) > before {
+			ok = false
+		}
+		total += uint64(h.Weight)
+		hops = append(hops, h)
+	})
+	if total > MaxECMPWeight {
+		d.addf(n, p, "weights add up to %d, more than the %d the action selector next_hop_selector holds (NEXT_HOP_GROUP_MEMBERS)",
+			total, MaxECMPWeight)
+		ok = false
+	}
+	switch {
+	case !ok || n.Kind != yaml.SequenceNode:
+	case len(hops) == 1:
+		r.Port, r.NextHopMAC = hops[0].Port, hops[0].MAC
+	default:
+		r.NextHops = hops
+	}
+}
+
 func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
 	inc := &INC{Buckets: DefaultINCBuckets}
 	var hopsNode *yaml.Node
+	routing := false // buckets or next_hops given: the block configures INC routing
 	d.mapping(n, p, fields{
 		"buckets": func(n *yaml.Node, p string) {
+			routing = true
 			if v, ok := d.uint(n, p, 1, incroute.MaxBuckets); ok {
 				inc.Buckets = int(v)
 			}
 		},
-		"next_hops": func(n *yaml.Node, p string) { hopsNode = n },
+		"next_hops": func(n *yaml.Node, p string) { routing, hopsNode = true, n },
+		"slot_timeout": func(n *yaml.Node, p string) {
+			if v, ok := d.slotTimeout(n, p); ok {
+				s.INCSlotTimeout = v
+			}
+		},
 	})
 	if n.Kind != yaml.MappingNode {
 		return
+	}
+	if !routing && len(n.Content) > 0 {
+		return // only slot_timeout: no INC routing on this switch
 	}
 	if hopsNode == nil {
 		d.addf(n, join(p, "next_hops"), "required: at least one next hop")
@@ -1030,26 +1195,14 @@ func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
 		var h INCNextHop
 		var portNode *yaml.Node
 		got := map[string]bool{}
-		d.mapping(n, hp, fields{
-			"port": func(n *yaml.Node, p string) {
-				got["port"], portNode = true, n
-				if v, ok := d.uint(n, p, 1, MaxPort); ok {
-					h.Port = uint16(v)
-				}
-			},
-			"mac": func(n *yaml.Node, p string) {
-				got["mac"] = true
-				if m, ok := d.mac(n, p); ok {
-					h.MAC = m
-				}
-			},
-			"weight": func(n *yaml.Node, p string) {
-				got["weight"] = true
-				if v, ok := d.uint(n, p, 0, math.MaxUint64); ok {
-					h.Weight = v
-				}
-			},
-		})
+		fs := d.hopFields(&h.Port, &h.MAC, got, &portNode)
+		fs["weight"] = func(n *yaml.Node, p string) {
+			got["weight"] = true
+			if v, ok := d.uint(n, p, 0, math.MaxUint64); ok {
+				h.Weight = v
+			}
+		}
+		d.mapping(n, hp, fs)
 		if n.Kind != yaml.MappingNode {
 			return
 		}

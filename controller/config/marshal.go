@@ -19,7 +19,11 @@ type (
 		Metrics   yMetrics  `yaml:"metrics"`
 		Announce  yAnnounce `yaml:"announce"`
 		QoS       yQoS      `yaml:"qos"`
+		INC       yINCTop   `yaml:"inc"`
 		Switches  []ySwitch `yaml:"switches"`
+	}
+	yINCTop struct {
+		SlotTimeout string `yaml:"slot_timeout"`
 	}
 	yAPI struct {
 		Listen string `yaml:"listen"`
@@ -100,13 +104,20 @@ type (
 		ySettings `yaml:",inline"`
 	}
 	yRoute struct {
-		Prefix     string `yaml:"prefix"`
-		Port       uint16 `yaml:"port"`
-		NextHopMAC string `yaml:"next_hop_mac"`
+		Prefix     string      `yaml:"prefix"`
+		Port       uint16      `yaml:"port,omitempty"`
+		NextHopMAC string      `yaml:"next_hop_mac,omitempty"`
+		NextHops   []yRouteHop `yaml:"next_hops,omitempty"`
+	}
+	yRouteHop struct {
+		Port   uint16 `yaml:"port"`
+		MAC    string `yaml:"mac"`
+		Weight uint32 `yaml:"weight"`
 	}
 	yINC struct {
-		Buckets  int        `yaml:"buckets"`
-		NextHops []yNextHop `yaml:"next_hops"`
+		Buckets     int        `yaml:"buckets,omitempty"`
+		NextHops    []yNextHop `yaml:"next_hops,omitempty"`
+		SlotTimeout string     `yaml:"slot_timeout"`
 	}
 	yNextHop struct {
 		Port   uint16 `yaml:"port"`
@@ -158,6 +169,7 @@ func (c *Config) Marshal() ([]byte, error) {
 			Lossless:     c.QoS.LosslessPriority,
 			CNPDSCP:      c.QoS.CNPDSCP,
 		},
+		INC: yINCTop{SlotTimeout: units.FormatDuration(c.INC.SlotTimeout)},
 	}
 	if t := c.API.Auth.TLS; t != nil {
 		y.API.Auth.TLS = &yServerTLS{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}
@@ -187,15 +199,26 @@ func (c *Config) Marshal() ([]byte, error) {
 			ys.Ports = append(ys.Ports, yp)
 		}
 		for _, r := range s.Routes {
-			ys.Routes = append(ys.Routes, yRoute{Prefix: r.Prefix.String(), Port: r.Port, NextHopMAC: r.NextHopMAC.String()})
+			yr := yRoute{Prefix: r.Prefix.String()}
+			if len(r.NextHops) > 0 {
+				for _, h := range r.NextHops {
+					yr.NextHops = append(yr.NextHops, yRouteHop{Port: h.Port, MAC: h.MAC.String(), Weight: h.Weight})
+				}
+			} else {
+				yr.Port, yr.NextHopMAC = r.Port, r.NextHopMAC.String()
+			}
+			ys.Routes = append(ys.Routes, yr)
 		}
+		// The switch's slot timeout is written even without INC routing
+		// (an inc block of only slot_timeout).
+		yi := &yINC{SlotTimeout: units.FormatDuration(s.INCSlotTimeout)}
 		if s.INC != nil {
-			yi := &yINC{Buckets: s.INC.Buckets}
+			yi.Buckets = s.INC.Buckets
 			for _, h := range s.INC.NextHops {
 				yi.NextHops = append(yi.NextHops, yNextHop{Port: h.Port, MAC: h.MAC.String(), Weight: h.Weight})
 			}
-			ys.INC = yi
 		}
+		ys.INC = yi
 		y.Switches = append(y.Switches, ys)
 	}
 	out, err := yaml.Marshal(&y)

@@ -28,6 +28,7 @@ func completionSpec() []compCommand {
 		{name: "port", words: []string{"get", "set"}, flags: []string{"switch", "port", "qth", "mode", "tcheck",
 			"cnp-gap", "red-kmin", "red-kmax", "red-pmax"}},
 		{name: "ports", flags: []string{"switch"}},
+		{name: "queues", flags: []string{"switch", "port"}},
 		{name: "connections", words: []string{"list", "add", "remove"}, flags: []string{"sender-ip", "udp-sport",
 			"dest-qp", "receiver-ip", "sender-qpn", "flags", "worker-rank", "inc-group"}},
 		{name: "inc", words: []string{"routes"}, flags: []string{"switch", "buckets"}},

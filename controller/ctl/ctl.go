@@ -111,6 +111,7 @@ func commands() []command {
 		{"threshold", "threshold get|set --switch S --port P [--qth SIZE]: a port's queue threshold Qth", cmdThreshold},
 		{"port", "port get|set --switch S --port P [--qth --mode --tcheck --cnp-gap --red-kmin --red-kmax --red-pmax]", cmdPort},
 		{"ports", "ports [--switch S]: port states and counters", cmdPorts},
+		{"queues", "queues [--switch S] [--port P]: per-queue (port, priority) counters", cmdQueues},
 		{"connections", "connections [list|add|remove]: RDMA connections", cmdConnections},
 		{"inc", "inc routes --switch S: the INC route table", cmdINC},
 		{"events", "events [--follow] [--kind K]...: the event stream", cmdEvents},
@@ -674,6 +675,52 @@ func cmdPorts(ctx context.Context, g *globals, args []string) error {
 					units.FormatSize(units.Size(p.GetQthBytes())), p.GetState(), orDash(p.GetLastEvent()),
 					units.FormatSize(units.Size(p.GetQueueBytes())), cnt("switch_cnp_sent"), cnt("ecn_marked"),
 					cnt("pfc_pause_rx"), cnt("dropped"))
+			}
+		})
+	})
+}
+
+func cmdQueues(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags(g, "queues")
+	sw := fs.String("switch", "", "only this switch")
+	port := fs.Uint("port", 0, "only this port")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("queues: unexpected argument %q", pos[0])
+	}
+	if *port > 511 {
+		return usageErr("--port %d out of range 1..511", *port)
+	}
+	return call(ctx, g, false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		r, err := c.ListQueues(ctx, &fastcnpv1.ListQueuesRequest{Switch: *sw, Port: uint32(*port)})
+		if err != nil {
+			return err
+		}
+		return emit(g, r, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "SWITCH\tPORT\tPRIO\tCLASS\tENQUEUED\tDEQUEUED\tDROPPED\tPFC XOFF SENT\tPFC XON SENT")
+			for _, q := range r.GetQueues() {
+				// Packets with their bytes for the queue counters; frames
+				// for PFC (each 60 bytes).
+				cnt := func(n string, withBytes bool) string {
+					v, ok := q.GetCounters()[n]
+					switch {
+					case !ok:
+						return "-"
+					case withBytes:
+						return fmt.Sprintf("%d (%s)", v.GetPackets(), units.FormatSize(units.Size(v.GetBytes())))
+					}
+					return fmt.Sprint(v.GetPackets())
+				}
+				class := "lossy"
+				if q.GetLossless() {
+					class = "lossless"
+				}
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.GetSwitch(), q.GetPort(), q.GetPriority(), class,
+					cnt("queue_enqueued", true), cnt("queue_dequeued", true), cnt("queue_dropped", true),
+					cnt("pfc_xoff_sent", false), cnt("pfc_xon_sent", false))
 			}
 		})
 	})

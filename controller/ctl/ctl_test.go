@@ -475,3 +475,85 @@ func TestOffline(t *testing.T) {
 		})
 	}
 }
+
+// TestQueues: fastcnpctl queues shows the per-queue counters of the
+// configured ports as fastcnp-switch counted them: a table with units, and
+// JSON with the raw values; filters and errors.
+func TestQueues(t *testing.T) {
+	e := startEnv(t)
+	// What fastcnp-switch's traffic manager counts for queue (3, 3) of s1:
+	// 3 packets dequeued (written as the target can), 2 KiB dropped, an XOFF.
+	err := e.switches["s1"].Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		if err := p.WriteCounter(pipeline.CounterQueueDequeued, int(pipeline.QueueIndex(3, 3)), 3, 4500); err != nil {
+			return err
+		}
+		p.CountQueueDrop(3, 3, 1024)
+		p.CountQueueDrop(3, 3, 1024)
+		p.CountPFCSent(3, 3, true, 60)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := e.run("--token", readToken, "queues", "--switch", "s1", "--port", "3")
+	if code != 0 {
+		t.Fatalf("queues: %d %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 9 || !strings.HasPrefix(lines[0], "SWITCH") {
+		t.Fatalf("queues table: %q", out)
+	}
+	// Priority 3 (the lossless one): DEQUEUED 3 (4.5kB), DROPPED 2 (2KiB), XOFF 1.
+	if f := strings.Fields(lines[4]); len(f) != 12 || f[2] != "3" || f[3] != "lossless" || f[6] != "3" || f[7] != "(4.5kB)" ||
+		f[8] != "2" || f[9] != "(2KiB)" || f[10] != "1" || f[11] != "0" {
+		t.Errorf("priority 3 row %q", lines[4])
+	}
+	if f := strings.Fields(lines[1]); len(f) != 12 || f[3] != "lossy" || f[4] != "0" || f[10] != "0" {
+		t.Errorf("priority 0 row %q", lines[1])
+	}
+	code, out, _ = e.run("queues", "--switch", "s1", "-o", "json")
+	var qs struct {
+		Queues []struct {
+			Switch   string
+			Port     int
+			Priority int
+			Lossless bool
+			Counters map[string]struct{ Packets, Bytes string } // uint64 as JSON strings (protojson)
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs.Queues) != 16 {
+		t.Fatalf("queues json: %d %q", code, out)
+	}
+	found := false
+	for _, q := range qs.Queues {
+		if q.Port == 3 && q.Priority == 3 {
+			found = true
+			if c := q.Counters["queue_dropped"]; c.Packets != "2" || c.Bytes != "2048" || !q.Lossless {
+				t.Errorf("queue (3, 3) in json: %+v", q)
+			}
+		}
+		if len(q.Counters) != 5 {
+			t.Errorf("queue (%d, %d) has counters %v, want the 5 queue counters", q.Port, q.Priority, q.Counters)
+		}
+	}
+	if !found {
+		t.Error("queue (3, 3) missing from the json")
+	}
+	if code, out, _ := e.run("queues", "--port", "4"); code != 0 || strings.Count(out, "\ns2 ") != 8 || strings.Contains(out, "\ns1 ") {
+		t.Errorf("queues --port 4: %d %q, want s2's 8 queues", code, out)
+	}
+	for _, tt := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"queues", "--switch", "s1", "--port", "4"}, ExitNotFound, "unknown port 4"},
+		{[]string{"queues", "--switch", "s9"}, ExitNotFound, `unknown switch "s9"`},
+		{[]string{"queues", "--port", "600"}, ExitUsage, "out of range"},
+		{[]string{"queues", "extra"}, ExitUsage, "unexpected argument"},
+	} {
+		if code, _, stderr := e.run(tt.args...); code != tt.code || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("%v: exit %d %q, want %d %q", tt.args, code, stderr, tt.code, tt.stderr)
+		}
+	}
+}

@@ -30,6 +30,8 @@ func TestOutputFormats(t *testing.T) {
 		{"switches", []string{"switches"}, "switches"},
 		{"ports", []string{"ports"}, "ports"},
 		{"ports of one switch", []string{"ports", "--switch", "s1"}, "ports"},
+		{"queues", []string{"queues"}, "queues"},
+		{"queues of one port", []string{"queues", "--switch", "s1", "--port", "3"}, "queues"},
 		{"connections", []string{"connections"}, "connections"},
 		{"inc routes", []string{"inc", "routes", "--switch", "s2"}, "next_hops"},
 		{"threshold get", []string{"threshold", "get", "--switch", "s1", "--port", "3"}, "qth_bytes"},

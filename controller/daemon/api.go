@@ -393,6 +393,30 @@ func (s *apiServer) ListPorts(ctx context.Context, req *fastcnpv1.ListPortsReque
 	return out, nil
 }
 
+func (s *apiServer) ListQueues(ctx context.Context, req *fastcnpv1.ListQueuesRequest) (*fastcnpv1.ListQueuesResponse, error) {
+	var port uint16
+	if req.GetPort() != 0 {
+		var err error
+		if port, err = portArg(req.GetPort()); err != nil {
+			return nil, err
+		}
+	}
+	qs, err := s.d.Queues(ctx, req.GetSwitch(), port)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	out := &fastcnpv1.ListQueuesResponse{}
+	for _, q := range qs {
+		pb := &fastcnpv1.QueueState{Switch: q.Switch, Port: uint32(q.Port), Priority: uint32(q.Priority),
+			Lossless: q.Lossless, Counters: map[string]*fastcnpv1.CounterValue{}}
+		for name, c := range q.Counters {
+			pb.Counters[name] = &fastcnpv1.CounterValue{Packets: uint64(c.Packets), Bytes: uint64(c.Bytes)}
+		}
+		out.Queues = append(out.Queues, pb)
+	}
+	return out, nil
+}
+
 func connPB(c fabric.Connection) *fastcnpv1.Connection {
 	pb := &fastcnpv1.Connection{SenderIp: c.SenderIP.String(), UdpSrcPort: uint32(c.UDPSrcPort),
 		ReceiverQpn: c.ReceiverQPN, SenderQpn: c.SenderQPN, Flags: uint32(c.Flags), WorkerRank: uint32(c.WorkerRank),

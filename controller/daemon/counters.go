@@ -14,6 +14,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
@@ -44,6 +45,78 @@ func portCounterNames(info *p4configv1.P4Info) []string {
 	return out
 }
 
+// queueCounterNames are the counters of a P4Info indexed by egress queue:
+// those with one cell per queue (NUM_QUEUES = NUM_PORTS * 8, index port *
+// 8 + priority).
+func queueCounterNames(info *p4configv1.P4Info) []string {
+	var out []string
+	for _, c := range info.GetCounters() {
+		if c.GetSize() == pipeline.NumQueues {
+			out = append(out, c.GetPreamble().GetName())
+		}
+	}
+	return out
+}
+
+// queueKey names an egress queue.
+type queueKey struct {
+	port     uint16
+	priority uint8
+}
+
+// shortCounterName is a counter's name without its control ("dropped" for
+// "FastcnpIngress.dropped").
+func shortCounterName(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// readQueueCounters reads the named queue counters (queueCounterNames) of
+// the given ports' 8 queues each, in one Read of the cells wanted (not the
+// 4096 cells of each counter), and returns them by queue.
+func readQueueCounters(ctx context.Context, c *p4rt.Client, info *p4rt.Info, names []string, ports map[uint16]bool) (map[queueKey]portCounters, error) {
+	out := map[queueKey]portCounters{}
+	if len(names) == 0 || len(ports) == 0 {
+		return out, nil
+	}
+	var reqs []*p4v1.Entity
+	for _, n := range names {
+		for port := range ports {
+			for prio := range 8 {
+				e, err := info.ReadCounter(n, int64(pipeline.QueueIndex(port, uint8(prio))))
+				if err != nil {
+					return nil, err
+				}
+				reqs = append(reqs, e)
+			}
+		}
+	}
+	err := c.ReadStream(ctx, func(e *p4v1.Entity) error {
+		ce := e.GetCounterEntry()
+		if ce == nil {
+			return fmt.Errorf("asked for counter cells, got %T", e.GetEntity())
+		}
+		idx := ce.GetIndex().GetIndex()
+		k := queueKey{port: uint16(idx / 8), priority: uint8(idx % 8)}
+		if idx < 0 || idx >= pipeline.NumQueues || !ports[k.port] {
+			return nil
+		}
+		if out[k] == nil {
+			out[k] = portCounters{}
+		}
+		name := info.CounterName(ce.GetCounterId())
+		out[k][shortCounterName(name)] = p4rt.CounterCell{Counter: name, Index: idx,
+			Bytes: ce.GetData().GetByteCount(), Packets: ce.GetData().GetPacketCount()}
+		return nil
+	}, reqs...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // readCounters reads the named counters (portCounterNames) of the switch
 // and returns the cells of the given ports.
 func readCounters(ctx context.Context, c *p4rt.Client, names []string, ports map[uint16]bool) (map[uint16]portCounters, error) {
@@ -64,11 +137,7 @@ func readCounters(ctx context.Context, c *p4rt.Client, names []string, ports map
 		if out[p] == nil {
 			out[p] = portCounters{}
 		}
-		name := cell.Counter
-		if i := strings.LastIndexByte(name, '.'); i >= 0 {
-			name = name[i+1:]
-		}
-		out[p][name] = cell
+		out[p][shortCounterName(cell.Counter)] = cell
 	}
 	return out, nil
 }
@@ -126,7 +195,12 @@ func (r *switchRunner) pollCounters(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	snap, err := readCounters(ctx, c, r.portCounters, r.configuredPorts())
+	ports := r.configuredPorts()
+	snap, err := readCounters(ctx, c, r.portCounters, ports)
+	var qsnap map[queueKey]portCounters
+	if err == nil {
+		qsnap, err = readQueueCounters(ctx, c, r.info, r.queueCounters, ports)
+	}
 	if err != nil {
 		r.mu.Lock()
 		r.countersLive = false
@@ -134,21 +208,73 @@ func (r *switchRunner) pollCounters(ctx context.Context) error {
 		return fmt.Errorf("switch %s: reading counters: %w", r.name, err)
 	}
 	r.mu.Lock()
-	prev, baseline := r.counters, r.countersFrom == c
-	r.counters, r.countersFrom, r.countersLive = snap, c, true
+	prev, qprev, baseline := r.counters, r.queues, r.countersFrom == c
+	r.counters, r.queues, r.countersFrom, r.countersLive = snap, qsnap, c, true
 	r.mu.Unlock()
 	if !baseline {
 		return nil
 	}
-	ports := make([]uint16, 0, len(snap))
+	sorted := make([]uint16, 0, len(snap))
 	for p := range snap {
-		ports = append(ports, p)
+		sorted = append(sorted, p)
 	}
-	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
-	for _, port := range ports {
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	for _, port := range sorted {
 		r.reportCounterDeltas(port, prev[port], snap[port])
 	}
+	r.reportQueueDeltas(qprev, qsnap)
 	return nil
+}
+
+// Queue counters whose increase is logged and published: drops (an error
+// on the lossless priority, where a drop is a bug; a warning elsewhere)
+// and PFC XOFF frames sent (info: the switch pushed back).
+var queueCounterLevels = map[string]logrus.Level{"queue_dropped": logrus.WarnLevel, "pfc_xoff_sent": logrus.InfoLevel}
+
+// reportQueueDeltas logs and publishes (event "counters", field priority)
+// the queues whose drops or PFC XOFF frames increased since prev.
+func (r *switchRunner) reportQueueDeltas(prev, cur map[queueKey]portCounters) {
+	r.d.mu.RLock()
+	lossless := r.d.cfg.QoS.LosslessPriority
+	r.d.mu.RUnlock()
+	keys := make([]queueKey, 0, len(cur))
+	for k := range cur {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].port != keys[j].port {
+			return keys[i].port < keys[j].port
+		}
+		return keys[i].priority < keys[j].priority
+	})
+	for _, k := range keys {
+		deltas := counterDeltas(prev[k], cur[k])
+		lf := logrus.Fields{"port": k.port, "priority": k.priority}
+		ev := map[string]string{"priority": strconv.Itoa(int(k.priority))}
+		var parts []string
+		level := logrus.DebugLevel
+		for _, n := range []string{"queue_dropped", "pfc_xoff_sent"} {
+			d, ok := deltas[n]
+			if !ok {
+				continue
+			}
+			lf[n], ev[n] = d, strconv.FormatInt(d, 10)
+			parts = append(parts, fmt.Sprintf("%s +%d", n, d))
+			if l := queueCounterLevels[n]; l < level {
+				level = l
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		msg := "queue counters increased"
+		if _, drop := deltas["queue_dropped"]; drop && k.priority == lossless {
+			level, msg = logrus.ErrorLevel, "packets dropped in the lossless class (a bug: PFC should have prevented it)"
+		}
+		r.log.WithFields(lf).Log(level, msg)
+		r.d.publish(Event{Kind: EventCounters, Switch: r.name, Port: k.port,
+			Message: fmt.Sprintf("priority %d: %s", k.priority, strings.Join(parts, ", ")), Fields: ev})
+	}
 }
 
 // counterDeltas returns the packets each counter of cur gained since prev
@@ -205,31 +331,41 @@ func (r *switchRunner) reportCounterDeltas(port uint16, prev, cur portCounters) 
 // counterCollector exports the last polled data-plane counters as
 // Prometheus counters.
 type counterCollector struct {
-	d              *Daemon
-	packets, bytes *prometheus.Desc
+	d                *Daemon
+	packets, bytes   *prometheus.Desc
+	qpackets, qbytes *prometheus.Desc
 }
 
 func newCounterCollector(d *Daemon) *counterCollector {
 	labels := []string{"switch", "port", "counter"}
+	qlabels := []string{"switch", "port", "priority", "counter"}
 	return &counterCollector{d: d,
 		packets: prometheus.NewDesc("fastcnp_port_counter_packets_total",
 			"Data-plane counter of a configured port (packets), as last polled from the switch.", labels, nil),
 		bytes: prometheus.NewDesc("fastcnp_port_counter_bytes_total",
 			"Data-plane counter of a configured port (bytes), as last polled from the switch.", labels, nil),
+		qpackets: prometheus.NewDesc("fastcnp_queue_counter_packets_total",
+			"Data-plane counter of an egress queue (configured port, priority) in packets or frames, as last polled from the switch.",
+			qlabels, nil),
+		qbytes: prometheus.NewDesc("fastcnp_queue_counter_bytes_total",
+			"Data-plane counter of an egress queue (configured port, priority) in bytes, as last polled from the switch.",
+			qlabels, nil),
 	}
 }
 
 func (cc *counterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- cc.packets
 	ch <- cc.bytes
+	ch <- cc.qpackets
+	ch <- cc.qbytes
 }
 
 func (cc *counterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range cc.d.switches {
 		r.mu.Lock()
-		snap := r.counters
+		snap, qsnap := r.counters, r.queues
 		if !r.countersLive {
-			snap = nil
+			snap, qsnap = nil, nil
 		}
 		r.mu.Unlock()
 		for port, cells := range snap {
@@ -237,6 +373,13 @@ func (cc *counterCollector) Collect(ch chan<- prometheus.Metric) {
 			for name, cell := range cells {
 				ch <- prometheus.MustNewConstMetric(cc.packets, prometheus.CounterValue, float64(cell.Packets), r.name, ps, name)
 				ch <- prometheus.MustNewConstMetric(cc.bytes, prometheus.CounterValue, float64(cell.Bytes), r.name, ps, name)
+			}
+		}
+		for q, cells := range qsnap {
+			ps, prio := strconv.FormatUint(uint64(q.port), 10), strconv.Itoa(int(q.priority))
+			for name, cell := range cells {
+				ch <- prometheus.MustNewConstMetric(cc.qpackets, prometheus.CounterValue, float64(cell.Packets), r.name, ps, prio, name)
+				ch <- prometheus.MustNewConstMetric(cc.qbytes, prometheus.CounterValue, float64(cell.Bytes), r.name, ps, prio, name)
 			}
 		}
 	}

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -201,5 +204,208 @@ func TestPortCounterNames(t *testing.T) {
 	}
 	if queues == 0 {
 		t.Log("the program has no queue-indexed counter: nothing to leave out")
+	}
+}
+
+// queueTraffic runs n RoCEv2 packets (DSCP 26: the lossless priority 3)
+// from port 1 to 10.0.0.0/8 (port 3) through s1's ingress and egress, and
+// returns their length. The P4 program counts them in queue_enqueued and
+// queue_dequeued of queue (3, 3).
+func queueTraffic(t *testing.T, s *testSwitch, n int) int {
+	t.Helper()
+	env := &wire.Envelope{SrcMAC: wire.MAC{2, 0, 0, 0, 0, 9}, DstMAC: wire.MAC{2, 0, 0, 0, 1, 1},
+		SrcIP: wire.Addr4{10, 1, 1, 5}, DstIP: wire.Addr4{10, 2, 0, 7}, DSCP: 26, SrcPort: 49152}
+	b := make([]byte, 256)
+	size, err := wire.BuildRoCE(b, env, &wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey, DestQP: 0x11, PSN: 1}, make([]byte, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		for i := 0; i < n; i++ {
+			var in pipeline.IngressResult
+			var eg pipeline.EgressResult
+			frame := append([]byte(nil), b[:size]...)
+			if err := p.Ingress(frame, 1, int64(i+1)*1000, &in); err != nil {
+				return err
+			}
+			if in.Verdict != pipeline.VerdictForward || in.EgressPort != 3 || in.Meta.Priority != 3 {
+				return fmt.Errorf("packet %d: verdict %v port %d priority %d", i, in.Verdict, in.EgressPort, in.Meta.Priority)
+			}
+			p.OnEnqueue(&in.Meta)
+			if err := p.Egress(in.Frame, in.EgressPort, int64(i+1)*1000+500, &in.Meta, &eg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
+}
+
+// TestQueueCounters: traffic through fastcnp-switch's pipeline and its
+// traffic manager's counts (drops, PFC frames sent) show up per queue
+// (port, priority) as Prometheus counters, in the API (Queues) and as logs
+// and "counters" events; only configured ports are exported.
+func TestQueueCounters(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	logger, hook := logtest.NewNullLogger()
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Logger = logger })
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	r := d.byName["s1"]
+	ctx := context.Background()
+	if err := r.pollCounters(ctx); err != nil { // baseline
+		t.Fatal(err)
+	}
+	events, cancel := d.Subscribe(64)
+	defer cancel()
+	hook.Reset()
+
+	const n = 5
+	size := queueTraffic(t, s1, n)
+	// The traffic manager's counts (fastcnp-switch feeds them; BMv2 leaves
+	// them at 0): two lossy drops on (3, 0), one lossless drop on (3, 3),
+	// an XOFF and an XON sent out of port 1 for priority 3, and counts on
+	// port 4, which s1 does not configure.
+	err := s1.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
+		p.CountQueueDrop(3, 0, 1000)
+		p.CountQueueDrop(3, 0, 1000)
+		p.CountQueueDrop(3, 3, 1500)
+		p.CountPFCSent(1, 3, true, 60)
+		p.CountPFCSent(1, 3, false, 60)
+		p.CountQueueDrop(4, 0, 100)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.pollCounters(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		port, prio, counter string
+		packets, bytes      float64
+	}{
+		{"3", "3", "queue_enqueued", n, n * float64(size)},
+		{"3", "3", "queue_dequeued", n, n * float64(size)},
+		{"3", "0", "queue_dropped", 2, 2000},
+		{"3", "3", "queue_dropped", 1, 1500},
+		{"1", "3", "pfc_xoff_sent", 1, 60},
+		{"1", "3", "pfc_xon_sent", 1, 60},
+		{"1", "3", "queue_enqueued", 0, 0},
+		{"2", "7", "pfc_xon_sent", 0, 0},
+	} {
+		labels := map[string]string{"switch": "s1", "port": tt.port, "priority": tt.prio, "counter": tt.counter}
+		p, ok1 := gathered(t, d.reg, "fastcnp_queue_counter_packets_total", labels)
+		b, ok2 := gathered(t, d.reg, "fastcnp_queue_counter_bytes_total", labels)
+		if !ok1 || !ok2 || p != tt.packets || b != tt.bytes {
+			t.Errorf("queue (%s, %s) %s: %v packets %v bytes (found %v %v), want %v, %v", tt.port, tt.prio, tt.counter,
+				p, b, ok1, ok2, tt.packets, tt.bytes)
+		}
+	}
+	if _, ok := gathered(t, d.reg, "fastcnp_queue_counter_packets_total", map[string]string{"switch": "s1", "port": "4"}); ok {
+		t.Error("queue counters exported for port 4, which is not configured")
+	}
+	series := 0
+	mfs, _ := d.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "fastcnp_queue_counter_packets_total" {
+			series = len(mf.GetMetric())
+		}
+	}
+	if want := 3 * 8 * 5; series != want { // s1: 3 configured ports x 8 priorities x 5 counters
+		t.Errorf("%d queue packet series, want %d", series, want)
+	}
+
+	// The API reads them live.
+	qs, err := d.Queues(ctx, "s1", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 8 {
+		t.Fatalf("%d queues of s1 port 3, want 8", len(qs))
+	}
+	for _, q := range qs {
+		if q.Switch != "s1" || q.Port != 3 || q.Lossless != (q.Priority == 3) || len(q.Counters) != 5 {
+			t.Errorf("queue %+v", q)
+		}
+	}
+	if c := qs[3].Counters["queue_enqueued"]; c.Packets != n || c.Bytes != int64(n*size) {
+		t.Errorf("API queue (3, 3) enqueued %+v, want %d packets", c, n)
+	}
+	if c := qs[0].Counters["queue_dropped"]; c.Packets != 2 || c.Bytes != 2000 {
+		t.Errorf("API queue (3, 0) dropped %+v, want 2 packets", c)
+	}
+	if all, err := d.Queues(ctx, "", 0); err != nil || len(all) != 6*8 {
+		t.Errorf("all queues: %d, %v; want %d", len(all), err, 6*8)
+	}
+	if q4, err := d.Queues(ctx, "", 4); err != nil || len(q4) != 8 || q4[0].Switch != "s2" {
+		t.Errorf("port 4 of every switch: %+v, %v; want s2's 8 queues", q4, err)
+	}
+	for _, tt := range []struct {
+		sw   string
+		port uint16
+		want error
+	}{{"s1", 4, ErrUnknownPort}, {"", 9, ErrUnknownPort}, {"s9", 0, ErrUnknownSwitch}} {
+		if _, err := d.Queues(ctx, tt.sw, tt.port); !errors.Is(err, tt.want) {
+			t.Errorf("Queues(%q, %d): %v, want %v", tt.sw, tt.port, err, tt.want)
+		}
+	}
+
+	// Logs and events: drops and XOFF frames, an error for the lossless drop.
+	got := map[string]map[string]string{}
+	for len(events) > 0 {
+		if e := <-events; e.Kind == EventCounters && e.Fields["priority"] != "" {
+			got[fmt.Sprintf("%d/%s", e.Port, e.Fields["priority"])] = e.Fields
+		}
+	}
+	want := map[string]map[string]string{
+		"3/0": {"priority": "0", "queue_dropped": "2"},
+		"3/3": {"priority": "3", "queue_dropped": "1"},
+		"1/3": {"priority": "3", "pfc_xoff_sent": "1"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("queue counter events %v, want %v", got, want)
+	}
+	levels := map[string]logrus.Level{}
+	for _, e := range hook.AllEntries() {
+		if prio, ok := e.Data["priority"]; ok {
+			levels[fmt.Sprintf("%v/%v", e.Data["port"], prio)] = e.Level
+		}
+	}
+	if want := map[string]logrus.Level{"3/0": logrus.WarnLevel, "3/3": logrus.ErrorLevel, "1/3": logrus.InfoLevel}; !reflect.DeepEqual(levels, want) {
+		t.Errorf("queue log levels %v, want %v", levels, want)
+	}
+
+	// While the switch is away nothing is exported, and the API shows the
+	// queues without counters.
+	s1.stop()
+	waitFor(t, "s1 disconnected", syncTimeout, func() bool { return !r.status().Connected })
+	if err := r.pollCounters(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gathered(t, d.reg, "fastcnp_queue_counter_packets_total", map[string]string{"switch": "s1"}); ok {
+		t.Error("queue counters of a disconnected switch still exported")
+	}
+	if qs, err := d.Queues(ctx, "s1", 3); err != nil || len(qs) != 8 || len(qs[0].Counters) != 0 {
+		t.Errorf("queues of a disconnected switch: %+v, %v", qs, err)
+	}
+}
+
+// TestQueueCounterNames: the queue-indexed counters are the five of
+// docs/dataplane.md, none of the port-indexed ones.
+func TestQueueCounterNames(t *testing.T) {
+	info, err := p4src.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := queueCounterNames(info)
+	want := []string{"FastcnpIngress.queue_enqueued", "FastcnpEgress.queue_dequeued", "FastcnpEgress.queue_dropped",
+		"FastcnpIngress.pfc_xoff_sent", "FastcnpIngress.pfc_xon_sent"}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("queue counters %v, want %v", got, want)
 	}
 }

@@ -404,6 +404,18 @@ func (d *Daemon) runner(name string) (*switchRunner, error) {
 	return r, nil
 }
 
+// runners returns the runner of switch sw, or every runner for "".
+func (d *Daemon) runners(sw string) ([]*switchRunner, error) {
+	if sw == "" {
+		return d.switches, nil
+	}
+	r, err := d.runner(sw)
+	if err != nil {
+		return nil, err
+	}
+	return []*switchRunner{r}, nil
+}
+
 // PortInfo is a port's effective settings and data-plane parameters.
 type PortInfo struct {
 	Switch   string
@@ -612,15 +624,9 @@ type PortStatus struct {
 // Ports returns the state of every configured port of a switch ("" = all
 // switches), with counters read from the switches that are connected.
 func (d *Daemon) Ports(ctx context.Context, sw string) ([]PortStatus, error) {
-	var rs []*switchRunner
-	if sw == "" {
-		rs = d.switches
-	} else {
-		r, err := d.runner(sw)
-		if err != nil {
-			return nil, err
-		}
-		rs = []*switchRunner{r}
+	rs, err := d.runners(sw)
+	if err != nil {
+		return nil, err
 	}
 	var out []PortStatus
 	for _, r := range rs {
@@ -629,6 +635,46 @@ func (d *Daemon) Ports(ctx context.Context, sw string) ([]PortStatus, error) {
 			return nil, err
 		}
 		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// QueueStatus is the counters of one egress queue (port, priority).
+type QueueStatus struct {
+	Switch   string
+	Port     uint16
+	Priority uint8
+	// Lossless: Priority is the PFC-protected one (qos.lossless_priority).
+	Lossless bool
+	// Counters by short counter name; empty while the switch is away.
+	Counters map[string]p4rt.CounterCell
+}
+
+// Queues returns the counters of the 8 queues of the configured ports of a
+// switch ("" = every switch), or of one port (0 = every configured port),
+// read from the switches that are connected. A port that no selected
+// switch configures is ErrUnknownPort.
+func (d *Daemon) Queues(ctx context.Context, sw string, port uint16) ([]QueueStatus, error) {
+	rs, err := d.runners(sw)
+	if err != nil {
+		return nil, err
+	}
+	var out []QueueStatus
+	found := port == 0
+	for _, r := range rs {
+		qs, ok, err := r.queueStatuses(ctx, port)
+		if err != nil {
+			return nil, err
+		}
+		found = found || ok
+		out = append(out, qs...)
+	}
+	if !found {
+		if sw != "" {
+			_, err := d.PortSettings(sw, port) // the error names the configured ports
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %d on any switch", ErrUnknownPort, port)
 	}
 	return out, nil
 }

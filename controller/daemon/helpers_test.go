@@ -167,6 +167,47 @@ type writeLog struct {
 	mu        sync.Mutex
 	n         map[uint64]map[p4v1.Update_Type]int
 	pipelines int // SetForwardingPipelineConfig calls accepted
+	// kinds counts the accepted updates by "TYPE kind" (fabric.Kind names,
+	// "MODIFY action_profile_group"), from any writer.
+	kinds map[string]int
+	// batches is the list of accepted Write RPCs, each as its "TYPE kind"s.
+	batches [][]string
+}
+
+// updateKind names an update as "TYPE kind".
+func updateKind(u *p4v1.Update) string {
+	k := "other"
+	if e, err := fabric.Canonical(u.GetEntity()); err == nil {
+		k = e.Kind.String()
+	}
+	return u.GetType().String() + " " + k
+}
+
+// kindSnapshot returns the counts so far by "TYPE kind" and the number of
+// Write RPCs.
+func (w *writeLog) kindSnapshot() (map[string]int, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.kinds))
+	for k, v := range w.kinds {
+		out[k] = v
+	}
+	return out, len(w.batches)
+}
+
+// kindsSince returns the updates by "TYPE kind" accepted since the
+// snapshot, and the Write RPCs since, each as its "TYPE kind"s.
+func (w *writeLog) kindsSince(before map[string]int, batches int) (map[string]int, [][]string) {
+	now, _ := w.kindSnapshot()
+	out := map[string]int{}
+	for k, v := range now {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return out, append([][]string(nil), w.batches[batches:]...)
 }
 
 func (w *writeLog) pushes() int {
@@ -188,9 +229,14 @@ func (w *writeLog) interceptor(ctx context.Context, req any, info *grpc.UnarySer
 		if w.n[id] == nil {
 			w.n[id] = map[p4v1.Update_Type]int{}
 		}
+		var batch []string
 		for _, u := range wr.GetUpdates() {
 			w.n[id][u.GetType()]++
+			k := updateKind(u)
+			w.kinds[k]++
+			batch = append(batch, k)
 		}
+		w.batches = append(w.batches, batch)
 		w.mu.Unlock()
 	}
 	return resp, err
@@ -324,7 +370,7 @@ func startSwitchOpts(t testing.TB, addr string, deviceID uint64, so switchOpts) 
 		t.Fatal(err)
 	}
 	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
-	wl := &writeLog{n: map[uint64]map[p4v1.Update_Type]int{}}
+	wl := &writeLog{n: map[uint64]map[p4v1.Update_Type]int{}, kinds: map[string]int{}}
 	unary := []grpc.UnaryServerInterceptor{wl.interceptor}
 	var streams []grpc.StreamServerInterceptor
 	var vs *valueSetRefuser
@@ -554,19 +600,46 @@ func inSync(t *testing.T, d *Daemon, name string, s *testSwitch) bool {
 		t.Fatal(err)
 	}
 	want := map[uint32]int{}
+	members, groups := 0, 0
 	for _, e := range res.State.Entries() {
 		if te := e.Entity.GetTableEntry(); te != nil {
 			want[te.GetTableId()]++
 		}
+		switch e.Kind {
+		case fabric.KindActionProfileMember:
+			members++
+		case fabric.KindActionProfileGroup:
+			groups++
+		}
 	}
 	for _, id := range []uint32{pipeline.TableIPv4Route, pipeline.TableTrafficClass, pipeline.TablePortConfig,
 		pipeline.TableRDMAConnection, pipeline.TableIncGroup, pipeline.TableIncRoute, pipeline.TableFlowBytesLog2,
-		pipeline.TablePortBytesLog2, pipeline.TableWindowExp2} {
+		pipeline.TablePortBytesLog2, pipeline.TableWindowExp2, pipeline.TableNextHopGroupSelect,
+		pipeline.TableIncSlotTimeout} {
 		if s.count(id) != want[id] {
 			return false
 		}
 	}
-	return true
+	m, g := s.profile()
+	return len(m) == members && len(g) == groups
+}
+
+// profile returns the members and groups of the switch's ECMP selector.
+func (s *testSwitch) profile() ([]pipeline.ProfileMember, []pipeline.ProfileGroup) {
+	var ms []pipeline.ProfileMember
+	var gs []pipeline.ProfileGroup
+	err := s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+		var err error
+		if ms, err = p.ReadProfileMembers(pipeline.ProfileNextHopSelector, 0, nil); err != nil {
+			return err
+		}
+		gs, err = p.ReadProfileGroups(pipeline.ProfileNextHopSelector, 0, nil)
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("read the ECMP selector: %v", err)
+	}
+	return ms, gs
 }
 
 // readBackPlan reads the switch like an audit and returns the repair plan.

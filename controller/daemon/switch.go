@@ -65,6 +65,7 @@ type switchRunner struct {
 	// countersFrom (pollCounters); replaced, never modified. They are
 	// exported while countersLive (the last poll succeeded).
 	counters     map[uint16]portCounters
+	queues       map[queueKey]portCounters // the configured ports' queues, polled with counters
 	countersFrom *p4rt.Client
 	countersLive bool
 	// vsUnsupported: the target answered UNIMPLEMENTED to a value-set
@@ -79,6 +80,8 @@ type switchRunner struct {
 	keepalive time.Duration
 	// portCounters are the P4 counters indexed by port (portCounterNames).
 	portCounters []string
+	// queueCounters are the P4 counters indexed by queue (queueCounterNames).
+	queueCounters []string
 }
 
 func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
@@ -104,6 +107,7 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 		return nil, fmt.Errorf("daemon: switch %s: %w", name, err)
 	}
 	r.portCounters = portCounterNames(r.p4info)
+	r.queueCounters = queueCounterNames(r.p4info)
 	h := fnv.New64a()
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.p4info)
 	if err != nil {
@@ -197,7 +201,7 @@ func (r *switchRunner) setClient(c *p4rt.Client) {
 	waiters := r.waiters
 	if c == nil {
 		r.waiters = nil
-		r.counters, r.countersFrom, r.countersLive = nil, nil, false
+		r.counters, r.queues, r.countersFrom, r.countersLive = nil, nil, nil, false
 	}
 	r.mu.Unlock()
 	if c == nil {
@@ -460,6 +464,17 @@ func (r *switchRunner) readBack(ctx context.Context, c *p4rt.Client) (*fabric.St
 		}
 		reqs = append(reqs, req{e: e})
 	}
+	for _, ap := range fabric.ManagedProfiles {
+		m, err := r.info.ReadActionProfileMembers(ap)
+		if err != nil {
+			return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
+		}
+		g, err := r.info.ReadActionProfileGroups(ap)
+		if err != nil {
+			return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
+		}
+		reqs = append(reqs, req{e: m}, req{e: g})
+	}
 	vs, err := r.info.ReadValueSet(fabric.ValueSetAnnounce)
 	if err != nil {
 		return nil, nil, fmt.Errorf("switch %s: %w", r.name, err)
@@ -572,20 +587,34 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 	r.d.metrics.desiredEntries.WithLabelValues(r.name).Set(float64(res.State.Len()))
 	if !plan.Empty() {
 		start := time.Now()
-		// Value-set updates go in a write of their own, after the rest: a
-		// target without value sets (BMv2) refuses them and nothing else.
-		var rest, vs []*p4v1.Update
-		for _, u := range plan.Updates() {
-			if u.GetEntity().GetValueSetEntry() != nil {
-				vs = append(vs, u)
-			} else {
-				rest = append(rest, u)
+		// The plan's batches, one after the other (members, groups and the
+		// entries that use them depend on each other). Value-set updates go
+		// in a write of their own, after the rest: a target without value
+		// sets (BMv2) refuses them and nothing else.
+		var vs []*p4v1.Update
+		var batches [][]*p4v1.Update
+		for _, b := range plan.Batches() {
+			var rest []*p4v1.Update
+			for _, u := range b {
+				if u.GetEntity().GetValueSetEntry() != nil {
+					vs = append(vs, u)
+				} else {
+					rest = append(rest, u)
+				}
+			}
+			if len(rest) > 0 {
+				batches = append(batches, rest)
 			}
 		}
 		r.mu.Lock()
 		skipVS := r.vsUnsupported
 		r.mu.Unlock()
-		err := c.Write(ctx, rest)
+		var err error
+		for _, b := range batches {
+			if err = c.Write(ctx, b); err != nil {
+				break
+			}
+		}
 		unwritten := 0 // value-set modifies left out
 		switch {
 		case err != nil || len(vs) == 0:
@@ -792,4 +821,43 @@ func (r *switchRunner) portStatuses(ctx context.Context) ([]PortStatus, error) {
 		out = append(out, ps)
 	}
 	return out, nil
+}
+
+// queueStatuses returns the queues of the switch's configured ports (of
+// port only, unless 0; ok reports whether the switch configures it), with
+// their counters read from the switch when it is connected.
+func (r *switchRunner) queueStatuses(ctx context.Context, port uint16) ([]QueueStatus, bool, error) {
+	r.d.mu.RLock()
+	lossless := r.d.cfg.QoS.LosslessPriority
+	r.d.mu.RUnlock()
+	ports := r.configuredPorts()
+	if port != 0 {
+		if !ports[port] {
+			return nil, false, nil
+		}
+		ports = map[uint16]bool{port: true}
+	}
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	counters := map[queueKey]portCounters{}
+	if c != nil && c.Status().Connected {
+		var err error
+		if counters, err = readQueueCounters(ctx, c, r.info, r.queueCounters, ports); err != nil {
+			return nil, true, fmt.Errorf("switch %s: reading queue counters: %w", r.name, err)
+		}
+	}
+	sorted := make([]uint16, 0, len(ports))
+	for p := range ports {
+		sorted = append(sorted, p)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	out := make([]QueueStatus, 0, 8*len(sorted))
+	for _, p := range sorted {
+		for prio := uint8(0); prio < 8; prio++ {
+			out = append(out, QueueStatus{Switch: r.name, Port: p, Priority: prio, Lossless: prio == lossless,
+				Counters: counters[queueKey{p, prio}]})
+		}
+	}
+	return out, true, nil
 }

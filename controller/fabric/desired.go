@@ -25,6 +25,9 @@ const (
 	TableRDMAConnection = "FastcnpIngress.rdma_connection"
 	TableINCGroup       = "FastcnpIngress.inc_group"
 	TableINCRoute       = "FastcnpIngress.inc_route"
+	TableINCSlotTimeout = "FastcnpIngress.inc_slot_timeout"
+	TableNextHopGroup   = "FastcnpIngress.next_hop_group_select"
+	ProfileNextHops     = "FastcnpIngress.next_hop_selector"
 	TableFlowLog2       = "FastcnpEgress.flow_bytes_log2"
 	TablePortLog2       = "FastcnpEgress.port_bytes_log2"
 	TableWindowExp2     = "FastcnpEgress.window_exp2"
@@ -37,8 +40,12 @@ const (
 // in them are deleted by a repair).
 var ManagedTables = []string{
 	TableIPv4Route, TableTrafficClass, TablePortConfig, TableRDMAConnection, TableINCGroup,
-	TableINCRoute, TableFlowLog2, TablePortLog2, TableWindowExp2,
+	TableINCRoute, TableFlowLog2, TablePortLog2, TableWindowExp2, TableNextHopGroup, TableINCSlotTimeout,
 }
+
+// ManagedProfiles are the action profiles whose members and groups
+// fastcnpd owns (extra ones are deleted by a repair).
+var ManagedProfiles = []string{ProfileNextHops}
 
 // ManagedDigests are the digests fastcnpd configures.
 var ManagedDigests = []string{DigestPortState, DigestCNP}
@@ -204,6 +211,8 @@ type Result struct {
 	INC incroute.Table
 	// Ports are the port parameters, by port number order.
 	Ports []PortParams
+	// ECMP are the groups of the switch's ECMP routes, by prefix.
+	ECMP []ECMPGroup
 	// Warnings are config parts the data plane cannot express (IPv6 routes,
 	// an INC bucket count other than the data plane's).
 	Warnings []string
@@ -298,28 +307,37 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 			p4rt.P("switch_id", pp.SwitchID), p4rt.P("lossless_priority", pp.LosslessPriority))
 	}
 
-	// Routes (IPv4 only: the data plane has no IPv6 table).
+	// Routes (IPv4 only: the data plane has no IPv6 table). A route with
+	// one next hop is a set_nexthop entry; an ECMP route runs its group.
 	v4 := 0
+	var ecmpRoutes []config.Route
 	for _, r := range sw.Routes {
 		if !r.Prefix.Addr().Is4() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("route %s skipped: the data plane routes IPv4 only", r.Prefix))
 			continue
 		}
 		v4++
+		if len(r.NextHops) > 1 {
+			ecmpRoutes = append(ecmpRoutes, r)
+			continue
+		}
 		port := sw.Port(r.Port)
 		if port == nil || port.MAC == nil {
 			return nil, fmt.Errorf("fabric: switch %s: route %s: port %d has no MAC", sw.Name, r.Prefix, r.Port)
 		}
-		ms := []p4rt.Match{p4rt.LPM("dst_addr", net.IP(r.Prefix.Addr().AsSlice()), int32(r.Prefix.Bits()))}
-		if r.Prefix.Bits() == 0 {
-			// A /0 is the default route: P4Runtime wants the field omitted.
-			ms = nil
-		}
-		b.table(TableIPv4Route, 0, ms, "set_nexthop", p4rt.P("port", r.Port), p4rt.P("src_mac", port.MAC),
+		b.table(TableIPv4Route, 0, routeMatch(r.Prefix), "set_nexthop", p4rt.P("port", r.Port), p4rt.P("src_mac", port.MAC),
 			p4rt.P("dst_mac", r.NextHopMAC))
 	}
 	if v4 > pipeline.RouteTableSize {
 		return nil, fmt.Errorf("fabric: switch %s: %d IPv4 routes exceed ROUTE_TABLE_SIZE %d", sw.Name, v4, pipeline.RouteTableSize)
+	}
+	if len(ecmpRoutes) > 0 {
+		groups, err := ECMPGroups(info, sw, ecmpRoutes)
+		if err != nil {
+			return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
+		}
+		res.ECMP = groups
+		b.ecmp(groups)
 	}
 
 	// INC route table.
@@ -381,9 +399,18 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	if len(masks) > pipeline.IncGroups {
 		return nil, fmt.Errorf("fabric: %d INC groups exceed INC_GROUPS %d", len(masks), pipeline.IncGroups)
 	}
+	timeoutNs, err := ns32("inc.slot_timeout", sw.INCSlotTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
+	}
 	for _, g := range sortedKeys(masks) {
 		b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
 			p4rt.P("contributors_mask", masks[g]))
+		// Slot aging for the group: no entry (timeout 0) leaves it off.
+		if timeoutNs != 0 {
+			b.table(TableINCSlotTimeout, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_slot_timeout",
+				p4rt.P("timeout_ns", timeoutNs))
+		}
 	}
 
 	// The window tables (the same for every switch: built once per P4Info).

@@ -39,6 +39,54 @@ func (p Plan) Updates() []*p4v1.Update {
 	return out
 }
 
+// Batches returns the plan as P4Runtime updates in batches that must be
+// written one after the other: a server may apply the updates of one
+// WriteRequest in any order (P4Runtime spec, "Batching and Ordering of
+// Updates"), so an update that needs another one applied first goes in a
+// later batch. The order follows the references between objects (a group
+// names its members, a next_hop_group_select entry its group):
+//
+//  1. deletes of everything but members and groups (table entries first,
+//     freeing table space), inserts and modifies of members;
+//  2. inserts and modifies of groups (their members exist now);
+//  3. inserts and modifies of everything else (the groups they run exist);
+//  4. deletes of groups (no entry runs them any more);
+//  5. deletes of members (no group holds them any more).
+//
+// Empty batches are left out; without group updates, 1 and 3 are one batch
+// (deletes first, then modifies, then inserts, as Updates orders them),
+// which is the whole plan when it touches no member or group.
+func (p Plan) Batches() [][]*p4v1.Update {
+	var first, groups, rest, delGroups, delMembers []*p4v1.Update
+	for _, u := range p.Updates() {
+		member := u.GetEntity().GetActionProfileMember() != nil
+		group := u.GetEntity().GetActionProfileGroup() != nil
+		del := u.GetType() == p4v1.Update_DELETE
+		switch {
+		case member && del:
+			delMembers = append(delMembers, u)
+		case group && del:
+			delGroups = append(delGroups, u)
+		case group:
+			groups = append(groups, u)
+		case member || del:
+			first = append(first, u)
+		default:
+			rest = append(rest, u)
+		}
+	}
+	if len(groups) == 0 {
+		first, rest = append(first, rest...), nil
+	}
+	var out [][]*p4v1.Update
+	for _, b := range [][]*p4v1.Update{first, groups, rest, delGroups, delMembers} {
+		if len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // deleteEntity strips what a DELETE does not need; for table entries the
 // key is enough, the action is kept (servers ignore it).
 func deleteEntity(e Entry) *p4v1.Entity { return e.Entity }

@@ -20,6 +20,11 @@ const (
 	KindValueSet Kind = iota + 1
 	KindCloneSession
 	KindDigestConfig
+	// KindActionProfileMember and KindActionProfileGroup are the ECMP
+	// selector's members and groups: members before the groups that hold
+	// them, groups before the table entries that run them.
+	KindActionProfileMember
+	KindActionProfileGroup
 	KindTableEntry
 )
 
@@ -32,6 +37,10 @@ func (k Kind) String() string {
 		return "clone_session"
 	case KindDigestConfig:
 		return "digest_config"
+	case KindActionProfileMember:
+		return "action_profile_member"
+	case KindActionProfileGroup:
+		return "action_profile_group"
 	case KindTableEntry:
 		return "table_entry"
 	}
@@ -147,6 +156,23 @@ func (s *State) CountByPrefix(prefix string) int {
 // TablePrefix is the key prefix of every entry of a table.
 func TablePrefix(tableID uint32) string { return fmt.Sprintf("t/%08x/", tableID) }
 
+// MemberKey is the key of an action profile member; MemberPrefix(profile)
+// is the key prefix of every member of the profile.
+func MemberKey(profileID, memberID uint32) string {
+	return fmt.Sprintf("%s%d", MemberPrefix(profileID), memberID)
+}
+
+// MemberPrefix is the key prefix of the members of an action profile.
+func MemberPrefix(profileID uint32) string { return fmt.Sprintf("m/%08x/", profileID) }
+
+// GroupKey is the key of an action profile group.
+func GroupKey(profileID, groupID uint32) string {
+	return fmt.Sprintf("%s%d", GroupPrefix(profileID), groupID)
+}
+
+// GroupPrefix is the key prefix of the groups of an action profile.
+func GroupPrefix(profileID uint32) string { return fmt.Sprintf("g/%08x/", profileID) }
+
 func hexCanon(b []byte) string { return hex.EncodeToString(p4rt.Canonical(b)) }
 
 // Canonical computes the kind, key and value of a managed entity. Entities
@@ -191,6 +217,28 @@ func Canonical(e *p4v1.Entity) (Entry, error) {
 		return Entry{Kind: KindCloneSession, Key: fmt.Sprintf("c/%d", cs.GetSessionId()),
 			Value: fmt.Sprintf("cos=%d;trunc=%d;%s", cs.GetClassOfService(), cs.GetPacketLengthBytes(),
 				strings.Join(reps, ",")), Entity: e}, nil
+	case *p4v1.Entity_ActionProfileMember:
+		m := x.ActionProfileMember
+		if m.GetAction() == nil {
+			return Entry{}, fmt.Errorf("fabric: action profile %#x member %d has no action", m.GetActionProfileId(), m.GetMemberId())
+		}
+		return Entry{Kind: KindActionProfileMember, Key: MemberKey(m.GetActionProfileId(), m.GetMemberId()),
+			Value: actionValue(m.GetAction()), Entity: e}, nil
+	case *p4v1.Entity_ActionProfileGroup:
+		g := x.ActionProfileGroup
+		ms := make([]string, 0, len(g.GetMembers()))
+		for _, m := range g.GetMembers() {
+			w := m.GetWeight()
+			if w == 0 {
+				w = 1 // P4Runtime: an unset weight is 1
+			}
+			ms = append(ms, fmt.Sprintf("%d*%d", m.GetMemberId(), w))
+		}
+		sort.Strings(ms)
+		// max_size is left out: fastcnpd never sets it, and a server may
+		// read back its own bound there.
+		return Entry{Kind: KindActionProfileGroup, Key: GroupKey(g.GetActionProfileId(), g.GetGroupId()),
+			Value: strings.Join(ms, ","), Entity: e}, nil
 	case *p4v1.Entity_DigestEntry:
 		d := x.DigestEntry
 		c := d.GetConfig()
@@ -253,10 +301,19 @@ func tableKeyValue(te *p4v1.TableEntry) (string, string, error) {
 		b.WriteString(matchString(m))
 	}
 	fmt.Fprintf(&b, ";p=%d", te.GetPriority())
-	a := te.GetAction().GetAction()
-	if a == nil {
-		return "", "", fmt.Errorf("fabric: table entry %s has no direct action", b.String())
+	switch ta := te.GetAction().GetType().(type) {
+	case *p4v1.TableAction_Action:
+		return b.String(), actionValue(ta.Action), nil
+	case *p4v1.TableAction_ActionProfileGroupId:
+		return b.String(), fmt.Sprintf("g=%d", ta.ActionProfileGroupId), nil
+	case *p4v1.TableAction_ActionProfileMemberId:
+		return b.String(), fmt.Sprintf("m=%d", ta.ActionProfileMemberId), nil
 	}
+	return "", "", fmt.Errorf("fabric: table entry %s has no action, group or member", b.String())
+}
+
+// actionValue is the canonical form of an action and its parameters.
+func actionValue(a *p4v1.Action) string {
 	ps := make([]*p4v1.Action_Param, len(a.GetParams()))
 	copy(ps, a.GetParams())
 	sort.Slice(ps, func(i, j int) bool { return ps[i].GetParamId() < ps[j].GetParamId() })
@@ -265,5 +322,5 @@ func tableKeyValue(te *p4v1.TableEntry) (string, string, error) {
 	for _, p := range ps {
 		fmt.Fprintf(&v, ";%d=%s", p.GetParamId(), hexCanon(p.GetValue()))
 	}
-	return b.String(), v.String(), nil
+	return v.String()
 }

@@ -949,6 +949,187 @@ func (x *ListPortsResponse) GetPorts() []*PortState {
 	return nil
 }
 
+type ListQueuesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// switch filters by switch name; "" = all switches.
+	Switch string `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`
+	// port filters by port number; 0 = every configured port. A port that no
+	// selected switch configures is NOT_FOUND.
+	Port          uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQueuesRequest) Reset() {
+	*x = ListQueuesRequest{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQueuesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQueuesRequest) ProtoMessage() {}
+
+func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
+func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListQueuesRequest) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *ListQueuesRequest) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+// QueueState is one egress queue: a configured port and a priority (0..7).
+type QueueState struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Switch   string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`
+	Port     uint32                 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Priority uint32                 `protobuf:"varint,3,opt,name=priority,proto3" json:"priority,omitempty"`
+	// lossless is set for the PFC-protected priority (qos.lossless_priority).
+	Lossless bool `protobuf:"varint,4,opt,name=lossless,proto3" json:"lossless,omitempty"`
+	// counters by short counter name: queue_enqueued, queue_dequeued (counted
+	// by the P4 program), queue_dropped, pfc_xoff_sent, pfc_xon_sent (counted
+	// by the target's traffic manager; 0 on BMv2). Empty while the switch is
+	// not connected.
+	Counters      map[string]*CounterValue `protobuf:"bytes,5,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueState) Reset() {
+	*x = QueueState{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueState) ProtoMessage() {}
+
+func (x *QueueState) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueState.ProtoReflect.Descriptor instead.
+func (*QueueState) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *QueueState) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *QueueState) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *QueueState) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *QueueState) GetLossless() bool {
+	if x != nil {
+		return x.Lossless
+	}
+	return false
+}
+
+func (x *QueueState) GetCounters() map[string]*CounterValue {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+type ListQueuesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Queues        []*QueueState          `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQueuesResponse) Reset() {
+	*x = ListQueuesResponse{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQueuesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQueuesResponse) ProtoMessage() {}
+
+func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
+func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListQueuesResponse) GetQueues() []*QueueState {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
 type Connection struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	SenderIp    string                 `protobuf:"bytes,1,opt,name=sender_ip,json=senderIp,proto3" json:"sender_ip,omitempty"`
@@ -970,7 +1151,7 @@ type Connection struct {
 
 func (x *Connection) Reset() {
 	*x = Connection{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[11]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1163,7 @@ func (x *Connection) String() string {
 func (*Connection) ProtoMessage() {}
 
 func (x *Connection) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[11]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1176,7 @@ func (x *Connection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Connection.ProtoReflect.Descriptor instead.
 func (*Connection) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{11}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Connection) GetSenderIp() string {
@@ -1090,7 +1271,7 @@ type ListConnectionsRequest struct {
 
 func (x *ListConnectionsRequest) Reset() {
 	*x = ListConnectionsRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[12]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1283,7 @@ func (x *ListConnectionsRequest) String() string {
 func (*ListConnectionsRequest) ProtoMessage() {}
 
 func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[12]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1296,7 @@ func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectionsRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{12}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{15}
 }
 
 type ListConnectionsResponse struct {
@@ -1127,7 +1308,7 @@ type ListConnectionsResponse struct {
 
 func (x *ListConnectionsResponse) Reset() {
 	*x = ListConnectionsResponse{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[13]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1320,7 @@ func (x *ListConnectionsResponse) String() string {
 func (*ListConnectionsResponse) ProtoMessage() {}
 
 func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[13]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1333,7 @@ func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectionsResponse) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{13}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListConnectionsResponse) GetConnections() []*Connection {
@@ -1171,7 +1352,7 @@ type AddConnectionRequest struct {
 
 func (x *AddConnectionRequest) Reset() {
 	*x = AddConnectionRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[14]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1364,7 @@ func (x *AddConnectionRequest) String() string {
 func (*AddConnectionRequest) ProtoMessage() {}
 
 func (x *AddConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[14]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1377,7 @@ func (x *AddConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddConnectionRequest.ProtoReflect.Descriptor instead.
 func (*AddConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{14}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AddConnectionRequest) GetConnection() *Connection {
@@ -1217,7 +1398,7 @@ type RemoveConnectionRequest struct {
 
 func (x *RemoveConnectionRequest) Reset() {
 	*x = RemoveConnectionRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[15]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1410,7 @@ func (x *RemoveConnectionRequest) String() string {
 func (*RemoveConnectionRequest) ProtoMessage() {}
 
 func (x *RemoveConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[15]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1423,7 @@ func (x *RemoveConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConnectionRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{15}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RemoveConnectionRequest) GetSenderIp() string {
@@ -1274,7 +1455,7 @@ type RemoveConnectionResponse struct {
 
 func (x *RemoveConnectionResponse) Reset() {
 	*x = RemoveConnectionResponse{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[16]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1467,7 @@ func (x *RemoveConnectionResponse) String() string {
 func (*RemoveConnectionResponse) ProtoMessage() {}
 
 func (x *RemoveConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[16]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1480,7 @@ func (x *RemoveConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConnectionResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{16}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{19}
 }
 
 type GetINCRoutesRequest struct {
@@ -1311,7 +1492,7 @@ type GetINCRoutesRequest struct {
 
 func (x *GetINCRoutesRequest) Reset() {
 	*x = GetINCRoutesRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[17]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1504,7 @@ func (x *GetINCRoutesRequest) String() string {
 func (*GetINCRoutesRequest) ProtoMessage() {}
 
 func (x *GetINCRoutesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[17]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1517,7 @@ func (x *GetINCRoutesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetINCRoutesRequest.ProtoReflect.Descriptor instead.
 func (*GetINCRoutesRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{17}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetINCRoutesRequest) GetSwitch() string {
@@ -1358,7 +1539,7 @@ type INCNextHop struct {
 
 func (x *INCNextHop) Reset() {
 	*x = INCNextHop{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[18]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1551,7 @@ func (x *INCNextHop) String() string {
 func (*INCNextHop) ProtoMessage() {}
 
 func (x *INCNextHop) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[18]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1564,7 @@ func (x *INCNextHop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use INCNextHop.ProtoReflect.Descriptor instead.
 func (*INCNextHop) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{18}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *INCNextHop) GetPort() uint32 {
@@ -1426,7 +1607,7 @@ type INCRouteTable struct {
 
 func (x *INCRouteTable) Reset() {
 	*x = INCRouteTable{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[19]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1619,7 @@ func (x *INCRouteTable) String() string {
 func (*INCRouteTable) ProtoMessage() {}
 
 func (x *INCRouteTable) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[19]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1632,7 @@ func (x *INCRouteTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use INCRouteTable.ProtoReflect.Descriptor instead.
 func (*INCRouteTable) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{19}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *INCRouteTable) GetSwitch() string {
@@ -1485,7 +1666,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[20]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1678,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[20]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1691,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{20}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchEventsRequest) GetKinds() []string {
@@ -1537,7 +1718,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[21]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1730,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[21]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1743,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{21}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Event) GetTimeUnixNano() int64 {
@@ -1618,7 +1799,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[22]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1811,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[22]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1824,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{22}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ValidateConfigRequest) GetConfig() []byte {
@@ -1671,7 +1852,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1864,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1877,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{23}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ValidateConfigResponse) GetValid() bool {
@@ -1823,7 +2004,22 @@ const file_fastcnp_v1_fastcnp_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.fastcnp.v1.CounterValueR\x05value:\x028\x01\"@\n" +
 	"\x11ListPortsResponse\x12+\n" +
-	"\x05ports\x18\x01 \x03(\v2\x15.fastcnp.v1.PortStateR\x05ports\"\x80\x03\n" +
+	"\x05ports\x18\x01 \x03(\v2\x15.fastcnp.v1.PortStateR\x05ports\"?\n" +
+	"\x11ListQueuesRequest\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\"\x89\x02\n" +
+	"\n" +
+	"QueueState\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\x12\x1a\n" +
+	"\bpriority\x18\x03 \x01(\rR\bpriority\x12\x1a\n" +
+	"\blossless\x18\x04 \x01(\bR\blossless\x12@\n" +
+	"\bcounters\x18\x05 \x03(\v2$.fastcnp.v1.QueueState.CountersEntryR\bcounters\x1aU\n" +
+	"\rCountersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fastcnp.v1.CounterValueR\x05value:\x028\x01\"D\n" +
+	"\x12ListQueuesResponse\x12.\n" +
+	"\x06queues\x18\x01 \x03(\v2\x16.fastcnp.v1.QueueStateR\x06queues\"\x80\x03\n" +
 	"\n" +
 	"Connection\x12\x1b\n" +
 	"\tsender_ip\x18\x01 \x01(\tR\bsenderIp\x12 \n" +
@@ -1887,12 +2083,14 @@ const file_fastcnp_v1_fastcnp_proto_rawDesc = "" +
 	"\x16ValidateConfigResponse\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x16\n" +
 	"\x06errors\x18\x02 \x03(\tR\x06errors\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings2\xb7\x06\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings2\x84\a\n" +
 	"\aFastcnp\x12Q\n" +
 	"\fListSwitches\x12\x1f.fastcnp.v1.ListSwitchesRequest\x1a .fastcnp.v1.ListSwitchesResponse\x12O\n" +
 	"\x0fGetPortSettings\x12\".fastcnp.v1.GetPortSettingsRequest\x1a\x18.fastcnp.v1.PortSettings\x12O\n" +
 	"\x0fSetPortSettings\x12\".fastcnp.v1.SetPortSettingsRequest\x1a\x18.fastcnp.v1.PortSettings\x12H\n" +
-	"\tListPorts\x12\x1c.fastcnp.v1.ListPortsRequest\x1a\x1d.fastcnp.v1.ListPortsResponse\x12Z\n" +
+	"\tListPorts\x12\x1c.fastcnp.v1.ListPortsRequest\x1a\x1d.fastcnp.v1.ListPortsResponse\x12K\n" +
+	"\n" +
+	"ListQueues\x12\x1d.fastcnp.v1.ListQueuesRequest\x1a\x1e.fastcnp.v1.ListQueuesResponse\x12Z\n" +
 	"\x0fListConnections\x12\".fastcnp.v1.ListConnectionsRequest\x1a#.fastcnp.v1.ListConnectionsResponse\x12I\n" +
 	"\rAddConnection\x12 .fastcnp.v1.AddConnectionRequest\x1a\x16.fastcnp.v1.Connection\x12]\n" +
 	"\x10RemoveConnection\x12#.fastcnp.v1.RemoveConnectionRequest\x1a$.fastcnp.v1.RemoveConnectionResponse\x12J\n" +
@@ -1912,7 +2110,7 @@ func file_fastcnp_v1_fastcnp_proto_rawDescGZIP() []byte {
 	return file_fastcnp_v1_fastcnp_proto_rawDescData
 }
 
-var file_fastcnp_v1_fastcnp_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_fastcnp_v1_fastcnp_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_fastcnp_v1_fastcnp_proto_goTypes = []any{
 	(*ListSwitchesRequest)(nil),      // 0: fastcnp.v1.ListSwitchesRequest
 	(*SwitchStatus)(nil),             // 1: fastcnp.v1.SwitchStatus
@@ -1925,57 +2123,66 @@ var file_fastcnp_v1_fastcnp_proto_goTypes = []any{
 	(*CounterValue)(nil),             // 8: fastcnp.v1.CounterValue
 	(*PortState)(nil),                // 9: fastcnp.v1.PortState
 	(*ListPortsResponse)(nil),        // 10: fastcnp.v1.ListPortsResponse
-	(*Connection)(nil),               // 11: fastcnp.v1.Connection
-	(*ListConnectionsRequest)(nil),   // 12: fastcnp.v1.ListConnectionsRequest
-	(*ListConnectionsResponse)(nil),  // 13: fastcnp.v1.ListConnectionsResponse
-	(*AddConnectionRequest)(nil),     // 14: fastcnp.v1.AddConnectionRequest
-	(*RemoveConnectionRequest)(nil),  // 15: fastcnp.v1.RemoveConnectionRequest
-	(*RemoveConnectionResponse)(nil), // 16: fastcnp.v1.RemoveConnectionResponse
-	(*GetINCRoutesRequest)(nil),      // 17: fastcnp.v1.GetINCRoutesRequest
-	(*INCNextHop)(nil),               // 18: fastcnp.v1.INCNextHop
-	(*INCRouteTable)(nil),            // 19: fastcnp.v1.INCRouteTable
-	(*WatchEventsRequest)(nil),       // 20: fastcnp.v1.WatchEventsRequest
-	(*Event)(nil),                    // 21: fastcnp.v1.Event
-	(*ValidateConfigRequest)(nil),    // 22: fastcnp.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),   // 23: fastcnp.v1.ValidateConfigResponse
-	nil,                              // 24: fastcnp.v1.PortState.CountersEntry
-	nil,                              // 25: fastcnp.v1.Event.FieldsEntry
+	(*ListQueuesRequest)(nil),        // 11: fastcnp.v1.ListQueuesRequest
+	(*QueueState)(nil),               // 12: fastcnp.v1.QueueState
+	(*ListQueuesResponse)(nil),       // 13: fastcnp.v1.ListQueuesResponse
+	(*Connection)(nil),               // 14: fastcnp.v1.Connection
+	(*ListConnectionsRequest)(nil),   // 15: fastcnp.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil),  // 16: fastcnp.v1.ListConnectionsResponse
+	(*AddConnectionRequest)(nil),     // 17: fastcnp.v1.AddConnectionRequest
+	(*RemoveConnectionRequest)(nil),  // 18: fastcnp.v1.RemoveConnectionRequest
+	(*RemoveConnectionResponse)(nil), // 19: fastcnp.v1.RemoveConnectionResponse
+	(*GetINCRoutesRequest)(nil),      // 20: fastcnp.v1.GetINCRoutesRequest
+	(*INCNextHop)(nil),               // 21: fastcnp.v1.INCNextHop
+	(*INCRouteTable)(nil),            // 22: fastcnp.v1.INCRouteTable
+	(*WatchEventsRequest)(nil),       // 23: fastcnp.v1.WatchEventsRequest
+	(*Event)(nil),                    // 24: fastcnp.v1.Event
+	(*ValidateConfigRequest)(nil),    // 25: fastcnp.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),   // 26: fastcnp.v1.ValidateConfigResponse
+	nil,                              // 27: fastcnp.v1.PortState.CountersEntry
+	nil,                              // 28: fastcnp.v1.QueueState.CountersEntry
+	nil,                              // 29: fastcnp.v1.Event.FieldsEntry
 }
 var file_fastcnp_v1_fastcnp_proto_depIdxs = []int32{
 	1,  // 0: fastcnp.v1.ListSwitchesResponse.switches:type_name -> fastcnp.v1.SwitchStatus
 	4,  // 1: fastcnp.v1.PortSettings.params:type_name -> fastcnp.v1.PortParams
-	24, // 2: fastcnp.v1.PortState.counters:type_name -> fastcnp.v1.PortState.CountersEntry
+	27, // 2: fastcnp.v1.PortState.counters:type_name -> fastcnp.v1.PortState.CountersEntry
 	9,  // 3: fastcnp.v1.ListPortsResponse.ports:type_name -> fastcnp.v1.PortState
-	11, // 4: fastcnp.v1.ListConnectionsResponse.connections:type_name -> fastcnp.v1.Connection
-	11, // 5: fastcnp.v1.AddConnectionRequest.connection:type_name -> fastcnp.v1.Connection
-	18, // 6: fastcnp.v1.INCRouteTable.next_hops:type_name -> fastcnp.v1.INCNextHop
-	25, // 7: fastcnp.v1.Event.fields:type_name -> fastcnp.v1.Event.FieldsEntry
-	8,  // 8: fastcnp.v1.PortState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
-	0,  // 9: fastcnp.v1.Fastcnp.ListSwitches:input_type -> fastcnp.v1.ListSwitchesRequest
-	3,  // 10: fastcnp.v1.Fastcnp.GetPortSettings:input_type -> fastcnp.v1.GetPortSettingsRequest
-	6,  // 11: fastcnp.v1.Fastcnp.SetPortSettings:input_type -> fastcnp.v1.SetPortSettingsRequest
-	7,  // 12: fastcnp.v1.Fastcnp.ListPorts:input_type -> fastcnp.v1.ListPortsRequest
-	12, // 13: fastcnp.v1.Fastcnp.ListConnections:input_type -> fastcnp.v1.ListConnectionsRequest
-	14, // 14: fastcnp.v1.Fastcnp.AddConnection:input_type -> fastcnp.v1.AddConnectionRequest
-	15, // 15: fastcnp.v1.Fastcnp.RemoveConnection:input_type -> fastcnp.v1.RemoveConnectionRequest
-	17, // 16: fastcnp.v1.Fastcnp.GetINCRoutes:input_type -> fastcnp.v1.GetINCRoutesRequest
-	20, // 17: fastcnp.v1.Fastcnp.WatchEvents:input_type -> fastcnp.v1.WatchEventsRequest
-	22, // 18: fastcnp.v1.Fastcnp.ValidateConfig:input_type -> fastcnp.v1.ValidateConfigRequest
-	2,  // 19: fastcnp.v1.Fastcnp.ListSwitches:output_type -> fastcnp.v1.ListSwitchesResponse
-	5,  // 20: fastcnp.v1.Fastcnp.GetPortSettings:output_type -> fastcnp.v1.PortSettings
-	5,  // 21: fastcnp.v1.Fastcnp.SetPortSettings:output_type -> fastcnp.v1.PortSettings
-	10, // 22: fastcnp.v1.Fastcnp.ListPorts:output_type -> fastcnp.v1.ListPortsResponse
-	13, // 23: fastcnp.v1.Fastcnp.ListConnections:output_type -> fastcnp.v1.ListConnectionsResponse
-	11, // 24: fastcnp.v1.Fastcnp.AddConnection:output_type -> fastcnp.v1.Connection
-	16, // 25: fastcnp.v1.Fastcnp.RemoveConnection:output_type -> fastcnp.v1.RemoveConnectionResponse
-	19, // 26: fastcnp.v1.Fastcnp.GetINCRoutes:output_type -> fastcnp.v1.INCRouteTable
-	21, // 27: fastcnp.v1.Fastcnp.WatchEvents:output_type -> fastcnp.v1.Event
-	23, // 28: fastcnp.v1.Fastcnp.ValidateConfig:output_type -> fastcnp.v1.ValidateConfigResponse
-	19, // [19:29] is the sub-list for method output_type
-	9,  // [9:19] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	28, // 4: fastcnp.v1.QueueState.counters:type_name -> fastcnp.v1.QueueState.CountersEntry
+	12, // 5: fastcnp.v1.ListQueuesResponse.queues:type_name -> fastcnp.v1.QueueState
+	14, // 6: fastcnp.v1.ListConnectionsResponse.connections:type_name -> fastcnp.v1.Connection
+	14, // 7: fastcnp.v1.AddConnectionRequest.connection:type_name -> fastcnp.v1.Connection
+	21, // 8: fastcnp.v1.INCRouteTable.next_hops:type_name -> fastcnp.v1.INCNextHop
+	29, // 9: fastcnp.v1.Event.fields:type_name -> fastcnp.v1.Event.FieldsEntry
+	8,  // 10: fastcnp.v1.PortState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
+	8,  // 11: fastcnp.v1.QueueState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
+	0,  // 12: fastcnp.v1.Fastcnp.ListSwitches:input_type -> fastcnp.v1.ListSwitchesRequest
+	3,  // 13: fastcnp.v1.Fastcnp.GetPortSettings:input_type -> fastcnp.v1.GetPortSettingsRequest
+	6,  // 14: fastcnp.v1.Fastcnp.SetPortSettings:input_type -> fastcnp.v1.SetPortSettingsRequest
+	7,  // 15: fastcnp.v1.Fastcnp.ListPorts:input_type -> fastcnp.v1.ListPortsRequest
+	11, // 16: fastcnp.v1.Fastcnp.ListQueues:input_type -> fastcnp.v1.ListQueuesRequest
+	15, // 17: fastcnp.v1.Fastcnp.ListConnections:input_type -> fastcnp.v1.ListConnectionsRequest
+	17, // 18: fastcnp.v1.Fastcnp.AddConnection:input_type -> fastcnp.v1.AddConnectionRequest
+	18, // 19: fastcnp.v1.Fastcnp.RemoveConnection:input_type -> fastcnp.v1.RemoveConnectionRequest
+	20, // 20: fastcnp.v1.Fastcnp.GetINCRoutes:input_type -> fastcnp.v1.GetINCRoutesRequest
+	23, // 21: fastcnp.v1.Fastcnp.WatchEvents:input_type -> fastcnp.v1.WatchEventsRequest
+	25, // 22: fastcnp.v1.Fastcnp.ValidateConfig:input_type -> fastcnp.v1.ValidateConfigRequest
+	2,  // 23: fastcnp.v1.Fastcnp.ListSwitches:output_type -> fastcnp.v1.ListSwitchesResponse
+	5,  // 24: fastcnp.v1.Fastcnp.GetPortSettings:output_type -> fastcnp.v1.PortSettings
+	5,  // 25: fastcnp.v1.Fastcnp.SetPortSettings:output_type -> fastcnp.v1.PortSettings
+	10, // 26: fastcnp.v1.Fastcnp.ListPorts:output_type -> fastcnp.v1.ListPortsResponse
+	13, // 27: fastcnp.v1.Fastcnp.ListQueues:output_type -> fastcnp.v1.ListQueuesResponse
+	16, // 28: fastcnp.v1.Fastcnp.ListConnections:output_type -> fastcnp.v1.ListConnectionsResponse
+	14, // 29: fastcnp.v1.Fastcnp.AddConnection:output_type -> fastcnp.v1.Connection
+	19, // 30: fastcnp.v1.Fastcnp.RemoveConnection:output_type -> fastcnp.v1.RemoveConnectionResponse
+	22, // 31: fastcnp.v1.Fastcnp.GetINCRoutes:output_type -> fastcnp.v1.INCRouteTable
+	24, // 32: fastcnp.v1.Fastcnp.WatchEvents:output_type -> fastcnp.v1.Event
+	26, // 33: fastcnp.v1.Fastcnp.ValidateConfig:output_type -> fastcnp.v1.ValidateConfigResponse
+	23, // [23:34] is the sub-list for method output_type
+	12, // [12:23] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_fastcnp_v1_fastcnp_proto_init() }
@@ -1990,7 +2197,7 @@ func file_fastcnp_v1_fastcnp_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fastcnp_v1_fastcnp_proto_rawDesc), len(file_fastcnp_v1_fastcnp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

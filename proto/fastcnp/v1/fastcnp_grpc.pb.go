@@ -30,6 +30,7 @@ const (
 	Fastcnp_GetPortSettings_FullMethodName  = "/fastcnp.v1.Fastcnp/GetPortSettings"
 	Fastcnp_SetPortSettings_FullMethodName  = "/fastcnp.v1.Fastcnp/SetPortSettings"
 	Fastcnp_ListPorts_FullMethodName        = "/fastcnp.v1.Fastcnp/ListPorts"
+	Fastcnp_ListQueues_FullMethodName       = "/fastcnp.v1.Fastcnp/ListQueues"
 	Fastcnp_ListConnections_FullMethodName  = "/fastcnp.v1.Fastcnp/ListConnections"
 	Fastcnp_AddConnection_FullMethodName    = "/fastcnp.v1.Fastcnp/AddConnection"
 	Fastcnp_RemoveConnection_FullMethodName = "/fastcnp.v1.Fastcnp/RemoveConnection"
@@ -50,6 +51,9 @@ type FastcnpClient interface {
 	SetPortSettings(ctx context.Context, in *SetPortSettingsRequest, opts ...grpc.CallOption) (*PortSettings, error)
 	// ListPorts returns port states (from digests) and counters (read from the switches).
 	ListPorts(ctx context.Context, in *ListPortsRequest, opts ...grpc.CallOption) (*ListPortsResponse, error)
+	// ListQueues returns the per-queue counters (egress port x priority) of the
+	// configured ports, read from the switches.
+	ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error)
 	// ListConnections returns the RDMA connections installed on every switch.
 	ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error)
 	// AddConnection installs a static connection on every switch (admin).
@@ -106,6 +110,16 @@ func (c *fastcnpClient) ListPorts(ctx context.Context, in *ListPortsRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListPortsResponse)
 	err := c.cc.Invoke(ctx, Fastcnp_ListPorts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fastcnpClient) ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQueuesResponse)
+	err := c.cc.Invoke(ctx, Fastcnp_ListQueues_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +207,9 @@ type FastcnpServer interface {
 	SetPortSettings(context.Context, *SetPortSettingsRequest) (*PortSettings, error)
 	// ListPorts returns port states (from digests) and counters (read from the switches).
 	ListPorts(context.Context, *ListPortsRequest) (*ListPortsResponse, error)
+	// ListQueues returns the per-queue counters (egress port x priority) of the
+	// configured ports, read from the switches.
+	ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error)
 	// ListConnections returns the RDMA connections installed on every switch.
 	ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error)
 	// AddConnection installs a static connection on every switch (admin).
@@ -226,6 +243,9 @@ func (UnimplementedFastcnpServer) SetPortSettings(context.Context, *SetPortSetti
 }
 func (UnimplementedFastcnpServer) ListPorts(context.Context, *ListPortsRequest) (*ListPortsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPorts not implemented")
+}
+func (UnimplementedFastcnpServer) ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQueues not implemented")
 }
 func (UnimplementedFastcnpServer) ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListConnections not implemented")
@@ -334,6 +354,24 @@ func _Fastcnp_ListPorts_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(FastcnpServer).ListPorts(ctx, req.(*ListPortsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fastcnp_ListQueues_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQueuesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FastcnpServer).ListQueues(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fastcnp_ListQueues_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FastcnpServer).ListQueues(ctx, req.(*ListQueuesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -461,6 +499,10 @@ var Fastcnp_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPorts",
 			Handler:    _Fastcnp_ListPorts_Handler,
+		},
+		{
+			MethodName: "ListQueues",
+			Handler:    _Fastcnp_ListQueues_Handler,
 		},
 		{
 			MethodName: "ListConnections",
