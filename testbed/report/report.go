@@ -167,7 +167,12 @@ func QueuePlot(r *testbed.Result) (*plot.Plot, error) {
 	if len(keys) == 0 {
 		p.Title.Text += " (no queue above one frame)"
 	}
-	p.Y.Min = 0
+	// Room above the highest queue for the legend (top right).
+	var top int64
+	for _, k := range keys {
+		top = max(top, peak[k])
+	}
+	p.Y.Min, p.Y.Max = 0, float64(top)/1e3*1.25+1
 	return p, nil
 }
 
