@@ -65,22 +65,31 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels map[st
 	return 0, false
 }
 
-// TestCounterPolling: PFC frames and dropped packets on fastcnp-switch show
-// up, after a counter poll, as Prometheus counters, as a structured log
-// line per port (warning for drops) and as "counters" events.
-func TestCounterPolling(t *testing.T) {
+// startPolledDaemon starts fastcnpd on two in-process switches, takes a
+// baseline counter poll of s1, and returns s1, the daemon, s1's runner, a
+// log hook reset after the baseline and an event subscription.
+func startPolledDaemon(t *testing.T) (*testSwitch, *testDaemon, *switchRunner, *logtest.Hook, <-chan Event) {
+	t.Helper()
 	s1, s2, state := twoSwitches(t)
 	logger, hook := logtest.NewNullLogger()
 	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Logger = logger })
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	r := d.byName["s1"]
-	ctx := context.Background()
-	if err := r.pollCounters(ctx); err != nil { // baseline
+	if err := r.pollCounters(context.Background()); err != nil { // baseline
 		t.Fatal(err)
 	}
 	events, cancel := d.Subscribe(64)
-	defer cancel()
+	t.Cleanup(cancel)
 	hook.Reset()
+	return s1, d, r, hook, events
+}
+
+// TestCounterPolling: PFC frames and dropped packets on fastcnp-switch show
+// up, after a counter poll, as Prometheus counters, as a structured log
+// line per port (warning for drops) and as "counters" events.
+func TestCounterPolling(t *testing.T) {
+	s1, d, r, hook, events := startPolledDaemon(t)
+	ctx := context.Background()
 
 	pfc := make([]byte, 64)
 	var quanta [8]uint16
@@ -249,18 +258,8 @@ func queueTraffic(t *testing.T, s *testSwitch, n int) int {
 // (port, priority) as Prometheus counters, in the API (Queues) and as logs
 // and "counters" events; only configured ports are exported.
 func TestQueueCounters(t *testing.T) {
-	s1, s2, state := twoSwitches(t)
-	logger, hook := logtest.NewNullLogger()
-	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Logger = logger })
-	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-	r := d.byName["s1"]
+	s1, d, r, hook, events := startPolledDaemon(t)
 	ctx := context.Background()
-	if err := r.pollCounters(ctx); err != nil { // baseline
-		t.Fatal(err)
-	}
-	events, cancel := d.Subscribe(64)
-	defer cancel()
-	hook.Reset()
 
 	const n = 5
 	size := queueTraffic(t, s1, n)
