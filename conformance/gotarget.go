@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/window"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
-	"github.com/fastcnp/fastcnp/target/pipeline/window"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -40,7 +41,7 @@ type observed struct {
 	digest   pipeline.Digest
 }
 
-// goTarget runs a vector against target/pipeline. Its traffic manager is one FIFO per
+// goTarget runs a vector against model/pipeline. Its traffic manager is one FIFO per
 // egress port: "in" enqueues (a multicast: one copy per replica), "dequeue"/"flush"
 // run egress; a switch CNP made in egress is enqueued on its port like any packet.
 type goTarget struct {
@@ -52,7 +53,7 @@ type goTarget struct {
 	digests map[uint32][]observed
 }
 
-// RunGo runs v against a fresh target/pipeline and returns every failed expectation
+// RunGo runs v against a fresh model/pipeline and returns every failed expectation
 // (nil when the vector passes). Statements that the target rejects (a table write,
 // a port) are failures too.
 func RunGo(v *Vector) error {
@@ -157,7 +158,7 @@ func (g *goTarget) apply(s *Stmt) error {
 		if _, err := hdr.Encode(b); err != nil {
 			return fmt.Errorf("packet_out header: %w", err)
 		}
-		return g.ingress(append(b, s.Packet.Bytes...), pipeline.CPUPort)
+		return g.ingress(append(b, s.Packet.Bytes...), p4src.CPUPort)
 	case OpDequeue:
 		for range s.Count {
 			if len(g.queues[s.Port]) == 0 {
@@ -232,7 +233,7 @@ func (g *goTarget) dequeue(port uint16) error {
 	if err := g.p.Egress(q.frame, port, g.now, &q.meta, &r); err != nil {
 		return fmt.Errorf("egress: %w", err)
 	}
-	if port == pipeline.CPUPort {
+	if port == p4src.CPUPort {
 		g.cpu = append(g.cpu, observed{frame: r.Frame, packetIn: pipeline.PacketIn{IngressPort: q.meta.IngressPort}})
 	} else {
 		g.out[port] = append(g.out[port], observed{frame: r.Frame})
@@ -414,7 +415,7 @@ func toEntry(s *Stmt) *pipeline.TableEntry {
 }
 
 // WindowTableWrites returns the table writes of the "window-tables" statement: the
-// window generator's (target/pipeline/window) entries in flow_bytes_log2,
+// window generator's (p4src/window) entries in flow_bytes_log2,
 // port_bytes_log2 and window_exp2, by P4Info name and ID.
 func WindowTableWrites() []Stmt {
 	l2 := window.Log2Entries()
@@ -426,12 +427,12 @@ func WindowTableWrites() []Stmt {
 			Params: []ParamValue{{Name: "log2_q6", ID: 1, Bitwidth: 16, Value: uint64(e.Log2Q6)}}}
 	}
 	for _, e := range l2 {
-		out = append(out, lpm("FastcnpEgress.flow_bytes_log2", pipeline.TableFlowBytesLog2, "FastcnpEgress.set_flow_bytes_log2", pipeline.ActionSetFlowLog2, e))
-		out = append(out, lpm("FastcnpEgress.port_bytes_log2", pipeline.TablePortBytesLog2, "FastcnpEgress.set_port_bytes_log2", pipeline.ActionSetPortLog2, e))
+		out = append(out, lpm("FastcnpEgress.flow_bytes_log2", p4src.TableFlowBytesLog2, "FastcnpEgress.set_flow_bytes_log2", p4src.ActionSetFlowLog2, e))
+		out = append(out, lpm("FastcnpEgress.port_bytes_log2", p4src.TablePortBytesLog2, "FastcnpEgress.set_port_bytes_log2", p4src.ActionSetPortLog2, e))
 	}
 	for _, e := range ex {
-		out = append(out, Stmt{Op: OpTable, Table: "FastcnpEgress.window_exp2", TableID: pipeline.TableWindowExp2,
-			Action: "FastcnpEgress.set_window", ActionID: pipeline.ActionSetWindow,
+		out = append(out, Stmt{Op: OpTable, Table: "FastcnpEgress.window_exp2", TableID: p4src.TableWindowExp2,
+			Action: "FastcnpEgress.set_window", ActionID: p4src.ActionSetWindow,
 			Match:  []MatchValue{{Field: "log2_q6", FieldID: 1, Bitwidth: 16, Kind: p4configv1.MatchField_EXACT, Value: uint64(e.K)}},
 			Params: []ParamValue{{Name: "window_bytes", ID: 1, Bitwidth: 32, Value: uint64(e.Window)}}})
 	}

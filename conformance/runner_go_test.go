@@ -21,7 +21,7 @@ func loadVectors(t *testing.T) []*Vector {
 	return vs
 }
 
-// TestGoPipeline runs every vector of vectors/ against target/pipeline; each vector
+// TestGoPipeline runs every vector of vectors/ against model/pipeline; each vector
 // is a subtest named by its file.
 func TestGoPipeline(t *testing.T) {
 	vs := loadVectors(t)

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
 // Op is the kind of a statement.
@@ -404,8 +404,8 @@ func (p *parser) stmt(text string, depth int) error {
 		if err != nil {
 			return err
 		}
-		if n["port"] >= pipeline.NumPorts {
-			return p.errf("clone port %d >= %d", n["port"], pipeline.NumPorts)
+		if n["port"] >= p4src.NumPorts {
+			return p.errf("clone port %d >= %d", n["port"], p4src.NumPorts)
 		}
 		p.add(Stmt{Op: OpClone, Session: uint32(n["session"]), Port: uint16(n["port"])})
 	case "multicast":
@@ -468,8 +468,8 @@ func (p *parser) stmt(text string, depth int) error {
 		if err != nil {
 			return err
 		}
-		if n["port"] >= pipeline.NumPorts {
-			return p.errf("port %d >= %d", n["port"], pipeline.NumPorts)
+		if n["port"] >= p4src.NumPorts {
+			return p.errf("port %d >= %d", n["port"], p4src.NumPorts)
 		}
 		c := int(n["count"])
 		if c == 0 {
@@ -503,8 +503,8 @@ func (p *parser) multicast(w []string) error {
 	seen := map[uint64]bool{}
 	for _, x := range strings.Split(strings.TrimPrefix(w[2], "ports="), ",") {
 		v, err := ParseValue(x)
-		if err != nil || v >= pipeline.NumPorts {
-			return p.errf("multicast: bad port %q (0 .. %d)", x, pipeline.NumPorts-1)
+		if err != nil || v >= p4src.NumPorts {
+			return p.errf("multicast: bad port %q (0 .. %d)", x, p4src.NumPorts-1)
 		}
 		if seen[v] {
 			return p.errf("multicast: port %d given twice", v)
@@ -818,7 +818,7 @@ func (p *parser) packetEvent(w []string) error {
 		return p.errf("%s %s=P PACKET", w[0], key)
 	}
 	port, err := ParseValue(strings.TrimPrefix(w[1], key+"="))
-	if err != nil || port >= pipeline.NumPorts {
+	if err != nil || port >= p4src.NumPorts {
 		return p.errf("bad %s %q", key, w[1])
 	}
 	pkt, err := p.packet(w[2:], false)
@@ -883,7 +883,7 @@ func (p *parser) expect(w []string) error {
 		rest := w[2:]
 		if w[1] == "out" {
 			v, err := ParseValue(strings.TrimPrefix(rest[0], "port="))
-			if !strings.HasPrefix(rest[0], "port=") || err != nil || v >= pipeline.NumPorts {
+			if !strings.HasPrefix(rest[0], "port=") || err != nil || v >= p4src.NumPorts {
 				return p.errf("expect out port=P PACKET")
 			}
 			s.Port, rest = uint16(v), rest[1:]
@@ -894,7 +894,7 @@ func (p *parser) expect(w []string) error {
 			}
 			v, err1 := ParseValue(strings.TrimPrefix(rest[0], "ingress_port="))
 			r, err2 := ParseValue(strings.TrimPrefix(rest[1], "reason="))
-			if err1 != nil || err2 != nil || v >= pipeline.NumPorts || r > 127 {
+			if err1 != nil || err2 != nil || v >= p4src.NumPorts || r > 127 {
 				return p.errf("bad packet_in metadata")
 			}
 			s.Port, s.Reason, rest = uint16(v), uint8(r), rest[2:]

@@ -694,7 +694,7 @@ var p4infoEnums = map[string][]string{
 		"UNSPECIFIED=0", "EXACT=2", "LPM=3", "TERNARY=4", "RANGE=5", "OPTIONAL=6",
 	},
 	"p4.config.v1.Table.IdleTimeoutBehavior": {"NO_TIMEOUT=0", "NOTIFY_CONTROL=1"},
-	"p4.config.v1.ActionRef.Scope":           {"TABLE_AND_DEFAULT=0", "TABLE_ONLY=1", "DEFAULT_ONLY=2"},
+	"p4.config.v1.ActionRef.Scope":           {"TABLE_AND_DEFAULT=0", "TABLE_ONLY=1", "DEFAULT_ONLY=2", "GROUP_ACTION=3"},
 	"p4.config.v1.CounterSpec.Unit":          {"UNSPECIFIED=0", "BYTES=1", "PACKETS=2", "BOTH=3"},
 	"p4.config.v1.MeterSpec.Unit":            {"UNSPECIFIED=0", "BYTES=1", "PACKETS=2"},
 	"p4.config.v1.MeterSpec.Type": {

@@ -12,10 +12,10 @@ set -euo pipefail
 #                       protos; only a Recommends of protobuf-compiler, so named here
 #   iproute2            ip, tc: network namespaces, veth pairs, qdiscs (internal/netns, testbed,
 #                       scripts/demo.sh, cmd/fastcnp-host, bmv2-testbed)
-#   iputils-ping        ping in the namespace tests (target/switch, cmd/fastcnp-switch)
+#   iputils-ping        ping in the namespace tests (softswitch, cmd/fastcnp-switch)
 #   procps              ps, sysctl (namespace test diagnostics, mininet/fastcnp_mininet.py)
 #   ethtool             checksum offloads off on veths (bmv2-testbed/mk-veths.sh)
-#   tshark              decodes captures: PFC/MAC control, RoCE, CNPs (wire, target/switch,
+#   tshark              decodes captures: PFC/MAC control, RoCE, CNPs (wire, softswitch,
 #                       host/agent/live tests)
 #   mininet             the mininet/ testbed (brings python3)
 # Not installable from Debian 12 and not needed by `make test`: p4c (`make p4`) and BMv2

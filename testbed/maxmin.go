@@ -8,7 +8,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/internal/units"
-	"github.com/fastcnp/fastcnp/target/tm"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // MaxMinFair returns the max-min fair rates of flows over links by
@@ -113,12 +113,12 @@ func MaxMinFair(capacity []float64, paths [][]int, demand []float64) ([]float64,
 // bits/s: every frame of a flow is a full RoCE payload (the hosts' MSS,
 // IBMTU of the topology's MTU) plus the RoCEv2 headers and ICRC
 // (agent.RoCEOverhead) plus the preamble and inter-frame gap that the
-// switch's shaper and the agents' pacers charge (tm.PreambleIFGBytes). It
+// switch's shaper and the agents' pacers charge (wire.PreambleIFGBytes). It
 // is the capacity in the terms of the throughput the testbed measures
 // (receiver payload). Shorter last packets carry less.
 func (t *Topology) PayloadRate(rate units.Rate) float64 {
 	mss := float64(IBMTU(t.Params().MTU))
-	return float64(rate) * mss / (mss + float64(agent.RoCEOverhead+tm.PreambleIFGBytes))
+	return float64(rate) * mss / (mss + float64(agent.RoCEOverhead+wire.PreambleIFGBytes))
 }
 
 // resources returns the directed links the flows cross as resources:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/host/agent/live"
-	"github.com/fastcnp/fastcnp/target/pipeline"
-	softswitch "github.com/fastcnp/fastcnp/target/switch"
-	"github.com/fastcnp/fastcnp/target/tm"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/model/tm"
+	softswitch "github.com/fastcnp/fastcnp/softswitch"
 )
 
 // Lines in the format of host/agent/live.Record.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/netns"
-	softswitch "github.com/fastcnp/fastcnp/target/switch"
-	"github.com/fastcnp/fastcnp/target/tm"
+	"github.com/fastcnp/fastcnp/model/tm"
+	softswitch "github.com/fastcnp/fastcnp/softswitch"
 )
 
 // Pipeline counter names (docs/dataplane.md) as the switch's debug dump

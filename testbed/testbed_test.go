@@ -14,7 +14,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/model/pipeline"
 )
 
 var (

@@ -16,7 +16,7 @@ import (
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/internal/units"
-	"github.com/fastcnp/fastcnp/target/tm"
+	"github.com/fastcnp/fastcnp/model/tm"
 )
 
 // ErrTopology reports an invalid topology description.

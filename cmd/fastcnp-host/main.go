@@ -25,11 +25,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/internal/units"
-	"github.com/fastcnp/fastcnp/target/port"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -76,7 +76,7 @@ func run(opts options, log *logrus.Logger) error {
 		}
 		cfg.Stats = w
 	}
-	p, err := port.Open(opts.iface, port.Options{Log: cfg.Log, SendBuffer: opts.sendBuffer})
+	p, err := afpacket.Open(opts.iface, afpacket.Options{Log: cfg.Log, SendBuffer: opts.sendBuffer})
 	if err != nil {
 		return fmt.Errorf("open interface %s: %w", opts.iface, err)
 	}

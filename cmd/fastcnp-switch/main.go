@@ -25,8 +25,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/fastcnp/fastcnp/internal/units"
-	softswitch "github.com/fastcnp/fastcnp/target/switch"
-	"github.com/fastcnp/fastcnp/target/tm"
+	"github.com/fastcnp/fastcnp/model/tm"
+	softswitch "github.com/fastcnp/fastcnp/softswitch"
 )
 
 func main() {

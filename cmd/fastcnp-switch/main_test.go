@@ -22,14 +22,14 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
+	"github.com/fastcnp/fastcnp/model/tm"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/port"
-	softswitch "github.com/fastcnp/fastcnp/target/switch"
-	"github.com/fastcnp/fastcnp/target/tm"
+	softswitch "github.com/fastcnp/fastcnp/softswitch"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -263,7 +263,7 @@ func runBinary(t *testing.T, bin string, stopSig syscall.Signal) {
 		gwMAC   net.HardwareAddr
 		farSide string
 	}{{h1, "10.0.1.254", sw1, "10.0.2.0/24"}, {h2, "10.0.2.254", sw2, "10.0.1.0/24"}} {
-		must(h.ns.Do(func() error { return port.DisableOffloads("eth0") }))
+		must(h.ns.Do(func() error { return afpacket.DisableOffloads("eth0") }))
 		must(h.ns.AddNeighbor(ctx, "eth0", netip.MustParseAddr(h.gw), h.gwMAC))
 		must(h.ns.AddRoute(ctx, netns.Route{Dst: netip.MustParsePrefix(h.farSide), Via: netip.MustParseAddr(h.gw), Dev: "eth0"}))
 	}

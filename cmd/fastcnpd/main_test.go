@@ -17,8 +17,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/fastcnp/fastcnp/controller/ctl"
-	"github.com/fastcnp/fastcnp/target/p4rtserver"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/softswitch/p4rtserver"
 )
 
 func freeAddr(t *testing.T) string {

@@ -15,13 +15,13 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/codes"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/conformance"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/port"
 )
 
 // Config says how to start the switch.
@@ -69,7 +69,7 @@ type Switch struct {
 	client *p4rt.Client
 	p4info *p4configv1.P4Info
 	json   []byte
-	ports  map[uint16]*port.Port
+	ports  map[uint16]*afpacket.Port
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	sw = &Switch{cfg: cfg, ports: map[uint16]*port.Port{}, out: map[uint16][][]byte{}, digests: map[string][]map[string][]byte{}}
+	sw = &Switch{cfg: cfg, ports: map[uint16]*afpacket.Port{}, out: map[uint16][][]byte{}, digests: map[string][]map[string][]byte{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, sw.Close())
@@ -160,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 	for _, p := range cfg.Ports {
 		name := fmt.Sprintf("h%d", p)
 		err := peers.Do(func() error {
-			pt, err := port.Open(name, port.Options{DisableOffloads: true, Log: cfg.Log})
+			pt, err := afpacket.Open(name, afpacket.Options{DisableOffloads: true, Log: cfg.Log})
 			sw.ports[p] = pt
 			return err
 		})
@@ -180,7 +180,7 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 }
 
 // capture records every frame the switch sends on port p.
-func (sw *Switch) capture(ctx context.Context, p uint16, pt *port.Port) {
+func (sw *Switch) capture(ctx context.Context, p uint16, pt *afpacket.Port) {
 	defer sw.wg.Done()
 	buf := make([]byte, pt.MaxFrameLen())
 	for {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -320,10 +320,10 @@ const (
 	// next hops, and of all the ECMP routes of a switch together: the size
 	// of the action selector next_hop_selector (NEXT_HOP_GROUP_MEMBERS;
 	// P4Runtime SumOfWeights semantics, no max_group_size).
-	MaxECMPWeight = pipeline.NextHopGroupMembers
+	MaxECMPWeight = p4src.NextHopGroupMembers
 	// MaxECMPRoutes is the number of ECMP routes (IPv4) a switch holds: the
 	// size of next_hop_group_select (NEXT_HOP_GROUPS).
-	MaxECMPRoutes = pipeline.NextHopGroups
+	MaxECMPRoutes = p4src.NextHopGroups
 	// QthAt100G is Qth at 100 Gb/s; the default scales linearly with rate.
 	QthAt100G = 100 * units.KB
 	// MaxPort is the largest port number (9-bit port IDs, 511 usable).

@@ -21,8 +21,9 @@ import (
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/daemon"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
-	"github.com/fastcnp/fastcnp/target/p4rtserver"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/softswitch/p4rtserver"
 )
 
 // TestMain fails the run if goroutines of fastcnpctl, the daemon, p4rt, the
@@ -167,7 +168,7 @@ switches:
 		for _, st := range d.Switches() {
 			ok = ok && st.Primary && st.Entries > 0 && st.LastError == ""
 		}
-		if ok && e.count("s1", pipeline.TablePortConfig) == 2 && e.count("s2", pipeline.TableIncRoute) == 256 {
+		if ok && e.count("s1", p4src.TablePortConfig) == 2 && e.count("s2", p4src.TableIncRoute) == 256 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -191,7 +192,7 @@ func (e *env) entries(sw string, table uint32) []pipeline.TableEntry {
 func (e *env) count(sw string, table uint32) int { return len(e.entries(sw, table)) }
 
 func (e *env) qth(sw string, port uint64) uint64 {
-	for _, en := range e.entries(sw, pipeline.TablePortConfig) {
+	for _, en := range e.entries(sw, p4src.TablePortConfig) {
 		if en.Match[0].Value == port {
 			for _, p := range en.Action.Params {
 				if p.ID == 2 {
@@ -329,7 +330,7 @@ func TestReadCommands(t *testing.T) {
 		t.Fatalf("connections add: %d %q %q", code, out, stderr)
 	}
 	for _, sw := range []string{"s1", "s2"} {
-		if n := e.count(sw, pipeline.TableRDMAConnection); n != 1 {
+		if n := e.count(sw, p4src.TableRDMAConnection); n != 1 {
 			t.Errorf("%s: %d connections", sw, n)
 		}
 	}
@@ -347,7 +348,7 @@ func TestReadCommands(t *testing.T) {
 	if code, _, _ := e.run("connections", "remove", "--sender-ip", "10.1.1.5", "--udp-sport", "4000", "--dest-qp", "0x11"); code != ExitNotFound {
 		t.Errorf("remove again: %d", code)
 	}
-	if n := e.count("s1", pipeline.TableRDMAConnection); n != 0 {
+	if n := e.count("s1", p4src.TableRDMAConnection); n != 0 {
 		t.Errorf("s1: %d connections after remove", n)
 	}
 }
@@ -484,7 +485,7 @@ func TestQueues(t *testing.T) {
 	// What fastcnp-switch's traffic manager counts for queue (3, 3) of s1:
 	// 3 packets dequeued (written as the target can), 2 KiB dropped, an XOFF.
 	err := e.switches["s1"].Exec(context.Background(), func(p *pipeline.Pipeline) error {
-		if err := p.WriteCounter(pipeline.CounterQueueDequeued, int(pipeline.QueueIndex(3, 3)), 3, 4500); err != nil {
+		if err := p.WriteCounter(p4src.CounterQueueDequeued, int(p4src.QueueIndex(3, 3)), 3, 4500); err != nil {
 			return err
 		}
 		p.CountQueueDrop(3, 3, 1024)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 )
 
 // pki is a test CA that issues certificates as PEM files in dir.
@@ -199,7 +199,7 @@ func TestNotInstalled(t *testing.T) {
 		t.Errorf("get after a saved change: %d %q", code, out)
 	}
 	// The other switch is unaffected.
-	if n := e.count("s2", pipeline.TableIncRoute); n != 256 {
+	if n := e.count("s2", p4src.TableIncRoute); n != 256 {
 		t.Errorf("s2 has %d INC routes", n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 )
 
 const (
@@ -52,7 +52,7 @@ func benchInstall(b *testing.B, chunk int) {
 			}
 		}
 		for _, s := range sws {
-			if s.count(pipeline.TableWindowExp2) != 2048 {
+			if s.count(p4src.TableWindowExp2) != 2048 {
 				return false
 			}
 		}
@@ -61,7 +61,7 @@ func benchInstall(b *testing.B, chunk int) {
 	conns := make([]fabric.Connection, benchConns)
 	for i := range conns {
 		conns[i] = fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}),
-			UDPSrcPort: uint16(i), ReceiverQPN: uint32(i)}, SenderQPN: uint32(i), Flags: pipeline.ConnFlagCNPTarget,
+			UDPSrcPort: uint16(i), ReceiverQPN: uint32(i)}, SenderQPN: uint32(i), Flags: p4src.ConnFlagCNPTarget,
 			Static: true, Source: "api"}
 	}
 	setAll := func(n int) {
@@ -78,7 +78,7 @@ func benchInstall(b *testing.B, chunk int) {
 		d.kickAll()
 		waitFor(b, "connections installed", 5*time.Minute, func() bool {
 			for _, s := range sws {
-				if s.count(pipeline.TableRDMAConnection) != n {
+				if s.count(p4src.TableRDMAConnection) != n {
 					return false
 				}
 			}

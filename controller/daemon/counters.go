@@ -13,9 +13,9 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
 // portCounters are the data-plane counter cells of one port by short
@@ -38,7 +38,7 @@ const counterReadTimeout = 10 * time.Second
 func portCounterNames(info *p4configv1.P4Info) []string {
 	var out []string
 	for _, c := range info.GetCounters() {
-		if c.GetSize() == pipeline.NumPorts {
+		if c.GetSize() == p4src.NumPorts {
 			out = append(out, c.GetPreamble().GetName())
 		}
 	}
@@ -51,7 +51,7 @@ func portCounterNames(info *p4configv1.P4Info) []string {
 func queueCounterNames(info *p4configv1.P4Info) []string {
 	var out []string
 	for _, c := range info.GetCounters() {
-		if c.GetSize() == pipeline.NumQueues {
+		if c.GetSize() == p4src.NumQueues {
 			out = append(out, c.GetPreamble().GetName())
 		}
 	}
@@ -85,7 +85,7 @@ func readQueueCounters(ctx context.Context, c *p4rt.Client, info *p4rt.Info, nam
 	for _, n := range names {
 		for port := range ports {
 			for prio := range 8 {
-				e, err := info.ReadCounter(n, int64(pipeline.QueueIndex(port, uint8(prio))))
+				e, err := info.ReadCounter(n, int64(p4src.QueueIndex(port, uint8(prio))))
 				if err != nil {
 					return nil, err
 				}
@@ -100,7 +100,7 @@ func readQueueCounters(ctx context.Context, c *p4rt.Client, info *p4rt.Info, nam
 		}
 		idx := ce.GetIndex().GetIndex()
 		k := queueKey{port: uint16(idx / 8), priority: uint8(idx % 8)}
-		if idx < 0 || idx >= pipeline.NumQueues || !ports[k.port] {
+		if idx < 0 || idx >= p4src.NumQueues || !ports[k.port] {
 			return nil
 		}
 		if out[k] == nil {

@@ -13,8 +13,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/p4src"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -204,7 +204,7 @@ func TestPortCounterNames(t *testing.T) {
 	}
 	queues := 0
 	for _, c := range info.GetCounters() {
-		if c.GetSize() == pipeline.NumQueues {
+		if c.GetSize() == p4src.NumQueues {
 			queues++
 			if got[c.GetPreamble().GetName()] {
 				t.Errorf("queue-indexed counter %s polled as a port counter", c.GetPreamble().GetName())

@@ -16,8 +16,9 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/incroute"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -69,7 +70,7 @@ func TestInstallAndSetThreshold(t *testing.T) {
 			t.Errorf("%s: read back differs: %d/%d/%d", name, len(p.Insert), len(p.Modify), len(p.Delete))
 		}
 	}
-	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != defaultQth1 {
+	if q, _ := s1.param(p4src.TablePortConfig, 1, paramQth); q != defaultQth1 {
 		t.Fatalf("s1 port 1 qth %d, want %d", q, defaultQth1)
 	}
 	qth := uint64(qth120KiB)
@@ -81,7 +82,7 @@ func TestInstallAndSetThreshold(t *testing.T) {
 	if pi.Params.QthBytes != qth120KiB {
 		t.Errorf("returned qth %d", pi.Params.QthBytes)
 	}
-	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+	if q, _ := s1.param(p4src.TablePortConfig, 1, paramQth); q != qth120KiB {
 		t.Errorf("s1 port 1 qth after set: %d, want %d", q, qth120KiB)
 	}
 	if got := updates(d.Daemon, "s1", "modify") - modifies; got != 1 {
@@ -117,14 +118,14 @@ func TestDriftRepaired(t *testing.T) {
 	// Drift: an entry deleted, one modified, one extra, behind fastcnpd's back.
 	before := s2.writes.snapshot()
 	err := s2.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
-		es, err := p.ReadEntries(pipeline.TableIPv4Route, nil)
+		es, err := p.ReadEntries(p4src.TableIPv4Route, nil)
 		if err != nil {
 			return err
 		}
 		if err := p.DeleteEntry(&es[0]); err != nil {
 			return err
 		}
-		pc, err := p.ReadEntries(pipeline.TablePortConfig, nil)
+		pc, err := p.ReadEntries(p4src.TablePortConfig, nil)
 		if err != nil {
 			return err
 		}
@@ -174,14 +175,14 @@ func TestSwitchRestartRepaired(t *testing.T) {
 		t.Errorf("change while the switch is down: %v, want ErrNotInstalled", err)
 	}
 	s1 = startSwitch(t, s1.addr, s1.deviceID)
-	if n := s1.count(pipeline.TablePortConfig); n != 0 {
+	if n := s1.count(p4src.TablePortConfig); n != 0 {
 		t.Fatalf("restarted switch has %d port configs", n)
 	}
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1})
 	if p := readBackPlan(t, d.Daemon, "s1", s1); !p.Empty() {
 		t.Errorf("s1 after restart: %d/%d/%d", len(p.Insert), len(p.Modify), len(p.Delete))
 	}
-	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+	if q, _ := s1.param(p4src.TablePortConfig, 1, paramQth); q != qth120KiB {
 		t.Errorf("s1 port 1 qth %d after the restart, want the change made while it was down (%d)", q, qth120KiB)
 	}
 }
@@ -197,7 +198,7 @@ func TestReconnectRepairs(t *testing.T) {
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	before, pushes, audits := s1.writes.snapshot(), s1.writes.pushes(), syncs(d.Daemon, "s1", "audit")
 	err := s1.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
-		es, err := p.ReadEntries(pipeline.TableIPv4Route, nil)
+		es, err := p.ReadEntries(p4src.TableIPv4Route, nil)
 		if err != nil {
 			return err
 		}
@@ -231,7 +232,7 @@ func TestDaemonRestartKeepsState(t *testing.T) {
 	for i := uint32(0); i < 5; i++ {
 		c, err := d.AddConnection(ctx, fabric.Connection{ConnKey: fabric.ConnKey{
 			SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1000, ReceiverQPN: 100 + i},
-			SenderQPN: 7, Flags: pipeline.ConnFlagCNPTarget})
+			SenderQPN: 7, Flags: p4src.ConnFlagCNPTarget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,11 +269,11 @@ func TestDaemonRestartKeepsState(t *testing.T) {
 		}
 	}
 	for _, s := range []*testSwitch{s1, s2} {
-		if n := s.count(pipeline.TableRDMAConnection); n != len(added) {
+		if n := s.count(p4src.TableRDMAConnection); n != len(added) {
 			t.Errorf("switch %d: %d connections", s.deviceID, n)
 		}
 	}
-	if q, _ := s2.param(pipeline.TablePortConfig, 3, paramQth); q != qth120KiB {
+	if q, _ := s2.param(p4src.TablePortConfig, 3, paramQth); q != qth120KiB {
 		t.Errorf("s2 port 3 qth %d after restart", q)
 	}
 }
@@ -311,14 +312,14 @@ func TestTwoInstancesFailover(t *testing.T) {
 	a.stopNow()
 	waitPrimary(t, b.Daemon)
 	waitInSync(t, b.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-	if n := s1.count(pipeline.TableRDMAConnection); n != 1 {
+	if n := s1.count(p4src.TableRDMAConnection); n != 1 {
 		t.Errorf("after failover s1 has %d connections, want 1 (taken over from the shared state file)", n)
 	}
 	// The new primary takes changes.
 	if _, err := b.SetPortSettings(ctx, "s1", 1, PortOverride{QthBytes: &qth}); err != nil {
 		t.Fatal(err)
 	}
-	if q, _ := s1.param(pipeline.TablePortConfig, 1, paramQth); q != qth120KiB {
+	if q, _ := s1.param(p4src.TablePortConfig, 1, paramQth); q != qth120KiB {
 		t.Errorf("qth %d after the new primary's change", q)
 	}
 	w := s1.writes.snapshot()
@@ -346,7 +347,7 @@ func TestAnnouncements(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 1 })
+		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 1 })
 	}
 	if accepted(AcceptUp) != 1 {
 		t.Errorf("accepted up = %v", accepted(AcceptUp))
@@ -419,7 +420,7 @@ func TestAnnouncements(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*testSwitch{s1, s2} {
-		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+		if n := s.count(p4src.TableRDMAConnection); n != 1 {
 			t.Errorf("switch %d: %d connections after rejections, want 1", s.deviceID, n)
 		}
 	}
@@ -431,7 +432,7 @@ func TestAnnouncements(t *testing.T) {
 		t.Fatalf("inc announcement: %+v", res)
 	}
 	waitFor(t, "inc group", syncTimeout, func() bool {
-		m, ok := s2.param(pipeline.TableIncGroup, 9, 1)
+		m, ok := s2.param(p4src.TableIncGroup, 9, 1)
 		return ok && m == 1<<4
 	})
 	// Refresh, then down.
@@ -444,13 +445,13 @@ func TestAnnouncements(t *testing.T) {
 	}
 	for _, s := range []*testSwitch{s1, s2} {
 		waitFor(t, "down removed", syncTimeout, func() bool {
-			return s.count(pipeline.TableRDMAConnection) == 1 && s.count(pipeline.TableIncGroup) == 0
+			return s.count(p4src.TableRDMAConnection) == 1 && s.count(p4src.TableIncGroup) == 0
 		})
 	}
 	// Idle timeout: the last connection goes when not refreshed for 10 s.
 	clk.advance(11 * time.Second)
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 0 })
 	}
 	if n := len(d.Connections()); n != 0 {
 		t.Errorf("%d connections after idle timeout", n)
@@ -479,7 +480,7 @@ func TestAnnouncementTableFull(t *testing.T) {
 	}
 	d.writer.Store(true) // as if it had been primary: its switches are down now
 	d.mu.Lock()
-	for i := 0; i < pipeline.ConnTableSize; i++ {
+	for i := 0; i < p4src.ConnTableSize; i++ {
 		_, _, err := d.conns.Upsert(fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"),
 			UDPSrcPort: uint16(i), ReceiverQPN: 1}, Static: true})
 		if err != nil {
@@ -495,8 +496,8 @@ func TestAnnouncementTableFull(t *testing.T) {
 	if n := testutil.ToFloat64(d.metrics.announcements.WithLabelValues("rejected", ReasonTableFull)); n != 1 {
 		t.Errorf("table_full counted %v times", n)
 	}
-	if n := len(d.Connections()); n != pipeline.ConnTableSize {
-		t.Errorf("%d connections, want %d", n, pipeline.ConnTableSize)
+	if n := len(d.Connections()); n != p4src.ConnTableSize {
+		t.Errorf("%d connections, want %d", n, p4src.ConnTableSize)
 	}
 }
 
@@ -562,7 +563,7 @@ func TestDigests(t *testing.T) {
 	var cnp bool
 	now := s1.dp.Now()
 	err = s1.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
-		if err := p.WriteRegister(pipeline.RegPortQueueBytes, 2, 1_000_000); err != nil {
+		if err := p.WriteRegister(p4src.RegPortQueueBytes, 2, 1_000_000); err != nil {
 			return err
 		}
 		var in pipeline.IngressResult
@@ -609,17 +610,17 @@ func TestINCWeightChangeAcrossRestart(t *testing.T) {
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	d.stopNow()
 	before := map[uint64]uint64{}
-	for _, e := range s2.entries(pipeline.TableIncRoute) {
+	for _, e := range s2.entries(p4src.TableIncRoute) {
 		before[e.Match[0].Value] = e.Action.Params[0].Value
 	}
-	prev := make(incroute.Table, pipeline.IncBuckets)
+	prev := make(incroute.Table, p4src.IncBuckets)
 	for b, p := range before {
 		prev[b] = uint32(p)
 	}
 	cfg2 := testConfig(t, state, s1, s2)
 	cfg2.Switch("s2").INC.NextHops[1].Weight = 3 // 3:1 -> 3:3
 	hops := []incroute.Hop{{ID: 3, Weight: 3}, {ID: 4, Weight: 3}}
-	counts, err := incroute.Apportion(hops, pipeline.IncBuckets)
+	counts, err := incroute.Apportion(hops, p4src.IncBuckets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +629,7 @@ func TestINCWeightChangeAcrossRestart(t *testing.T) {
 	waitInSync(t, d2.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
 	waitFor(t, "weights applied", syncTimeout, func() bool {
 		n := 0
-		for _, e := range s2.entries(pipeline.TableIncRoute) {
+		for _, e := range s2.entries(p4src.TableIncRoute) {
 			if e.Action.Params[0].Value == 4 {
 				n++
 			}

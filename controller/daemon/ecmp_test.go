@@ -13,7 +13,8 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -60,7 +61,7 @@ func (s *testSwitch) ecmp() ecmpView {
 	v := ecmpView{members: map[uint32][3]uint64{}, groups: map[uint32]map[uint32]int32{}, sel: map[uint64]uint32{}}
 	ms, gs := s.profile()
 	for _, m := range ms {
-		if m.Action.ID != pipeline.ActionSetNexthop || len(m.Action.Params) != 3 {
+		if m.Action.ID != p4src.ActionSetNexthop || len(m.Action.Params) != 3 {
 			s.t.Fatalf("member %d runs %+v", m.MemberID, m.Action)
 		}
 		var p [3]uint64
@@ -75,12 +76,12 @@ func (s *testSwitch) ecmp() ecmpView {
 			v.groups[g.GroupID][gm.MemberID] = gm.Weight
 		}
 	}
-	for _, e := range s.entries(pipeline.TableNextHopGroupSelect) {
+	for _, e := range s.entries(p4src.TableNextHopGroupSelect) {
 		v.sel[e.Match[0].Value] = e.GroupID
 	}
-	for _, e := range s.entries(pipeline.TableIPv4Route) {
+	for _, e := range s.entries(p4src.TableIPv4Route) {
 		if len(e.Match) == 1 && e.Match[0].Value == 0x0A030000 && e.Match[0].PrefixLen == 16 &&
-			e.Action.ID == pipeline.ActionSetNextHopGroup {
+			e.Action.ID == p4src.ActionSetNextHopGroup {
 			v.route = e.Action.Params[0].Value
 		}
 	}
@@ -275,18 +276,18 @@ func TestECMPDriftRepaired(t *testing.T) {
 		want  map[string]int
 	}{
 		{"group entry deleted", func(p *pipeline.Pipeline) error {
-			return p.DeleteEntry(&pipeline.TableEntry{TableID: pipeline.TableNextHopGroupSelect,
+			return p.DeleteEntry(&pipeline.TableEntry{TableID: p4src.TableNextHopGroupSelect,
 				Match: []pipeline.FieldMatch{{FieldID: 1, Value: uint64(gid)}}})
 		}, map[string]int{"INSERT table_entry": 1}},
 		{"group entry and group deleted", func(p *pipeline.Pipeline) error {
-			if err := p.DeleteEntry(&pipeline.TableEntry{TableID: pipeline.TableNextHopGroupSelect,
+			if err := p.DeleteEntry(&pipeline.TableEntry{TableID: p4src.TableNextHopGroupSelect,
 				Match: []pipeline.FieldMatch{{FieldID: 1, Value: uint64(gid)}}}); err != nil {
 				return err
 			}
-			return p.DeleteProfileGroup(pipeline.ProfileNextHopSelector, gid)
+			return p.DeleteProfileGroup(p4src.ProfileNextHopSelector, gid)
 		}, map[string]int{"INSERT action_profile_group": 1, "INSERT table_entry": 1}},
 		{"weights changed", func(p *pipeline.Pipeline) error {
-			gs, err := p.ReadProfileGroups(pipeline.ProfileNextHopSelector, gid, nil)
+			gs, err := p.ReadProfileGroups(p4src.ProfileNextHopSelector, gid, nil)
 			if err != nil || len(gs) != 1 {
 				return fmt.Errorf("group %d: %v %v", gid, gs, err)
 			}
@@ -296,8 +297,8 @@ func TestECMPDriftRepaired(t *testing.T) {
 			return p.ModifyProfileGroup(&gs[0])
 		}, map[string]int{"MODIFY action_profile_group": 1}},
 		{"extra member", func(p *pipeline.Pipeline) error {
-			return p.InsertProfileMember(&pipeline.ProfileMember{ProfileID: pipeline.ProfileNextHopSelector, MemberID: 4242,
-				Action: pipeline.Action{ID: pipeline.ActionDrop}})
+			return p.InsertProfileMember(&pipeline.ProfileMember{ProfileID: p4src.ProfileNextHopSelector, MemberID: 4242,
+				Action: pipeline.Action{ID: p4src.ActionDrop}})
 		}, map[string]int{"DELETE action_profile_member": 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -334,8 +335,8 @@ func TestECMPDriftRepaired(t *testing.T) {
 // slotTimeouts returns a switch's inc_slot_timeout entries: group -> ns.
 func (s *testSwitch) slotTimeouts() map[uint64]uint64 {
 	out := map[uint64]uint64{}
-	for _, e := range s.entries(pipeline.TableIncSlotTimeout) {
-		if e.Action.ID != pipeline.ActionSetIncSlotTimeout {
+	for _, e := range s.entries(p4src.TableIncSlotTimeout) {
+		if e.Action.ID != p4src.ActionSetIncSlotTimeout {
 			s.t.Fatalf("inc_slot_timeout entry runs %#x", e.Action.ID)
 		}
 		out[e.Match[0].Value] = e.Action.Params[0].Value
@@ -388,7 +389,7 @@ func TestINCSlotTimeout(t *testing.T) {
 	repaired := testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s1"))
 	before, batches := s1.writes.kindSnapshot()
 	err := s1.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
-		return p.DeleteEntry(&pipeline.TableEntry{TableID: pipeline.TableIncSlotTimeout, Match: []pipeline.FieldMatch{{FieldID: 1, Value: 7}}})
+		return p.DeleteEntry(&pipeline.TableEntry{TableID: p4src.TableIncSlotTimeout, Match: []pipeline.FieldMatch{{FieldID: 1, Value: 7}}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -427,5 +428,5 @@ func TestINCSlotTimeout(t *testing.T) {
 // incConn is an INC uplink connection of group g with worker rank rank.
 func incConn(qpn uint32, g uint16, rank uint8) fabric.Connection {
 	return fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1000,
-		ReceiverQPN: qpn}, SenderQPN: 7, Flags: pipeline.ConnFlagINC | pipeline.ConnFlagCNPTarget, INCGroup: g, WorkerRank: rank}
+		ReceiverQPN: qpn}, SenderQPN: 7, Flags: p4src.ConnFlagIncUplink | p4src.ConnFlagCNPTarget, INCGroup: g, WorkerRank: rank}
 }

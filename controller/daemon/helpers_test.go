@@ -22,9 +22,10 @@ import (
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/p4rtserver"
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/softswitch/p4rtserver"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -612,10 +613,10 @@ func inSync(t *testing.T, d *Daemon, name string, s *testSwitch) bool {
 			groups++
 		}
 	}
-	for _, id := range []uint32{pipeline.TableIPv4Route, pipeline.TableTrafficClass, pipeline.TablePortConfig,
-		pipeline.TableRDMAConnection, pipeline.TableIncGroup, pipeline.TableIncRoute, pipeline.TableFlowBytesLog2,
-		pipeline.TablePortBytesLog2, pipeline.TableWindowExp2, pipeline.TableNextHopGroupSelect,
-		pipeline.TableIncSlotTimeout} {
+	for _, id := range []uint32{p4src.TableIPv4Route, p4src.TableTrafficClass, p4src.TablePortConfig,
+		p4src.TableRDMAConnection, p4src.TableIncGroup, p4src.TableIncRoute, p4src.TableFlowBytesLog2,
+		p4src.TablePortBytesLog2, p4src.TableWindowExp2, p4src.TableNextHopGroupSelect,
+		p4src.TableIncSlotTimeout} {
 		if s.count(id) != want[id] {
 			return false
 		}
@@ -630,10 +631,10 @@ func (s *testSwitch) profile() ([]pipeline.ProfileMember, []pipeline.ProfileGrou
 	var gs []pipeline.ProfileGroup
 	err := s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
 		var err error
-		if ms, err = p.ReadProfileMembers(pipeline.ProfileNextHopSelector, 0, nil); err != nil {
+		if ms, err = p.ReadProfileMembers(p4src.ProfileNextHopSelector, 0, nil); err != nil {
 			return err
 		}
-		gs, err = p.ReadProfileGroups(pipeline.ProfileNextHopSelector, 0, nil)
+		gs, err = p.ReadProfileGroups(p4src.ProfileNextHopSelector, 0, nil)
 		return err
 	})
 	if err != nil {

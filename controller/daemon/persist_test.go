@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -117,7 +117,7 @@ func TestCrashRestartKeepsAnnounced(t *testing.T) {
 	clk.advance(idle - time.Second)
 	b.expire()
 	for _, s := range []*testSwitch{s1, s2} {
-		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+		if n := s.count(p4src.TableRDMAConnection); n != 1 {
 			t.Errorf("switch %d: %d connections %v after the restart, want 1", s.deviceID, n, idle-time.Second)
 		}
 	}
@@ -128,7 +128,7 @@ func TestCrashRestartKeepsAnnounced(t *testing.T) {
 	// Idle again for longer than idle_timeout: removed from every switch.
 	clk.advance(idle + time.Second)
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 0 })
 	}
 }
 
@@ -169,7 +169,7 @@ func TestCrashFailoverKeepsAnnounced(t *testing.T) {
 	clk.advance(idle - time.Second)
 	b.expire()
 	for _, s := range []*testSwitch{s1, s2} {
-		if n := s.count(pipeline.TableRDMAConnection); n != 1 {
+		if n := s.count(p4src.TableRDMAConnection); n != 1 {
 			t.Errorf("switch %d: %d connections after the takeover, want 1", s.deviceID, n)
 		}
 	}
@@ -178,7 +178,7 @@ func TestCrashFailoverKeepsAnnounced(t *testing.T) {
 	}
 	clk.advance(idle + time.Second)
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 0 })
+		waitFor(t, "idle removed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 0 })
 	}
 }
 

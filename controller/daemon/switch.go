@@ -21,7 +21,6 @@ import (
 	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -678,7 +677,7 @@ func (r *switchRunner) incFromState(st *fabric.State) incroute.Table {
 	if err != nil {
 		return nil
 	}
-	t := make(incroute.Table, pipeline.IncBuckets)
+	t := make(incroute.Table, p4src.IncBuckets)
 	seen := 0
 	for _, e := range st.Entries() {
 		te := e.Entity.GetTableEntry()
@@ -691,13 +690,13 @@ func (r *switchRunner) incFromState(st *fabric.State) incroute.Table {
 		}
 		b, err1 := p4rt.DecodeUint(de.Matches[0].Value)
 		port, err2 := p4rt.DecodeUint(de.Params["port"])
-		if err1 != nil || err2 != nil || b >= pipeline.IncBuckets {
+		if err1 != nil || err2 != nil || b >= p4src.IncBuckets {
 			return nil
 		}
 		t[b] = uint32(port)
 		seen++
 	}
-	if seen != pipeline.IncBuckets {
+	if seen != p4src.IncBuckets {
 		return nil
 	}
 	return t
@@ -716,16 +715,16 @@ func (r *switchRunner) handlePacket(p *p4rt.PacketIn) {
 
 // Port event names (docs/dataplane.md, "Port events").
 var portEventNames = map[uint64]string{
-	pipeline.EventPause: "PAUSE", pipeline.EventResumeNotCongested: "RESUME_NOT_CONGESTED",
-	pipeline.EventResumeCongested: "RESUME_CONGESTED", pipeline.EventResumeUndetermined: "RESUME_UNDETERMINED",
-	pipeline.EventCheckDrained: "CHECK_DRAINED", pipeline.EventCheckCongested: "CHECK_CONGESTED",
+	p4src.PortEventPause: "PAUSE", p4src.PortEventResumeNotCongested: "RESUME_NOT_CONGESTED",
+	p4src.PortEventResumeCongested: "RESUME_CONGESTED", p4src.PortEventResumeUndetermined: "RESUME_UNDETERMINED",
+	p4src.PortEventCheckDrained: "CHECK_DRAINED", p4src.PortEventCheckCongested: "CHECK_CONGESTED",
 }
 
 func portStateAfter(ev uint64) string {
 	switch ev {
-	case pipeline.EventPause:
+	case p4src.PortEventPause:
 		return "paused"
-	case pipeline.EventResumeUndetermined:
+	case p4src.PortEventResumeUndetermined:
 		return "undetermined"
 	}
 	return "determined"
@@ -761,7 +760,7 @@ func (r *switchRunner) handleDigest(dl *p4rt.DigestList) {
 			r.d.metrics.portEvents.WithLabelValues(r.name, ps, name).Inc()
 			r.d.metrics.portQueue.WithLabelValues(r.name, ps).Set(float64(q))
 			paused := 0.0
-			if ev == pipeline.EventPause {
+			if ev == p4src.PortEventPause {
 				paused = 1
 			}
 			r.d.metrics.portPaused.WithLabelValues(r.name, ps).Set(paused)

@@ -10,7 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -19,7 +20,7 @@ func (s *testSwitch) valueSet() []uint64 {
 	var out []uint64
 	err := s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
 		var err error
-		out, err = p.ValueSet(pipeline.AnnounceUDPPortID)
+		out, err = p.ValueSet(p4src.AnnounceUDPPortID)
 		return err
 	})
 	if err != nil {
@@ -71,7 +72,7 @@ func TestValueSetsDefaultPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 1 })
+		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 1 })
 	}
 }
 
@@ -115,6 +116,6 @@ func TestValueSetsOtherPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*testSwitch{s1, s2} {
-		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(pipeline.TableRDMAConnection) == 1 })
+		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 1 })
 	}
 }

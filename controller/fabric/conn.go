@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fastcnp/fastcnp/target/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 )
 
 // ConnKey is the RDMA connection ID (spec 04): the rdma_connection key.
@@ -63,8 +63,8 @@ type ConnTable struct {
 // NewConnTable returns an empty table for size connections (0 means
 // CONN_TABLE_SIZE).
 func NewConnTable(size int) *ConnTable {
-	if size <= 0 || size > pipeline.ConnTableSize {
-		size = pipeline.ConnTableSize
+	if size <= 0 || size > p4src.ConnTableSize {
+		size = p4src.ConnTableSize
 	}
 	return &ConnTable{size: size, conns: make(map[ConnKey]*Connection), used: make(map[uint16]bool)}
 }
@@ -80,9 +80,9 @@ func (c *Connection) Validate() error {
 		return fmt.Errorf("%w: sender QPN %d exceeds 24 bits", ErrInvalidConn, c.SenderQPN)
 	case c.WorkerRank >= 32:
 		return fmt.Errorf("%w: worker rank %d >= 32", ErrInvalidConn, c.WorkerRank)
-	case c.Flags&^uint8(pipeline.ConnFlagINC|pipeline.ConnFlagCNPTarget) != 0:
+	case c.Flags&^uint8(p4src.ConnFlagIncUplink|p4src.ConnFlagCNPTarget) != 0:
 		return fmt.Errorf("%w: unknown flags %#x", ErrInvalidConn, c.Flags)
-	case c.Flags&pipeline.ConnFlagINC != 0 && c.INCGroup == 0:
+	case c.Flags&p4src.ConnFlagIncUplink != 0 && c.INCGroup == 0:
 		return fmt.Errorf("%w: INC uplink without an INC group", ErrInvalidConn)
 	}
 	return nil

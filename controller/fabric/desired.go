@@ -11,9 +11,9 @@ import (
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/window"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
-	"github.com/fastcnp/fastcnp/target/pipeline/window"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -57,7 +57,7 @@ const (
 	DigestAckTimeout  = time.Second
 	// CloneReplicaPort is where the clone session's single replica goes
 	// (CPU_PORT, as docs/dataplane.md recommends).
-	CloneReplicaPort = pipeline.CPUPort
+	CloneReplicaPort = p4src.CPUPort
 )
 
 // PortParams are the set_port_config action parameters of one port.
@@ -98,9 +98,9 @@ func ns32(what string, d time.Duration) (uint32, error) {
 func ModeValue(m config.Mode) (uint8, error) {
 	switch m {
 	case config.ModeECN:
-		return pipeline.ModeECN, nil
+		return p4src.PortModeECN, nil
 	case config.ModeFastCNP:
-		return pipeline.ModeFastcnp, nil
+		return p4src.PortModeFastcnp, nil
 	}
 	return 0, fmt.Errorf("unknown mode %q", m)
 }
@@ -266,16 +266,16 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 
 	// Value set (AnnounceValueSet), clone session, digests.
 	b.add(AnnounceValueSet(info, in.Config.Announce.UDPPort))
-	b.add(p4rt.CloneSession(pipeline.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
+	b.add(p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
 	for _, d := range ManagedDigests {
 		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
 	}
 
 	// Traffic classes: untagged packets by DSCP, tagged ones by PCP.
 	qos := in.Config.QoS
-	if n := len(qos.DSCPPriority) + len(qos.PCPPriority); n > pipeline.TrafficClassSize {
+	if n := len(qos.DSCPPriority) + len(qos.PCPPriority); n > p4src.TrafficClassTableSize {
 		return nil, fmt.Errorf("fabric: switch %s: %d traffic classes exceed the table size %d",
-			sw.Name, n, pipeline.TrafficClassSize)
+			sw.Name, n, p4src.TrafficClassTableSize)
 	}
 	for _, d := range sortedKeys(qos.DSCPPriority) {
 		prio := qos.DSCPPriority[d]
@@ -328,8 +328,8 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		b.table(TableIPv4Route, 0, routeMatch(r.Prefix), "set_nexthop", p4rt.P("port", r.Port), p4rt.P("src_mac", port.MAC),
 			p4rt.P("dst_mac", r.NextHopMAC))
 	}
-	if v4 > pipeline.RouteTableSize {
-		return nil, fmt.Errorf("fabric: switch %s: %d IPv4 routes exceed ROUTE_TABLE_SIZE %d", sw.Name, v4, pipeline.RouteTableSize)
+	if v4 > p4src.RouteTableSize {
+		return nil, fmt.Errorf("fabric: switch %s: %d IPv4 routes exceed ROUTE_TABLE_SIZE %d", sw.Name, v4, p4src.RouteTableSize)
 	}
 	if len(ecmpRoutes) > 0 {
 		groups, err := ECMPGroups(info, sw, ecmpRoutes)
@@ -342,10 +342,10 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 
 	// INC route table.
 	if sw.INC != nil {
-		if sw.INC.Buckets != pipeline.IncBuckets {
+		if sw.INC.Buckets != p4src.IncBuckets {
 			res.Warnings = append(res.Warnings, fmt.Sprintf(
 				"inc.buckets %d: the data plane hashes into %d buckets; installing %d", sw.INC.Buckets,
-				pipeline.IncBuckets, pipeline.IncBuckets))
+				p4src.IncBuckets, p4src.IncBuckets))
 		}
 		hops := make([]incroute.Hop, 0, len(sw.INC.NextHops))
 		macs := make(map[uint32]config.INCNextHop)
@@ -355,13 +355,13 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		}
 		var t incroute.Table
 		var err error
-		if len(in.PrevINC) == pipeline.IncBuckets {
+		if len(in.PrevINC) == p4src.IncBuckets {
 			// Proportional and within the run bound always; the fewest moves
 			// whenever those allow it, else a bounded few more
 			// (controller/incroute, docs/controller.md).
 			t, err = incroute.UpdateBounded(in.PrevINC, hops)
 		} else {
-			t, err = incroute.Build(hops, pipeline.IncBuckets)
+			t, err = incroute.Build(hops, p4src.IncBuckets)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fabric: switch %s: inc routes: %w", sw.Name, err)
@@ -384,20 +384,20 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("fabric: connection %s: %w", c.ConnKey, err)
 		}
-		if int(c.Index) >= pipeline.ConnTableSize {
-			return nil, fmt.Errorf("fabric: connection %s: conn_index %d >= %d", c.ConnKey, c.Index, pipeline.ConnTableSize)
+		if int(c.Index) >= p4src.ConnTableSize {
+			return nil, fmt.Errorf("fabric: connection %s: conn_index %d >= %d", c.ConnKey, c.Index, p4src.ConnTableSize)
 		}
 		b.table(TableRDMAConnection, 0, []p4rt.Match{
 			p4rt.Exact("src_addr", net.IP(c.SenderIP.AsSlice())), p4rt.Exact("udp_sport", c.UDPSrcPort),
 			p4rt.Exact("dest_qp", c.ReceiverQPN)},
 			"set_connection", p4rt.P("sender_qpn", c.SenderQPN), p4rt.P("flags", c.Flags),
 			p4rt.P("conn_index", c.Index), p4rt.P("inc_group", c.INCGroup), p4rt.P("worker_rank", c.WorkerRank))
-		if c.Flags&pipeline.ConnFlagINC != 0 && c.INCGroup != 0 {
+		if c.Flags&p4src.ConnFlagIncUplink != 0 && c.INCGroup != 0 {
 			masks[c.INCGroup] |= 1 << c.WorkerRank
 		}
 	}
-	if len(masks) > pipeline.IncGroups {
-		return nil, fmt.Errorf("fabric: %d INC groups exceed INC_GROUPS %d", len(masks), pipeline.IncGroups)
+	if len(masks) > p4src.IncGroups {
+		return nil, fmt.Errorf("fabric: %d INC groups exceed INC_GROUPS %d", len(masks), p4src.IncGroups)
 	}
 	timeoutNs, err := ns32("inc.slot_timeout", sw.INCSlotTimeout)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
 )
 
 func mustMAC(t *testing.T, s string) net.HardwareAddr {
@@ -375,7 +374,7 @@ func TestINCSlotTimeoutEntries(t *testing.T) {
 	var conns []Connection
 	for i, g := range []uint16{5, 9, 5} {
 		c := conn("10.1.2.6", uint16(1000+i), 18)
-		c.Flags, c.INCGroup, c.WorkerRank, c.Index = pipeline.ConnFlagINC, g, uint8(i), uint16(i)
+		c.Flags, c.INCGroup, c.WorkerRank, c.Index = p4src.ConnFlagIncUplink, g, uint8(i), uint16(i)
 		conns = append(conns, c)
 	}
 	tid, _ := info.TableID(TableINCSlotTimeout)

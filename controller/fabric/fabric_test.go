@@ -10,9 +10,8 @@ import (
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/window"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
-	"github.com/fastcnp/fastcnp/target/pipeline"
-	"github.com/fastcnp/fastcnp/target/pipeline/window"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -40,7 +39,7 @@ func testConfig(t *testing.T) *config.Config {
 
 func conn(ip string, sport uint16, qpn uint32) Connection {
 	return Connection{ConnKey: ConnKey{SenderIP: netip.MustParseAddr(ip), UDPSrcPort: sport, ReceiverQPN: qpn},
-		SenderQPN: 7, Flags: pipeline.ConnFlagCNPTarget}
+		SenderQPN: 7, Flags: p4src.ConnFlagCNPTarget}
 }
 
 func TestComputePortParams(t *testing.T) {
@@ -51,13 +50,13 @@ func TestComputePortParams(t *testing.T) {
 		want PortParams
 	}{
 		{1, PortParams{Port: 1, RateBytesPerMs: 12_500_000, QthBytes: 100_000, TcheckNs: 8000, CNPGapNs: 4000,
-			Mode: pipeline.ModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
+			Mode: p4src.PortModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
 			BDPBytes: 100_000, MTUBytes: 1500, PauseQuantumPs: 5120, SwitchID: 1, LosslessPriority: 3}},
 		{3, PortParams{Port: 3, RateBytesPerMs: 50_000_000, QthBytes: 400_000, TcheckNs: 8000, CNPGapNs: 4000,
-			Mode: pipeline.ModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
+			Mode: p4src.PortModeFastcnp, REDKminBytes: 5000, REDKmaxBytes: 200_000, REDPmaxQ16: 655, RTTBaseNs: 8000,
 			BDPBytes: 400_000, MTUBytes: 1500, PauseQuantumPs: 1280, SwitchID: 1, LosslessPriority: 3}},
 		{4, PortParams{Port: 4, RateBytesPerMs: 3_125_000, QthBytes: 25_000, TcheckNs: 8000, CNPGapNs: 4000,
-			Mode: pipeline.ModeECN, REDKminBytes: 10240, REDKmaxBytes: 102400, REDPmaxQ16: 13107, RTTBaseNs: 8000,
+			Mode: p4src.PortModeECN, REDKminBytes: 10240, REDKmaxBytes: 102400, REDPmaxQ16: 13107, RTTBaseNs: 8000,
 			BDPBytes: 25_000, MTUBytes: 1500, PauseQuantumPs: 20480, SwitchID: 1, LosslessPriority: 3}},
 	}
 	for _, tt := range tests {
@@ -87,7 +86,7 @@ func TestDesiredCounts(t *testing.T) {
 	info, cfg := testInfo(t), testConfig(t)
 	c1 := conn("10.1.1.5", 1000, 17)
 	inc := conn("10.1.2.6", 1001, 18)
-	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = pipeline.ConnFlagINC, 5, 3, 1
+	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = p4src.ConnFlagIncUplink, 5, 3, 1
 	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +120,7 @@ func TestDesiredCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res2.Warnings) != 1 || len(res2.INC) != pipeline.IncBuckets {
+	if len(res2.Warnings) != 1 || len(res2.INC) != p4src.IncBuckets {
 		t.Errorf("spine1: warnings %q, %d buckets", res2.Warnings, len(res2.INC))
 	}
 }
@@ -155,11 +154,11 @@ switches:
 	}
 	before := []incroute.Hop{{ID: 1, Weight: 97}, {ID: 2, Weight: 20}, {ID: 3, Weight: 2}}
 	after := []incroute.Hop{{ID: 1, Weight: 97}, {ID: 2, Weight: 0}, {ID: 3, Weight: 2}}
-	prev, err := incroute.Build(before, pipeline.IncBuckets)
+	prev, err := incroute.Build(before, p4src.IncBuckets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts, err := incroute.Apportion(after, pipeline.IncBuckets)
+	counts, err := incroute.Apportion(after, p4src.IncBuckets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +364,7 @@ func TestConnTable(t *testing.T) {
 		func() Connection { x := conn("10.0.0.4", 1, 1<<24); return x }(),
 		func() Connection { x := conn("10.0.0.4", 1, 1); x.WorkerRank = 32; return x }(),
 		func() Connection { x := conn("10.0.0.4", 1, 1); x.Flags = 0x80; return x }(),
-		func() Connection { x := conn("10.0.0.4", 1, 1); x.Flags = pipeline.ConnFlagINC; return x }(),
+		func() Connection { x := conn("10.0.0.4", 1, 1); x.Flags = p4src.ConnFlagIncUplink; return x }(),
 		func() Connection { x := conn("fd00::1", 1, 1); return x }(),
 	}
 	for i, x := range bad {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/fastcnp/fastcnp/target/tm"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -108,7 +107,7 @@ func (s *pauseState) held(now time.Duration) time.Duration {
 // at the link rate from its arrival; a new PAUSE replaces the time left
 // (refresh), quanta 0 (XON) resumes at once. An 802.3x PAUSE holds every
 // priority and is tracked apart (an XON of one kind does not lift the
-// other). The pause time comes from target/tm.PauseNs, the same formula
+// other). The pause time comes from wire.PauseNs, the same formula
 // the switch's traffic manager applies. Pure: time is an argument; times
 // earlier than the latest call count as the latest call. Not safe for
 // concurrent use.
@@ -135,7 +134,7 @@ func (g *PauseGate) clock(now time.Duration) time.Duration {
 
 // PauseDuration returns how long quanta pause this gate's link.
 func (g *PauseGate) PauseDuration(quanta uint16) time.Duration {
-	return time.Duration(tm.PauseNs(quanta, g.rate))
+	return time.Duration(wire.PauseNs(quanta, g.rate))
 }
 
 // OnPFC applies a PFC frame received at now: every priority whose bit is

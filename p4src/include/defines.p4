@@ -1,7 +1,8 @@
 // fastcnp: every size and constant of the data plane, in one place.
 //
-// Contract: docs/dataplane.md "Units and constants". The Go reference pipeline
-// (target/pipeline) mirrors these values; change them only together.
+// Contract: docs/dataplane.md "Units and constants". Go code reads these values
+// from p4src/defines_gen.go, which `go generate ./p4src` writes from this file
+// (a test in p4src fails when the two differ): change them here only.
 // Sizes are preprocessor macros (they are used as table sizes, register sizes and
 // in index masks); everything else is a typed P4 constant.
 

@@ -1,5 +1,5 @@
 // Package live is the real-time runtime of the fastcnp host agent: one
-// AF_PACKET port (target/port), a paced send loop, a receive loop, the
+// AF_PACKET port (afpacket), a paced send loop, a receive loop, the
 // announcements, and per-flow statistics as JSON lines. The transport and
 // congestion-control logic is pure and lives in host/agent and host/cc.
 package live
@@ -18,10 +18,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/cc"
-	"github.com/fastcnp/fastcnp/target/port"
-	"github.com/fastcnp/fastcnp/target/tm"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -47,7 +46,7 @@ func ParseMode(s string) (Mode, error) {
 
 // PortIO is what the agent needs from a port (*port.Port implements it).
 type PortIO interface {
-	ReadBatch(ctx context.Context, msgs []port.Message) (int, error)
+	ReadBatch(ctx context.Context, msgs []afpacket.Message) (int, error)
 	WriteBatch(ctx context.Context, frames [][]byte) (int, error)
 	MaxFrameLen() int
 }
@@ -61,8 +60,8 @@ const (
 	DefaultBurstTime = 100 * time.Microsecond
 	// DefaultLineGap is the per-frame line time the pacer charges beyond
 	// the frame (Sender.LineGap): preamble, SFD and inter-frame gap, as
-	// the switch's shaper (target/tm.PreambleIFGBytes).
-	DefaultLineGap = tm.PreambleIFGBytes
+	// the switch's shaper (wire.PreambleIFGBytes).
+	DefaultLineGap = wire.PreambleIFGBytes
 )
 
 // Config configures an Agent.
@@ -754,7 +753,7 @@ func (a *Agent) kickSender() {
 // recvLoop reads frames, runs them through the state machines, and sends
 // the replies (ACKs, NAKs, CNPs) they call for.
 func (a *Agent) recvLoop(ctx context.Context) error {
-	msgs := make([]port.Message, 64)
+	msgs := make([]afpacket.Message, 64)
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, a.p.MaxFrameLen())
 	}
@@ -767,7 +766,7 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 	for {
 		n, err := a.p.ReadBatch(ctx, msgs)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, port.ErrClosed) {
+			if ctx.Err() != nil || errors.Is(err, afpacket.ErrClosed) {
 				return nil
 			}
 			return fmt.Errorf("agent: receive: %w", err)
@@ -823,7 +822,7 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 		}
 		if len(replies) > 0 {
 			if _, err := a.p.WriteBatch(ctx, replies); err != nil {
-				if ctx.Err() != nil || errors.Is(err, port.ErrClosed) {
+				if ctx.Err() != nil || errors.Is(err, afpacket.ErrClosed) {
 					return nil
 				}
 				return fmt.Errorf("agent: send replies: %w", err)

@@ -18,13 +18,13 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
 	"github.com/fastcnp/fastcnp/internal/pcapio"
-	"github.com/fastcnp/fastcnp/target/port"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -43,7 +43,7 @@ const (
 // bed is two namespaces joined by a veth pair, with a port open on each end.
 type bed struct {
 	a, b   *netns.NS
-	pa, pb *port.Port
+	pa, pb *afpacket.Port
 }
 
 func newBed(t *testing.T, shape func(ctx context.Context, a *netns.NS) error) *bed {
@@ -69,11 +69,11 @@ func newBed(t *testing.T, shape func(ctx context.Context, a *netns.NS) error) *b
 		}
 	}
 	bd := &bed{a: a, b: b}
-	open := func(ns *netns.NS) *port.Port {
-		var p *port.Port
+	open := func(ns *netns.NS) *afpacket.Port {
+		var p *afpacket.Port
 		if err := ns.Do(func() error {
 			var err error
-			p, err = port.Open("eth0", port.Options{DisableOffloads: true, SendBuffer: 256 << 10})
+			p, err = afpacket.Open("eth0", afpacket.Options{DisableOffloads: true, SendBuffer: 256 << 10})
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -263,10 +263,10 @@ func TestTransferOverVeth(t *testing.T) {
 func TestSwitchCNPCapsWindowAndNP(t *testing.T) {
 	const W = 6000
 	bd := newBed(t, nil)
-	var inj *port.Port
+	var inj *afpacket.Port
 	if err := bd.b.Do(func() error {
 		var err error
-		inj, err = port.Open("eth0", port.Options{NoPromiscuous: true})
+		inj, err = afpacket.Open("eth0", afpacket.Options{NoPromiscuous: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
-	"github.com/fastcnp/fastcnp/target/port"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -41,12 +41,12 @@ func TestINCWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wns []*netns.NS
-	var wPorts, sPorts []*port.Port
-	open := func(ns *netns.NS, name string) *port.Port {
-		var p *port.Port
+	var wPorts, sPorts []*afpacket.Port
+	open := func(ns *netns.NS, name string) *afpacket.Port {
+		var p *afpacket.Port
 		if err := ns.Do(func() error {
 			var err error
-			p, err = port.Open(name, port.Options{DisableOffloads: true})
+			p, err = afpacket.Open(name, afpacket.Options{DisableOffloads: true})
 			return err
 		}); err != nil {
 			t.Fatal(err)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/internal/units"
-	"github.com/fastcnp/fastcnp/target/port"
 )
 
 // memPort is an in-memory PortIO: frames written to one end are read from
@@ -29,7 +29,7 @@ func memPair() (*memPort, *memPort) {
 
 func (m *memPort) MaxFrameLen() int { return 1518 }
 
-func (m *memPort) ReadBatch(ctx context.Context, msgs []port.Message) (int, error) {
+func (m *memPort) ReadBatch(ctx context.Context, msgs []afpacket.Message) (int, error) {
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()

@@ -226,6 +226,9 @@ const (
 	ActionRef_TABLE_AND_DEFAULT ActionRef_Scope = 0
 	ActionRef_TABLE_ONLY        ActionRef_Scope = 1
 	ActionRef_DEFAULT_ONLY      ActionRef_Scope = 2
+	// The action may be used only inside action profile groups (one-shot or
+	// member/group programming), never as a direct table action (v1.6.0).
+	ActionRef_GROUP_ACTION ActionRef_Scope = 3
 )
 
 // Enum value maps for ActionRef_Scope.
@@ -234,11 +237,13 @@ var (
 		0: "TABLE_AND_DEFAULT",
 		1: "TABLE_ONLY",
 		2: "DEFAULT_ONLY",
+		3: "GROUP_ACTION",
 	}
 	ActionRef_Scope_value = map[string]int32{
 		"TABLE_AND_DEFAULT": 0,
 		"TABLE_ONLY":        1,
 		"DEFAULT_ONLY":      2,
+		"GROUP_ACTION":      3,
 	}
 )
 
@@ -2727,18 +2732,19 @@ const file_p4_config_v1_p4info_proto_rawDesc = "" +
 	"\targuments\x18\x04 \x03(\v2&.p4.config.v1.TableActionCall.ArgumentR\targuments\x1a;\n" +
 	"\bArgument\x12\x19\n" +
 	"\bparam_id\x18\x02 \x01(\rR\aparamId\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xe0\x02\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xf2\x02\n" +
 	"\tActionRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x123\n" +
 	"\x05scope\x18\x03 \x01(\x0e2\x1d.p4.config.v1.ActionRef.ScopeR\x05scope\x12 \n" +
 	"\vannotations\x18\x02 \x03(\tR\vannotations\x12O\n" +
 	"\x14annotation_locations\x18\x05 \x03(\v2\x1c.p4.config.v1.SourceLocationR\x13annotationLocations\x12Y\n" +
-	"\x16structured_annotations\x18\x04 \x03(\v2\".p4.config.v1.StructuredAnnotationR\x15structuredAnnotations\"@\n" +
+	"\x16structured_annotations\x18\x04 \x03(\v2\".p4.config.v1.StructuredAnnotationR\x15structuredAnnotations\"R\n" +
 	"\x05Scope\x12\x15\n" +
 	"\x11TABLE_AND_DEFAULT\x10\x00\x12\x0e\n" +
 	"\n" +
 	"TABLE_ONLY\x10\x01\x12\x10\n" +
-	"\fDEFAULT_ONLY\x10\x02\"\xef\x03\n" +
+	"\fDEFAULT_ONLY\x10\x02\x12\x10\n" +
+	"\fGROUP_ACTION\x10\x03\"\xef\x03\n" +
 	"\x06Action\x122\n" +
 	"\bpreamble\x18\x01 \x01(\v2\x16.p4.config.v1.PreambleR\bpreamble\x122\n" +
 	"\x06params\x18\x02 \x03(\v2\x1a.p4.config.v1.Action.ParamR\x06params\x1a\xfc\x02\n" +

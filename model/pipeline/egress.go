@@ -1,0 +1,237 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/window"
+	"github.com/fastcnp/fastcnp/wire"
+)
+
+// OnEnqueue is step 10, the enqueue accounting: call it when the traffic manager
+// queues a forwarded packet (with the Meta of its IngressResult). It sets the flow
+// fields of meta. Lossy packets are ignored.
+func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
+	meta.Tracked = false
+	if !meta.Lossless || meta.EgressPort >= p4src.NumPorts {
+		return
+	}
+	port, n := meta.EgressPort, uint64(meta.AcctLen)
+	r := &p.regs
+	r.portQueueBytes[port] = (r.portQueueBytes[port] + n) & 0xFFFFFFFF
+	if r.portPaused[port] == 1 {
+		r.portRxBytes[port] = (r.portRxBytes[port] + n) & 0xFFFFFFFF
+	}
+	if !meta.HasIPv4 {
+		return
+	}
+	h := FlowHash(meta.SrcAddr, meta.DstAddr)
+	s := h & (p4src.FlowSlots - 1)
+	meta.FlowHash, meta.FlowSlot = h, uint16(s)
+	if r.flowBytes[s] == 0 || r.flowKey[s] == uint64(h) {
+		r.flowKey[s] = uint64(h)
+		r.flowBytes[s] = (r.flowBytes[s] + n) & 0xFFFFFFFF
+		meta.Tracked = true
+		return
+	}
+	p.count(p4src.CounterFlowCollisions, port, meta.AcctLen)
+}
+
+// Egress is the dequeue hook: the egress control for frame (the Frame of its
+// IngressResult) leaving on port at time now, with the meta OnEnqueue updated. It
+// counts the packet in queue_dequeued, may CE-mark frame in place and may make a
+// switch CNP (see EgressResult). The error is
+// only for a port >= NUM_PORTS or a port different from meta.EgressPort.
+func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta, out *EgressResult) error {
+	out.Frame, out.Marked, out.CNP, out.CNPFrame, out.CNPPort, out.NumDigests = frame, false, false, nil, 0, 0
+	if port >= p4src.NumPorts || port != meta.EgressPort {
+		return fmt.Errorf("egress on port %d (meta port %d): %w", port, meta.EgressPort, ErrPort)
+	}
+	p.count(p4src.CounterQueueDequeued, p4src.QueueIndex(port, meta.Priority), meta.AcctLen)
+	if !meta.Lossless {
+		return nil
+	}
+	p.egress(frame, port, uint64(now)&mask48, now, meta, out)
+	return nil
+}
+
+func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult) {
+	r := &p.regs
+	cfg := &meta.PortCfg
+	n := uint64(meta.AcctLen)
+	// 1. Dequeue accounting.
+	qlen := r.portQueueBytes[port]
+	r.portQueueBytes[port] = (qlen - n) & 0xFFFFFFFF // bit<32>, as in P4
+	var data uint64
+	s := meta.FlowSlot % p4src.FlowSlots
+	if meta.Tracked {
+		data = r.flowBytes[s]
+		r.flowBytes[s] = (data - n) & 0xFFFFFFFF
+	}
+	// 2. Pause expiry. RESUME reads port_queue_bytes: this packet already left.
+	if r.portPaused[port] == 1 && now >= r.portPauseExpire[port] {
+		p.emitEgress(out, p.resume(port, now, cfg, uint32(r.portQueueBytes[port])), rawNow)
+	}
+	switch cfg.Mode {
+	case p4src.PortModeFastcnp:
+		// 3. The port state machine.
+		congested := false
+		switch {
+		case r.portUndetermined[port] == 0:
+			congested = qlen >= uint64(cfg.QthBytes)
+		case now < r.portCheckAt[port]:
+			return // protect victims: no CNP, no mark
+		case qlen < uint64(cfg.QthBytes):
+			r.portUndetermined[port] = 0
+			p.emitEgress(out, Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventCheckDrained,
+				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
+		case qlen > r.portQSnapshot[port]:
+			r.portUndetermined[port] = 0
+			congested = true
+			p.emitEgress(out, Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventCheckCongested,
+				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
+		default:
+			r.portQSnapshot[port] = qlen
+			r.portCheckAt[port] = (now + uint64(cfg.TcheckNs)) & mask48
+		}
+		if !congested {
+			return
+		}
+		if meta.ConnHit && meta.ConnFlags&p4src.ConnFlagCNPTarget != 0 && meta.Tracked && meta.HasBTH {
+			last := r.flowLastCNP[s]
+			if last != 0 && (now-last)&mask48 < uint64(cfg.CNPGapNs) {
+				return // inside the gap: nothing
+			}
+			r.flowLastCNP[s] = now
+			p.switchCNP(frame, port, now, rawNow, uint32(qlen), uint32(data), meta, out)
+			return
+		}
+		p.markCE(frame, port, meta, out)
+	case p4src.PortModeECN:
+		// 4. RED.
+		kmin, kmax := uint64(cfg.RedKminBytes), uint64(cfg.RedKmaxBytes)
+		switch {
+		case qlen <= kmin:
+			return
+		case qlen >= kmax:
+		default:
+			if p.rand16()*(kmax-kmin) >= uint64(cfg.RedPmaxQ16)*(qlen-kmin) {
+				return
+			}
+		}
+		p.markCE(frame, port, meta, out)
+	}
+}
+
+// cnpCloneSession reports whether clone session CNP_CLONE_SESSION exists.
+func (p *Pipeline) cnpCloneSession() bool {
+	_, ok := p.clones[p4src.CNPCloneSession]
+	return ok
+}
+
+// emitEgress sends a port-state digest made at dequeue. v1model sends it from the
+// next ingress pass of the E2E clone to CNP_CLONE_SESSION (BMv2 sends digests only
+// at the end of ingress), so without that session there is none; likewise here.
+func (p *Pipeline) emitEgress(out *EgressResult, d Digest, now int64) {
+	if p.cnpCloneSession() {
+		p.emit(out.Digests[:], &out.NumDigests, d, now)
+	}
+}
+
+func (p *Pipeline) markCE(frame []byte, port uint16, meta *PacketMeta, out *EgressResult) {
+	if !meta.HasIPv4 || int(meta.L3Offset)+wire.IPv4Len > len(frame) {
+		return
+	}
+	prev, err := wire.MarkCE(frame[meta.L3Offset:])
+	if err == nil && prev.IsECT() {
+		out.Marked = true
+		p.count(p4src.CounterECNMarked, port, meta.AcctLen)
+	}
+}
+
+// cnpWindow is step 5.
+func (p *Pipeline) cnpWindow(cfg *PortConfig, data, qlen uint32) uint32 {
+	var fq, pq uint16
+	if act, pr, _ := p.tFlowLog2.lookupLPM(data); act == p4src.ActionSetFlowLog2 {
+		fq = uint16(pr[0])
+	}
+	if act, pr, _ := p.tPortLog2.lookupLPM(qlen); act == p4src.ActionSetPortLog2 {
+		pq = uint16(pr[0])
+	}
+	k, neg := window.K(cfg.BDPLog2Q6, fq, pq)
+	if neg {
+		return window.Clamp(cfg.BDPBytes, cfg.MTUBytes, 0)
+	}
+	w := cfg.BDPBytes
+	if act, pr, _ := p.tExp2.lookupExact(uint64(k), 0, 0); act == p4src.ActionSetWindow {
+		w = uint32(pr[0])
+	}
+	return window.Clamp(cfg.BDPBytes, cfg.MTUBytes, w)
+}
+
+// switchCNP is steps 5 and 6: count, digest, build the CNP and route it through ingress.
+func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data uint32, meta *PacketMeta, out *EgressResult) {
+	cfg := &meta.PortCfg
+	win := p.cnpWindow(cfg, data, qlen)
+	r := &p.regs
+	digest := false
+	if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
+		r.portLastDigest[port] = now
+		digest = true
+	}
+	// The data packet's decision ends here; what follows happens in v1model in the E2E
+	// clone's own egress pass. Without clone session CNP_CLONE_SESSION BMv2 makes no
+	// clone and the data plane cannot tell: no CNP, nothing counted in switch_cnp_sent,
+	// no cnp_digest_t (it rides the clone), and the data packet is not CE-marked (its
+	// egress pass already decided on a CNP). flow_last_cnp and port_last_digest stay
+	// written, as in P4.
+	if !p.cnpCloneSession() {
+		return
+	}
+	p.count(p4src.CounterSwitchCNPSent, port, meta.AcctLen)
+	if digest {
+		p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: p4src.DigestCNP, Port: port, SrcAddr: meta.SrcAddr,
+			DstAddr: meta.DstAddr, WindowBytes: win, QueueBytes: qlen, TimestampNs: now}, rawNow)
+	}
+	l3 := int(meta.L3Offset)
+	if l3+wire.IPv4Len > len(frame) || l3 > wire.EthernetLen+wire.Dot1QLen {
+		return
+	}
+	// Ethernet and 802.1Q tag copied from the data packet (the E2E clone keeps
+	// them; ingress routing rewrites the MACs).
+	b := p.cnpBuf[:l3+CNPFrameLen-wire.EthernetLen]
+	be := binary.BigEndian
+	copy(b[:l3], frame[:l3])
+	ip := b[l3:]
+	copy(ip[:wire.IPv4Len], frame[l3:l3+wire.IPv4Len])
+	ip[0] = 0x45
+	ip[1] = p4src.CNPDSCP << 2
+	be.PutUint16(ip[2:], CNPFrameLen-wire.EthernetLen) // 60
+	ip[8] = 64
+	ip[9] = wire.IPProtoUDP
+	be.PutUint32(ip[12:], meta.DstAddr)
+	be.PutUint32(ip[16:], meta.SrcAddr)
+	_ = wire.SetIPv4Checksum(ip)
+	udp := ip[wire.IPv4Len:]
+	be.PutUint16(udp[0:], meta.UDPSrcPort)
+	be.PutUint16(udp[2:], p4src.RoCEUDPPort)
+	be.PutUint16(udp[4:], CNPFrameLen-wire.EthernetLen-wire.IPv4Len)
+	be.PutUint16(udp[6:], 0)
+	bth := udp[wire.UDPLen:]
+	clear(bth[:wire.BTHLen+wire.CNPExtLen])
+	bth[0] = wire.OpCNP
+	be.PutUint16(bth[2:], meta.PKey)
+	be.PutUint32(bth[4:], meta.SenderQPN&0xFFFFFF) // byte 4 stays 0
+	ext := wire.CNPExt{Version: wire.CNPExtVersion, Flags: wire.CNPExtWindowValid | wire.CNPExtBySwitch,
+		SwitchID: cfg.SwitchID, Window: win, Port: port, QueueBytes: qlen}
+	_, _ = ext.Encode(bth[wire.BTHLen:])
+	_ = wire.SetICRC(ip)
+	// Recirculate: the CNP enters ingress on the congested port.
+	res := &p.cnpRes
+	p.ingress(b, port, rawNow, res)
+	if res.Verdict != VerdictForward {
+		return
+	}
+	out.CNP, out.CNPFrame, out.CNPPort, out.CNPMeta = true, res.Frame, res.EgressPort, res.Meta
+}

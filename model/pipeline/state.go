@@ -1,0 +1,301 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/fastcnp/fastcnp/p4src"
+)
+
+const mask48 = 1<<48 - 1
+
+// registers holds every register array, one uint64 per cell, masked to the register's
+// width on every write (as a bit<W> register would wrap).
+type registers struct {
+	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
+	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest [p4src.NumPorts]uint64
+	flowBytes, flowKey, flowLastCNP            [p4src.FlowSlots]uint64
+	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.ConnTableSize]uint64
+	incSlotIncID, incSlotOffset, incSlotBitmap [p4src.IncSlots]uint64
+	incSlotStart                               [p4src.IncSlots]uint64
+	incSlotValue                               [p4src.IncVectorLen][p4src.IncSlots]uint64
+}
+
+func (r *registers) slice(id uint32) []uint64 {
+	switch id {
+	case p4src.RegPortPaused:
+		return r.portPaused[:]
+	case p4src.RegPortPauseStart:
+		return r.portPauseStart[:]
+	case p4src.RegPortPauseExpire:
+		return r.portPauseExpire[:]
+	case p4src.RegPortRxBytes:
+		return r.portRxBytes[:]
+	case p4src.RegPortUndetermined:
+		return r.portUndetermined[:]
+	case p4src.RegPortQSnapshot:
+		return r.portQSnapshot[:]
+	case p4src.RegPortCheckAt:
+		return r.portCheckAt[:]
+	case p4src.RegPortQueueBytes:
+		return r.portQueueBytes[:]
+	case p4src.RegPortLastDigest:
+		return r.portLastDigest[:]
+	case p4src.RegFlowBytes:
+		return r.flowBytes[:]
+	case p4src.RegFlowKey:
+		return r.flowKey[:]
+	case p4src.RegFlowLastCNP:
+		return r.flowLastCNP[:]
+	case p4src.RegIncFlowIncID:
+		return r.incFlowIncID[:]
+	case p4src.RegIncFlowFirstPSN:
+		return r.incFlowFirstPSN[:]
+	case p4src.RegIncFlowLen:
+		return r.incFlowLen[:]
+	case p4src.RegIncSlotIncID:
+		return r.incSlotIncID[:]
+	case p4src.RegIncSlotOffset:
+		return r.incSlotOffset[:]
+	case p4src.RegIncSlotBitmap:
+		return r.incSlotBitmap[:]
+	case p4src.RegIncSlotStart:
+		return r.incSlotStart[:]
+	}
+	if id >= p4src.RegIncSlotValue0 && id < p4src.RegIncSlotValue0+p4src.IncVectorLen {
+		return r.incSlotValue[id-p4src.RegIncSlotValue0][:]
+	}
+	return nil
+}
+
+// CounterValue is one counter cell (unit BOTH).
+type CounterValue struct {
+	Index   int
+	Packets uint64
+	Bytes   uint64
+}
+
+type counterCell struct{ packets, bytes uint64 }
+
+// numCounters is the number of counter arrays; their IDs are consecutive from
+// CounterSwitchCNPSent.
+const numCounters = 18
+
+// RegisterValue is one register cell.
+type RegisterValue struct {
+	Index int
+	Value uint64
+}
+
+// CloneSession is a clone session (P4Runtime CloneSessionEntry, one replica).
+type CloneSession struct {
+	SessionID uint32
+	// EgressPort and Instance are the (single) replica; the Go pipeline routes the
+	// switch CNP through ingress, so only the session's existence changes behaviour.
+	EgressPort uint16
+	Instance   uint32
+	// ClassOfService and PacketLengthBytes are stored and read back.
+	ClassOfService    uint32
+	PacketLengthBytes int32
+}
+
+// maxCloneSessions bounds the stored clone sessions.
+const maxCloneSessions = 64
+
+func (p *Pipeline) counterIndex(id uint32) (int, error) {
+	if id < p4src.CounterSwitchCNPSent || id >= p4src.CounterSwitchCNPSent+numCounters {
+		return 0, fmt.Errorf("counter ID %#x: %w", id, ErrInvalidArgument)
+	}
+	return int(id - p4src.CounterSwitchCNPSent), nil
+}
+
+// ReadCounter appends to dst the cell index of counter id, or every cell when index < 0
+// (a wildcard read). Errors: ErrInvalidArgument (unknown ID, index >= size).
+func (p *Pipeline) ReadCounter(id uint32, index int, dst []CounterValue) ([]CounterValue, error) {
+	ci, err := p.counterIndex(id)
+	if err != nil {
+		return dst, fmt.Errorf("read counter: %w", err)
+	}
+	c := p.counters[ci]
+	if index >= len(c) {
+		return dst, fmt.Errorf("read counter %#x: index %d >= %d: %w", id, index, len(c), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		return append(dst, CounterValue{index, c[index].packets, c[index].bytes}), nil
+	}
+	for i := range c {
+		dst = append(dst, CounterValue{i, c[i].packets, c[i].bytes})
+	}
+	return dst, nil
+}
+
+// WriteCounter sets one counter cell (index >= 0), or every cell (index < 0).
+// Errors: ErrInvalidArgument.
+func (p *Pipeline) WriteCounter(id uint32, index int, packets, bytes uint64) error {
+	ci, err := p.counterIndex(id)
+	if err != nil {
+		return fmt.Errorf("write counter: %w", err)
+	}
+	c := p.counters[ci]
+	if index >= len(c) {
+		return fmt.Errorf("write counter %#x: index %d >= %d: %w", id, index, len(c), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		c[index] = counterCell{packets, bytes}
+		return nil
+	}
+	for i := range c {
+		c[i] = counterCell{packets, bytes}
+	}
+	return nil
+}
+
+// ReadRegister appends to dst cell index of register id, or every cell when index < 0.
+// Errors: ErrInvalidArgument (unknown ID, index out of range).
+func (p *Pipeline) ReadRegister(id uint32, index int, dst []RegisterValue) ([]RegisterValue, error) {
+	s := p.regs.slice(id)
+	if s == nil {
+		return dst, fmt.Errorf("read register: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	if index >= len(s) {
+		return dst, fmt.Errorf("read register %#x: index %d >= %d: %w", id, index, len(s), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		return append(dst, RegisterValue{index, s[index]}), nil
+	}
+	for i, v := range s {
+		dst = append(dst, RegisterValue{i, v})
+	}
+	return dst, nil
+}
+
+// WriteRegister sets cell index of register id (every cell when index < 0). The value
+// must fit the register's width. Errors: ErrInvalidArgument.
+func (p *Pipeline) WriteRegister(id uint32, index int, value uint64) error {
+	s := p.regs.slice(id)
+	if s == nil {
+		return fmt.Errorf("write register: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	ri, _ := schema.Register(id)
+	if value&^widthMask(ri.Bitwidth) != 0 {
+		return fmt.Errorf("write register %s: value %#x wider than %d bits: %w", ri.Name, value, ri.Bitwidth, ErrInvalidArgument)
+	}
+	if index >= len(s) {
+		return fmt.Errorf("write register %s: index %d >= %d: %w", ri.Name, index, len(s), ErrInvalidArgument)
+	}
+	if index >= 0 {
+		s[index] = value
+		return nil
+	}
+	for i := range s {
+		s[i] = value
+	}
+	return nil
+}
+
+// SetValueSet replaces the members of a parser value set (P4Runtime ValueSetEntry
+// MODIFY). Errors: ErrInvalidArgument (unknown ID, value wider than 16 bits),
+// ErrResourceExhausted (more members than the set's size).
+func (p *Pipeline) SetValueSet(id uint32, members []uint64) error {
+	if id != p4src.AnnounceUDPPortID {
+		return fmt.Errorf("set value set: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	if len(members) > p4src.AnnounceUDPPorts {
+		return fmt.Errorf("set value set announce_udp_port: %d members > size %d: %w", len(members), p4src.AnnounceUDPPorts, ErrResourceExhausted)
+	}
+	for _, m := range members {
+		if m > 0xFFFF {
+			return fmt.Errorf("set value set announce_udp_port: member %#x wider than 16 bits: %w", m, ErrInvalidArgument)
+		}
+	}
+	p.announcePorts = p.announcePorts[:0]
+	p.parsePorts = p.parsePorts[:1] // AnnounceUDPPort, always
+	for _, m := range members {
+		p.announcePorts = append(p.announcePorts, uint16(m))
+		p.parsePorts = append(p.parsePorts, uint16(m))
+	}
+	return nil
+}
+
+// CountQueueDrop counts, in queue_dropped, a packet of bytes (its acct_len) that the
+// traffic manager refused for egress queue (port, priority): the counter the P4
+// program declares but only a target with a traffic manager maintains. Ports >=
+// NUM_PORTS are ignored.
+func (p *Pipeline) CountQueueDrop(port uint16, priority uint8, bytes uint32) {
+	if port < p4src.NumPorts {
+		p.count(p4src.CounterQueueDropped, p4src.QueueIndex(port, priority), bytes)
+	}
+}
+
+// CountPFCSent counts a PFC frame of bytes sent out of port for priority: in
+// pfc_xoff_sent when its quanta for that priority are > 0 (refreshes included), in
+// pfc_xon_sent when they are 0. A frame that speaks for several priorities is
+// counted once for each. Maintained by the target's traffic manager (the P4
+// program declares the counters; BMv2 has no PFC). Ports >= NUM_PORTS are ignored.
+func (p *Pipeline) CountPFCSent(port uint16, priority uint8, xoff bool, bytes uint32) {
+	if port >= p4src.NumPorts {
+		return
+	}
+	id := p4src.CounterPFCXonSent
+	if xoff {
+		id = p4src.CounterPFCXoffSent
+	}
+	p.count(id, p4src.QueueIndex(port, priority), bytes)
+}
+
+// ValueSet returns the members of a parser value set. Errors: ErrInvalidArgument.
+func (p *Pipeline) ValueSet(id uint32) ([]uint64, error) {
+	if id != p4src.AnnounceUDPPortID {
+		return nil, fmt.Errorf("read value set: ID %#x: %w", id, ErrInvalidArgument)
+	}
+	out := make([]uint64, len(p.announcePorts))
+	for i, m := range p.announcePorts {
+		out[i] = uint64(m)
+	}
+	return out, nil
+}
+
+// InsertCloneSession adds a clone session. Errors: ErrInvalidArgument (session 0, port
+// >= NUM_PORTS), ErrAlreadyExists, ErrResourceExhausted.
+func (p *Pipeline) InsertCloneSession(s CloneSession) error {
+	if s.SessionID == 0 || s.EgressPort >= p4src.NumPorts {
+		return fmt.Errorf("insert clone session %d (port %d): %w", s.SessionID, s.EgressPort, ErrInvalidArgument)
+	}
+	if _, ok := p.clones[s.SessionID]; ok {
+		return fmt.Errorf("insert clone session %d: %w", s.SessionID, ErrAlreadyExists)
+	}
+	if len(p.clones) >= maxCloneSessions {
+		return fmt.Errorf("insert clone session %d: %d sessions: %w", s.SessionID, maxCloneSessions, ErrResourceExhausted)
+	}
+	p.clones[s.SessionID] = s
+	return nil
+}
+
+// ModifyCloneSession replaces a clone session. Errors: ErrInvalidArgument, ErrNotFound.
+func (p *Pipeline) ModifyCloneSession(s CloneSession) error {
+	if s.EgressPort >= p4src.NumPorts {
+		return fmt.Errorf("modify clone session %d: port %d: %w", s.SessionID, s.EgressPort, ErrInvalidArgument)
+	}
+	if _, ok := p.clones[s.SessionID]; !ok {
+		return fmt.Errorf("modify clone session %d: %w", s.SessionID, ErrNotFound)
+	}
+	p.clones[s.SessionID] = s
+	return nil
+}
+
+// DeleteCloneSession removes a clone session. Errors: ErrNotFound.
+func (p *Pipeline) DeleteCloneSession(id uint32) error {
+	if _, ok := p.clones[id]; !ok {
+		return fmt.Errorf("delete clone session %d: %w", id, ErrNotFound)
+	}
+	delete(p.clones, id)
+	return nil
+}
+
+// ReadCloneSession returns a clone session. Errors: ErrNotFound.
+func (p *Pipeline) ReadCloneSession(id uint32) (CloneSession, error) {
+	s, ok := p.clones[id]
+	if !ok {
+		return CloneSession{}, fmt.Errorf("read clone session %d: %w", id, ErrNotFound)
+	}
+	return s, nil
+}

@@ -1,0 +1,338 @@
+package p4rtserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+)
+
+// APIVersion is the P4Runtime version the server reports in Capabilities.
+const APIVersion = "1.5.0"
+
+// Defaults of Options.
+const (
+	DefaultMaxStreams         = 16
+	DefaultStreamQueue        = 1024
+	DefaultDigestPollInterval = time.Millisecond
+	// maxListsPerPoll bounds the digest lists taken from the pipeline per poll so that
+	// a burst does not hold the pipeline for long.
+	maxListsPerPoll = 64
+	// readBatch is the number of entities per ReadResponse.
+	readBatch = 512
+)
+
+// Options configures New.
+type Options struct {
+	// DeviceID is the P4Runtime device ID the server answers for (non-zero).
+	DeviceID uint64
+	// DataPlane is the pipeline with its packet I/O (required).
+	DataPlane DataPlane
+	// Schema is the program the data plane runs (default pipeline.ProgramSchema()).
+	Schema *pipeline.Schema
+	// Logger receives structured logs (default: logrus' standard logger).
+	Logger logrus.FieldLogger
+	// TLS, when set, serves gRPC over TLS with this config.
+	TLS *tls.Config
+	// MaxStreams bounds concurrent StreamChannel sessions (default DefaultMaxStreams);
+	// one more is refused with RESOURCE_EXHAUSTED.
+	MaxStreams int
+	// StreamQueue bounds the packet-ins and digest lists queued per stream (default
+	// DefaultStreamQueue); beyond it they are dropped and counted.
+	StreamQueue int
+	// DigestPollInterval is how often the pipeline's digest queues are polled
+	// (default DefaultDigestPollInterval).
+	DigestPollInterval time.Duration
+	// GRPCOptions are extra gRPC server options.
+	GRPCOptions []grpc.ServerOption
+}
+
+// Server serves p4.v1.P4Runtime for one device around a DataPlane. Create it with New,
+// run it with Serve, end it with Stop or by cancelling Serve's context.
+type Server struct {
+	p4v1.UnimplementedP4RuntimeServer
+
+	opts   Options
+	dp     DataPlane
+	schema *pipeline.Schema
+	log    logrus.FieldLogger
+	grpc   *grpc.Server
+
+	// mu guards arbitration and the pipeline configs.
+	mu        sync.Mutex
+	roles     map[string]*roleState
+	nextID    uint64
+	streams   int
+	saved     *p4v1.ForwardingPipelineConfig
+	committed *p4v1.ForwardingPipelineConfig
+
+	// stateMu serialises Write, Read and commit, and guards the state kept beside the
+	// pipeline (entry metadata, clone session IDs, multicast groups).
+	stateMu    sync.Mutex
+	entryMeta  map[string]entryMeta
+	cloneIDs   map[uint32]bool // clone session ID -> written with the legacy egress_port
+	mcastGroup map[uint32]*p4v1.MulticastGroupEntry
+
+	// digestsOn is the number of digests with a config: the digest loop does not
+	// touch the pipeline while it is 0.
+	digestsOn atomic.Int32
+
+	serveOnce sync.Once
+	stopOnce  sync.Once
+	stopped   chan struct{}
+}
+
+// New validates opts and returns a server.
+func New(opts Options) (*Server, error) {
+	if opts.DeviceID == 0 {
+		return nil, errors.New("p4rtserver: device ID must be non-zero")
+	}
+	if opts.DataPlane == nil {
+		return nil, errors.New("p4rtserver: no data plane")
+	}
+	if opts.Schema == nil {
+		opts.Schema = pipeline.ProgramSchema()
+	}
+	if opts.Logger == nil {
+		opts.Logger = logrus.StandardLogger()
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	if opts.StreamQueue <= 0 {
+		opts.StreamQueue = DefaultStreamQueue
+	}
+	if opts.DigestPollInterval <= 0 {
+		opts.DigestPollInterval = DefaultDigestPollInterval
+	}
+	s := &Server{
+		opts:       opts,
+		dp:         opts.DataPlane,
+		schema:     opts.Schema,
+		log:        opts.Logger.WithFields(logrus.Fields{"component": "p4rtserver", "device_id": opts.DeviceID}),
+		roles:      make(map[string]*roleState),
+		entryMeta:  make(map[string]entryMeta),
+		cloneIDs:   make(map[uint32]bool),
+		mcastGroup: make(map[uint32]*p4v1.MulticastGroupEntry),
+		stopped:    make(chan struct{}),
+	}
+	gopts := append([]grpc.ServerOption(nil), opts.GRPCOptions...)
+	if opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
+	p4v1.RegisterP4RuntimeServer(s.grpc, s)
+	return s, nil
+}
+
+// Serve serves on lis until ctx is cancelled or Stop is called, then returns once
+// every goroutine it started has ended. It may be called once.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	first := false
+	s.serveOnce.Do(func() { first = true })
+	if !first {
+		return errors.New("p4rtserver: Serve called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-s.stopped:
+		}
+		s.grpc.Stop()
+	}()
+	go func() { defer wg.Done(); s.packetInLoop(ctx) }()
+	go func() { defer wg.Done(); s.digestLoop(ctx) }()
+	s.log.WithField("addr", lis.Addr().String()).Info("serving P4Runtime")
+	err := s.grpc.Serve(lis)
+	cancel()
+	wg.Wait()
+	if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("p4rtserver: serve %s: %w", lis.Addr(), err)
+	}
+	return nil
+}
+
+// ListenAndServe listens on a TCP address and serves (see Serve).
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+	lis, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("p4rtserver: listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, lis)
+}
+
+// Stop closes the listener and every open RPC; Serve then returns.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() { close(s.stopped) })
+	s.grpc.Stop()
+}
+
+// checkDevice answers NOT_FOUND for another device ID (P4Runtime spec).
+func (s *Server) checkDevice(id uint64) error {
+	if id != s.opts.DeviceID {
+		return errorf(codes.NotFound, "device ID %d unknown (this server is device %d)", id, s.opts.DeviceID)
+	}
+	return nil
+}
+
+// requireConfig answers FAILED_PRECONDITION until a config is committed.
+func (s *Server) requireConfig() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.committed == nil {
+		return errorf(codes.FailedPrecondition, "no forwarding pipeline config set for this device")
+	}
+	return nil
+}
+
+// Capabilities implements p4.v1.P4Runtime.
+func (s *Server) Capabilities(_ context.Context, req *p4v1.CapabilitiesRequest) (*p4v1.CapabilitiesResponse, error) {
+	if req.GetDeviceId() != 0 {
+		if err := s.checkDevice(req.GetDeviceId()); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &p4v1.CapabilitiesResponse{P4RuntimeApiVersion: APIVersion}, nil
+}
+
+// SetForwardingPipelineConfig implements p4.v1.P4Runtime.
+func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *p4v1.SetForwardingPipelineConfigRequest) (*p4v1.SetForwardingPipelineConfigResponse, error) {
+	log := s.log.WithFields(logrus.Fields{"rpc": "SetForwardingPipelineConfig", "action": req.GetAction().String()})
+	if err := s.setPipeline(ctx, req); err != nil {
+		log.WithError(err).Warn("pipeline config refused")
+		return nil, toStatus(err)
+	}
+	log.Info("pipeline config done")
+	return &p4v1.SetForwardingPipelineConfigResponse{}, nil
+}
+
+func (s *Server) verifyConfig(cfg *p4v1.ForwardingPipelineConfig) error {
+	if cfg == nil {
+		return errorf(codes.InvalidArgument, "config missing")
+	}
+	if cfg.GetP4Info() == nil {
+		return errorf(codes.InvalidArgument, "config.p4info missing")
+	}
+	if err := CheckP4Info(cfg.GetP4Info(), s.schema); err != nil {
+		return errorf(codes.InvalidArgument, "p4info is not the program this target runs: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) setPipeline(ctx context.Context, req *p4v1.SetForwardingPipelineConfigRequest) error {
+	if err := s.checkDevice(req.GetDeviceId()); err != nil {
+		return err
+	}
+	if err := s.checkPrimary(roleKey(req.GetRole(), req.GetRoleId()), req.GetElectionId()); err != nil {
+		return err
+	}
+	switch req.GetAction() {
+	case p4v1.SetForwardingPipelineConfigRequest_VERIFY:
+		return s.verifyConfig(req.GetConfig())
+	case p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE:
+		if err := s.verifyConfig(req.GetConfig()); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.saved = proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig)
+		s.mu.Unlock()
+		return nil
+	case p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT:
+		if err := s.verifyConfig(req.GetConfig()); err != nil {
+			return err
+		}
+		return s.commit(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), true)
+	case p4v1.SetForwardingPipelineConfigRequest_COMMIT:
+		s.mu.Lock()
+		cfg := s.saved
+		s.mu.Unlock()
+		if cfg == nil {
+			return errorf(codes.FailedPrecondition, "COMMIT without a config saved by VERIFY_AND_SAVE")
+		}
+		return s.commit(ctx, cfg, true)
+	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
+		if err := s.verifyConfig(req.GetConfig()); err != nil {
+			return err
+		}
+		// The only program this target accepts is the one it runs, so reconciling
+		// keeps all forwarding state as it is.
+		return s.commit(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), false)
+	}
+	return errorf(codes.InvalidArgument, "action %s not valid", req.GetAction())
+}
+
+// commit makes cfg the committed config; clear resets all forwarding state first.
+func (s *Server) commit(ctx context.Context, cfg *p4v1.ForwardingPipelineConfig, clear bool) error {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if clear {
+		if err := s.dp.Exec(ctx, func(p *pipeline.Pipeline) error { p.Reset(); return nil }); err != nil {
+			return &codedError{code: codes.Internal, msg: "clear forwarding state", err: err}
+		}
+		s.entryMeta = make(map[string]entryMeta)
+		s.cloneIDs = make(map[uint32]bool)
+		s.mcastGroup = make(map[uint32]*p4v1.MulticastGroupEntry)
+		s.digestsOn.Store(0)
+	}
+	s.mu.Lock()
+	s.committed, s.saved = cfg, nil
+	s.mu.Unlock()
+	return nil
+}
+
+// knownCloneIDs lists the clone sessions that may exist: those written through this
+// server and the program's CNP session (a runtime may install it itself).
+func (s *Server) knownCloneIDs() []uint32 {
+	ids := []uint32{p4src.CNPCloneSession}
+	for id := range s.cloneIDs {
+		if id != p4src.CNPCloneSession {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// GetForwardingPipelineConfig implements p4.v1.P4Runtime.
+func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetForwardingPipelineConfigRequest) (*p4v1.GetForwardingPipelineConfigResponse, error) {
+	if err := s.checkDevice(req.GetDeviceId()); err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	cfg := s.committed
+	s.mu.Unlock()
+	if cfg == nil {
+		return nil, toStatus(errorf(codes.FailedPrecondition, "no forwarding pipeline config set for this device"))
+	}
+	out := &p4v1.ForwardingPipelineConfig{Cookie: cfg.GetCookie()}
+	switch req.GetResponseType() {
+	case p4v1.GetForwardingPipelineConfigRequest_ALL:
+		out.P4Info, out.P4DeviceConfig = cfg.GetP4Info(), cfg.GetP4DeviceConfig()
+	case p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY:
+	case p4v1.GetForwardingPipelineConfigRequest_P4INFO_AND_COOKIE:
+		out.P4Info = cfg.GetP4Info()
+	case p4v1.GetForwardingPipelineConfigRequest_DEVICE_CONFIG_AND_COOKIE:
+		out.P4DeviceConfig = cfg.GetP4DeviceConfig()
+	default:
+		return nil, toStatus(errorf(codes.InvalidArgument, "response type %d not valid", req.GetResponseType()))
+	}
+	return &p4v1.GetForwardingPipelineConfigResponse{Config: proto.Clone(out).(*p4v1.ForwardingPipelineConfig)}, nil
+}
