@@ -1,7 +1,8 @@
 // Package pipeline is the Go reference model of the fastcnp P4 data plane
 // (docs/dataplane.md): the same tables, actions, registers, counters, digests and
 // per-packet algorithm as p4src/, addressed by the same P4Info IDs, so that a P4Runtime
-// server can sit on top of it and a simulator can drive it.
+// server (softswitch/p4rtserver) can sit on top of it and fastcnp-switch (softswitch)
+// and the conformance suite can drive it.
 //
 // The package is pure: no goroutines, no sockets, no wall clock. Time is an argument
 // (int64 ns from an arbitrary origin, e.g. switch start; the data plane keeps it modulo

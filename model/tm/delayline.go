@@ -1,8 +1,9 @@
 package tm
 
 // DelayLine holds frames for their link's propagation delay: the real-time runtime
-// pushes each departure (data or PFC) of a port with its DeliverAt and hands it to the
-// socket when Pop releases it (the simulator schedules DeliverAt itself instead).
+// (softswitch) pushes each data departure of a port with its DeliverAt and hands it to
+// the socket when Pop releases it; it writes PFC frames at once, ahead of the line. An
+// event-driven caller schedules DeliverAt itself instead.
 // Frames of one port share its shaper, so their DeliverAt never decreases and a FIFO
 // keeps them in wire order. Pure and allocation-free in steady state; one per port.
 type DelayLine[H any] struct {

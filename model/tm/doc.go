@@ -6,15 +6,17 @@
 //
 // The package is pure: no I/O, no goroutines, no wall clock. Every entry point takes
 // now (int64 ns) from the caller, so the same model runs under the software switch
-// (wall clock, real frames) and under the discrete-event simulator (virtual time).
-// Time must not go backwards between calls.
+// (softswitch: wall clock, real frames) and under its own tests, which drive it in
+// virtual time (incast_test.go is a small discrete-event loop). A packet-level
+// simulator on top of it is planned (README, "Status"). Time must not go backwards
+// between calls.
 //
 // Link propagation delay is not applied by the TM: every departure reports
 // TxStart, TxEnd (last bit on the wire) and DeliverAt = TxEnd + PropDelayNs, the time the
-// last bit reaches the peer. The simulator schedules the arrival at DeliverAt; the
-// real-time runtime holds the frame in a delay line until then (AF_PACKET on veth has
-// no delay of its own). PFC frames the TM asks to send carry SendAt and DeliverAt the
-// same way.
+// last bit reaches the peer. An event-driven caller (the incast test) schedules the
+// arrival at DeliverAt; the real-time runtime holds a data frame in a delay line until
+// then (AF_PACKET on veth has no delay of its own) and sends PFC frames at once. PFC
+// frames the TM asks to send carry SendAt and DeliverAt the same way.
 //
 // A TM is not safe for concurrent use: the runtime serialises calls.
 // See docs/traffic-manager.md for the model, the formulas and the limits.
