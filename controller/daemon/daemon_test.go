@@ -322,8 +322,11 @@ func TestTwoInstancesFailover(t *testing.T) {
 	if q, _ := s1.param(p4src.TablePortConfig, 1, paramQth); q != qth120KiB {
 		t.Errorf("qth %d after the new primary's change", q)
 	}
+	// The switch follows the spec: it never promotes an ID below the highest it
+	// has seen (11), so the standby took over with 11 + its configured 10.
+	const takeoverID = primaryID + standbyID
 	w := s1.writes.snapshot()
-	if !reflect.DeepEqual(w[primaryID], fromA) || w[standbyID][p4v1.Update_MODIFY] == 0 {
+	if !reflect.DeepEqual(w[primaryID], fromA) || w[takeoverID][p4v1.Update_MODIFY] == 0 || len(w[standbyID]) != 0 {
 		t.Errorf("s1 writes by election ID after failover: %v (the old primary's before: %v)", w, fromA)
 	}
 }

@@ -96,11 +96,13 @@ type Stats struct {
 	AcksDropped                     uint64
 	DecodeErrors                    uint64
 	Reconnects                      uint64
+	// Takeovers counts re-arbitrations with a raised election ID (WithTakeover).
+	Takeovers uint64
 }
 
 type counters struct {
 	packetsRx, packetsDrop, digestsRx, digestsDrop, idleRx, idleDrop,
-	eventsDrop, acksDrop, decodeErr, reconnects atomic.Uint64
+	eventsDrop, acksDrop, decodeErr, reconnects, takeovers atomic.Uint64
 }
 
 // Client is a P4Runtime client for one device. Its methods are safe for
@@ -119,11 +121,12 @@ type Client struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	mu      sync.Mutex
-	status  ArbitrationStatus
-	lastErr error // last stream failure, for Dial's error
-	stream  p4v1.P4Runtime_StreamChannelClient
-	sendMu  sync.Mutex // gRPC streams allow one concurrent sender
+	mu       sync.Mutex
+	status   ArbitrationStatus
+	election Uint128 // the election ID in use: the configured one, raised by takeovers
+	lastErr  error   // last stream failure, for Dial's error
+	stream   p4v1.P4Runtime_StreamChannelClient
+	sendMu   sync.Mutex // gRPC streams allow one concurrent sender
 
 	events    chan Event
 	reconcile chan struct{} // capacity 1: a pending "reconcile needed", never dropped
@@ -204,6 +207,7 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 		up:        make(chan struct{}),
 		fatal:     make(chan error, 1),
 	}
+	c.election = cfg.electionID
 	if cfg.info != nil {
 		c.info.Store(cfg.info)
 	}
@@ -296,8 +300,13 @@ func (c *Client) SetInfo(in *Info) { c.info.Store(in) }
 // DeviceID returns the device ID.
 func (c *Client) DeviceID() uint64 { return c.deviceID }
 
-// ElectionID returns this client's election ID.
-func (c *Client) ElectionID() Uint128 { return c.cfg.electionID }
+// ElectionID returns the election ID this client uses now: the configured one,
+// or a higher one after a takeover (WithTakeover).
+func (c *Client) ElectionID() Uint128 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.election
+}
 
 // Stats returns the drop and receive counters.
 func (c *Client) Stats() Stats {
@@ -307,6 +316,7 @@ func (c *Client) Stats() Stats {
 		IdleReceived: c.n.idleRx.Load(), IdleDropped: c.n.idleDrop.Load(),
 		EventsDropped: c.n.eventsDrop.Load(), AcksDropped: c.n.acksDrop.Load(),
 		DecodeErrors: c.n.decodeErr.Load(), Reconnects: c.n.reconnects.Load(),
+		Takeovers: c.n.takeovers.Load(),
 	}
 }
 
@@ -376,10 +386,8 @@ func (c *Client) session(everUp bool) (up bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open stream channel: %w", err)
 	}
-	arb := &p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
-		DeviceId: c.deviceID, ElectionId: c.cfg.electionID.proto(), Role: c.roleProto()}}}
 	c.sendMu.Lock()
-	err = stream.Send(arb)
+	err = stream.Send(c.arbitrationRequest(c.ElectionID()))
 	c.sendMu.Unlock()
 	if err != nil {
 		return false, fmt.Errorf("send arbitration: %w", err)
@@ -514,8 +522,19 @@ func (c *Client) onArbitration(a *p4v1.MasterArbitrationUpdate, first, everUp bo
 		c.needReconcile()
 	}
 	c.status = st
+	takeover, stream := c.takeoverLocked(st)
 	c.mu.Unlock()
 	log := c.log.WithFields(logrus.Fields{"primary": st.Primary, "primary_election_id": st.PrimaryElectionID.String()})
+	if stream != nil {
+		log.WithField("new_election_id", takeover.String()).Warn("p4rt: no primary and a higher election ID seen before: taking over")
+		c.n.takeovers.Add(1)
+		c.sendMu.Lock()
+		err := stream.Send(c.arbitrationRequest(takeover))
+		c.sendMu.Unlock()
+		if err != nil {
+			log.WithError(err).Warn("p4rt: takeover arbitration not sent")
+		}
+	}
 	switch {
 	case first && everUp:
 		c.n.reconnects.Add(1)
@@ -529,6 +548,34 @@ func (c *Client) onArbitration(a *p4v1.MasterArbitrationUpdate, first, everUp bo
 		log.Info("p4rt: arbitration changed")
 		c.emit(Event{Type: EventArbitration, Status: st, Reconcile: reconcile})
 	}
+}
+
+// arbitrationRequest is the MasterArbitrationUpdate this client sends with election.
+func (c *Client) arbitrationRequest(election Uint128) *p4v1.StreamMessageRequest {
+	return &p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: c.deviceID, ElectionId: election.proto(), Role: c.roleProto()}}}
+}
+
+// takeoverLocked decides, on an arbitration update, whether to take over a role
+// that has no primary. A server that follows the P4Runtime spec remembers the
+// highest election ID it has seen and makes nobody primary until a client
+// presents at least that one (it reports NOT_FOUND with that ID), so a standby
+// with a lower configured ID would wait forever after the primary dies. With
+// takeover on, the client raises its ID to the reported one plus its configured
+// ID (distinct configured IDs keep distinct, ordered results, so two standbys do
+// not collide and the one configured higher wins) and re-arbitrates on stream.
+// It returns the new ID and the stream to send it on (nil: nothing to do).
+// Called with c.mu held.
+func (c *Client) takeoverLocked(st ArbitrationStatus) (Uint128, p4v1.P4Runtime_StreamChannelClient) {
+	if !c.cfg.takeover || st.HasPrimary || st.PrimaryElectionID.Less(c.election) || c.stream == nil {
+		return Uint128{}, nil
+	}
+	next, ok := st.PrimaryElectionID.add(c.cfg.electionID)
+	if !ok || !c.election.Less(next) {
+		return Uint128{}, nil // at the top of the 128-bit range: nothing higher to offer
+	}
+	c.election = next
+	return next, c.stream
 }
 
 // needReconcile leaves a "reconcile needed" signal; one already pending
@@ -556,7 +603,10 @@ func (c *Client) onPacket(p *p4v1.PacketIn) {
 	select {
 	case c.packets <- pi:
 	default:
-		c.n.packetsDrop.Add(1)
+		total := c.n.packetsDrop.Add(1)
+		if c.cfg.packetDrop != nil {
+			c.cfg.packetDrop(pi, total)
+		}
 	}
 }
 
@@ -646,7 +696,7 @@ func (c *Client) SetPipeline(ctx context.Context, action p4v1.SetForwardingPipel
 	p4info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
 	var in *Info
 	req := &p4v1.SetForwardingPipelineConfigRequest{DeviceId: c.deviceID, Role: c.cfg.role,
-		ElectionId: c.cfg.electionID.proto(), Action: action}
+		ElectionId: c.ElectionID().proto(), Action: action}
 	if p4info != nil {
 		var err error
 		if in, err = NewInfo(p4info); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -24,6 +25,13 @@ type Uint128 struct{ High, Low uint64 }
 
 // Less reports u < o.
 func (u Uint128) Less(o Uint128) bool { return u.High < o.High || (u.High == o.High && u.Low < o.Low) }
+
+// add returns u+o and false on overflow.
+func (u Uint128) add(o Uint128) (Uint128, bool) {
+	lo, carry := bits.Add64(u.Low, o.Low, 0)
+	hi, over := bits.Add64(u.High, o.High, carry)
+	return Uint128{High: hi, Low: lo}, over == 0
+}
 
 // IsZero reports u == 0.
 func (u Uint128) IsZero() bool { return u.High == 0 && u.Low == 0 }
@@ -113,6 +121,7 @@ func (k Keepalive) validate() error {
 
 type config struct {
 	electionID  Uint128
+	takeover    bool
 	role        string
 	roleConfig  *anypb.Any
 	creds       credentials.TransportCredentials
@@ -126,6 +135,7 @@ type config struct {
 	digestBuf   int
 	idleBuf     int
 	autoAck     bool
+	packetDrop  func(p *PacketIn, dropped uint64)
 	info        *Info
 	log         logrus.FieldLogger
 	dialOpts    []grpc.DialOption
@@ -137,7 +147,7 @@ func defaultConfig() config {
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	return config{
-		electionID: Uint128{Low: 1}, backoff: DefaultBackoff, keepalive: DefaultKeepalive, chunk: 500,
+		electionID: Uint128{Low: 1}, takeover: true, backoff: DefaultBackoff, keepalive: DefaultKeepalive, chunk: 500,
 		eventBuf: 64, packetBuf: 1024, digestBuf: 256, idleBuf: 256, autoAck: true,
 		log: l, maxRecvSize: 64 << 20, rand: rand.Float64,
 	}
@@ -149,6 +159,16 @@ type Option func(*config)
 // WithElectionID sets the election ID (default 1). The highest election ID
 // of a role is its primary.
 func WithElectionID(id Uint128) Option { return func(c *config) { c.electionID = id } }
+
+// WithTakeover sets whether the client takes over a role left without a primary
+// (default on). A P4Runtime server that follows the spec never promotes a backup
+// whose election ID is below the highest it has seen, so after the primary dies
+// a standby must present a higher ID: on an arbitration update that reports no
+// primary (NOT_FOUND) with an ID at or above its own, the client re-arbitrates
+// with that ID plus its configured ID. Servers that promote the highest backup
+// themselves (BMv2) never report NOT_FOUND to a connected backup, so nothing
+// changes there. Turn it off to keep the configured ID fixed.
+func WithTakeover(on bool) Option { return func(c *config) { c.takeover = on } }
 
 // WithRole sets the role name ("" is the default, full-access role). The
 // name goes in every arbitration update, WriteRequest, ReadRequest and
@@ -222,6 +242,15 @@ func WithAtomicity(a p4v1.WriteRequest_Atomicity) Option {
 // counted in Stats: the stream receiver never blocks on a slow consumer.
 func WithBuffers(events, packets, digests, idle int) Option {
 	return func(c *config) { c.eventBuf, c.packetBuf, c.digestBuf, c.idleBuf = events, packets, digests, idle }
+}
+
+// WithPacketDropHandler calls fn for every PacketIn dropped because the
+// Packets channel was full (WithBuffers), with the packet and the number
+// of packet-ins dropped so far (Stats().PacketsDropped). fn runs on the
+// stream's receive goroutine: it must be quick and must not block (count,
+// log; not handle the packet).
+func WithPacketDropHandler(fn func(p *PacketIn, dropped uint64)) Option {
+	return func(c *config) { c.packetDrop = fn }
 }
 
 // WithAutoDigestAck sets whether the client acknowledges every DigestList

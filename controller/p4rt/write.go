@@ -27,7 +27,7 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update) error {
 	chunks := (n + size - 1) / size
 	for i := 0; i < chunks; i++ {
 		lo, hi := i*size, min((i+1)*size, n)
-		req := &p4v1.WriteRequest{DeviceId: c.deviceID, Role: c.cfg.role, ElectionId: c.cfg.electionID.proto(),
+		req := &p4v1.WriteRequest{DeviceId: c.deviceID, Role: c.cfg.role, ElectionId: c.ElectionID().proto(),
 			Updates: updates[lo:hi], Atomicity: c.cfg.atomicity}
 		if _, err := c.rpc.Write(ctx, req); err != nil {
 			werr := decodeWriteError(err, updates, lo, hi)

@@ -10,11 +10,13 @@ var (
 	// ErrInvalidArgument: unknown ID, wrong match kind, value wider than its field,
 	// non-canonical ternary/LPM value, missing or repeated field or parameter.
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrAlreadyExists: an entry with the same match key (and priority) exists.
+	// ErrAlreadyExists: an entry with the same match key (and priority) exists, or
+	// a value set member is given twice.
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrNotFound: no entry with that match key, or no such digest list.
 	ErrNotFound = errors.New("not found")
-	// ErrResourceExhausted: the table (or value set) is full.
+	// ErrResourceExhausted: the table (or value set, or action profile) is full, or a
+	// group max_size is above what the target supports.
 	ErrResourceExhausted = errors.New("resource exhausted")
 	// ErrPermissionDenied: the default action of a table whose default is const.
 	ErrPermissionDenied = errors.New("permission denied")

@@ -67,6 +67,8 @@ type profile struct {
 	// weight is the sum of the weights of every group (one-shots included): at
 	// most info.Size (SumOfWeights).
 	weight int
+	// oneShots is the number of table entries that run a one-shot action set.
+	oneShots int
 }
 
 func newProfile(info *ActionProfileInfo) *profile {
@@ -192,19 +194,23 @@ func sortedIDs[T any](m map[uint32]T) []uint32 {
 	return ids
 }
 
-// groupLimit is the largest sum of weights a group may have.
+// groupLimit is the largest sum of weights a group may have, for a group max_size
+// (P4Runtime "Rules on setting max_size"): with a max_group_size in the P4Info,
+// max_size must be in 1..max_group_size (ErrInvalidArgument); without one, 0 is
+// the target's limit (the profile size) and a larger max_size than the target
+// supports is ErrResourceExhausted. A negative max_size is ErrInvalidArgument.
 func (pr *profile) groupLimit(maxSize int32) (int, error) {
-	limit := pr.info.Size
-	if pr.info.MaxGroupSize > 0 {
-		limit = min(limit, pr.info.MaxGroupSize)
+	switch {
+	case maxSize < 0:
+		return 0, fmt.Errorf("action profile %s: group max_size %d < 0: %w", pr.info.Name, maxSize, ErrInvalidArgument)
+	case pr.info.MaxGroupSize > 0 && (maxSize == 0 || int(maxSize) > pr.info.MaxGroupSize):
+		return 0, fmt.Errorf("action profile %s: group max_size %d not in 1..%d (max_group_size): %w", pr.info.Name, maxSize, pr.info.MaxGroupSize, ErrInvalidArgument)
+	case int(maxSize) > pr.info.Size:
+		return 0, fmt.Errorf("action profile %s: group max_size %d > %d, the most this target supports: %w", pr.info.Name, maxSize, pr.info.Size, ErrResourceExhausted)
+	case maxSize > 0:
+		return int(maxSize), nil
 	}
-	if maxSize < 0 || int(maxSize) > limit {
-		return 0, fmt.Errorf("action profile %s: group max_size %d not in 0..%d: %w", pr.info.Name, maxSize, limit, ErrInvalidArgument)
-	}
-	if maxSize > 0 {
-		limit = int(maxSize)
-	}
-	return limit, nil
+	return pr.info.Size, nil
 }
 
 // buildGroup validates members against the profile (and against old, the group it
@@ -261,9 +267,10 @@ func (pr *profile) link(g *apGroup, delta int) {
 }
 
 // InsertProfileGroup adds a group. Errors: ErrInvalidArgument (unknown profile,
-// group ID 0, weight < 1, a member twice, max_size beyond the profile's), ErrNotFound
-// (a member that does not exist), ErrAlreadyExists, ErrResourceExhausted (too many
-// groups, weights beyond max_size or the profile size).
+// group ID 0, weight < 1, a member twice, max_size negative or beyond a
+// max_group_size), ErrNotFound (a member that does not exist), ErrAlreadyExists,
+// ErrResourceExhausted (too many groups, max_size beyond the profile size, weights
+// beyond max_size or the profile size).
 func (p *Pipeline) InsertProfileGroup(g *ProfileGroup) error {
 	pr, err := p.profile(g.ProfileID)
 	if err != nil {
@@ -359,12 +366,28 @@ func (p *Pipeline) ReadProfileGroups(profileID, groupID uint32, dst []ProfileGro
 	return dst, nil
 }
 
+// ProfileUsage is what an action profile holds: members, groups, and the table
+// entries that run a one-shot action set (each an anonymous group).
+type ProfileUsage struct {
+	Members, Groups, OneShots int
+}
+
+// ProfileUsage returns what profile profileID holds (a P4Runtime server uses it to
+// keep one-shot and member/group programming of a selector apart). Errors:
+// ErrInvalidArgument (unknown profile).
+func (p *Pipeline) ProfileUsage(profileID uint32) (ProfileUsage, error) {
+	pr, err := p.profile(profileID)
+	if err != nil {
+		return ProfileUsage{}, fmt.Errorf("profile usage: %w", err)
+	}
+	return ProfileUsage{Members: len(pr.members), Groups: len(pr.groups), OneShots: pr.oneShots}, nil
+}
+
 // oneShot builds the anonymous group of a one-shot entry: a member per action.
 func (pr *profile) oneShot(set []WeightedAction) (*apGroup, error) {
 	if len(set) == 0 {
 		return nil, fmt.Errorf("action profile %s: an empty one-shot action set: %w", pr.info.Name, ErrInvalidArgument)
 	}
-	limit, _ := pr.groupLimit(0)
 	g := &apGroup{set: slices.Clone(set)}
 	for i := range set {
 		wa := &set[i]
@@ -376,8 +399,13 @@ func (pr *profile) oneShot(set []WeightedAction) (*apGroup, error) {
 			return nil, fmt.Errorf("action profile %s: one-shot action %d weight %d < 1: %w", pr.info.Name, i, wa.Weight, ErrInvalidArgument)
 		}
 		g.weight += int(wa.Weight)
-		if g.weight > limit {
-			return nil, fmt.Errorf("action profile %s: one-shot weights > %d: %w", pr.info.Name, limit, ErrResourceExhausted)
+		// P4Runtime: the weights of a one-shot above max_group_size (if any) are
+		// INVALID_ARGUMENT; above what the target supports, RESOURCE_EXHAUSTED.
+		if pr.info.MaxGroupSize > 0 && g.weight > pr.info.MaxGroupSize {
+			return nil, fmt.Errorf("action profile %s: one-shot weights > max_group_size %d: %w", pr.info.Name, pr.info.MaxGroupSize, ErrInvalidArgument)
+		}
+		if g.weight > pr.info.Size {
+			return nil, fmt.Errorf("action profile %s: one-shot weights > %d: %w", pr.info.Name, pr.info.Size, ErrResourceExhausted)
 		}
 		mb := &apMember{action: wa.Action.ID, params: params}
 		for range wa.Weight {

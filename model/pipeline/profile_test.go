@@ -115,7 +115,7 @@ func TestProfileMemberAndGroupErrors(t *testing.T) {
 		{"group beyond max_size", p.InsertProfileGroup(&ProfileGroup{ProfileID: p4src.ProfileNextHopSelector, GroupID: 11, MaxSize: 2,
 			Members: []GroupMember{{1, 2}, {2, 1}}}), ErrResourceExhausted},
 		{"group max_size beyond the profile", p.InsertProfileGroup(&ProfileGroup{ProfileID: p4src.ProfileNextHopSelector, GroupID: 11,
-			MaxSize: p4src.NextHopGroupMembers + 1, Members: []GroupMember{{1, 1}}}), ErrInvalidArgument},
+			MaxSize: p4src.NextHopGroupMembers + 1, Members: []GroupMember{{1, 1}}}), ErrResourceExhausted},
 		{"group weights beyond the profile size", p.InsertProfileGroup(g(11, GroupMember{1, p4src.NextHopGroupMembers - 3})), ErrResourceExhausted},
 		{"modify unknown group", p.ModifyProfileGroup(g(99, GroupMember{1, 1})), ErrNotFound},
 		{"delete unknown group", p.DeleteProfileGroup(p4src.ProfileNextHopSelector, 99), ErrNotFound},

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fastcnp/fastcnp/p4src"
 )
@@ -194,18 +195,22 @@ func (p *Pipeline) WriteRegister(id uint32, index int, value uint64) error {
 
 // SetValueSet replaces the members of a parser value set (P4Runtime ValueSetEntry
 // MODIFY). Errors: ErrInvalidArgument (unknown ID, value wider than 16 bits),
-// ErrResourceExhausted (more members than the set's size).
+// ErrAlreadyExists (a member given twice: P4Runtime refuses duplicates for
+// read-write symmetry), ErrResourceExhausted (more members than the set's size).
 func (p *Pipeline) SetValueSet(id uint32, members []uint64) error {
 	if id != p4src.AnnounceUDPPortID {
 		return fmt.Errorf("set value set: ID %#x: %w", id, ErrInvalidArgument)
 	}
-	if len(members) > p4src.AnnounceUDPPorts {
-		return fmt.Errorf("set value set announce_udp_port: %d members > size %d: %w", len(members), p4src.AnnounceUDPPorts, ErrResourceExhausted)
-	}
-	for _, m := range members {
+	for i, m := range members {
 		if m > 0xFFFF {
 			return fmt.Errorf("set value set announce_udp_port: member %#x wider than 16 bits: %w", m, ErrInvalidArgument)
 		}
+		if slices.Contains(members[:i], m) {
+			return fmt.Errorf("set value set announce_udp_port: member %#x given twice: %w", m, ErrAlreadyExists)
+		}
+	}
+	if len(members) > p4src.AnnounceUDPPorts {
+		return fmt.Errorf("set value set announce_udp_port: %d members > size %d: %w", len(members), p4src.AnnounceUDPPorts, ErrResourceExhausted)
 	}
 	p.announcePorts = p.announcePorts[:0]
 	p.parsePorts = p.parsePorts[:1] // AnnounceUDPPort, always

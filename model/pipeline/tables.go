@@ -304,6 +304,7 @@ func (p *Pipeline) use(t *table, member *apMember, group *apGroup, delta int) {
 	case group != nil && group.id == 0:
 		if pr, err := p.profile(t.info.ProfileID); err == nil {
 			pr.weight += delta * group.weight
+			pr.oneShots += delta
 		}
 	case group != nil:
 		group.entries += delta

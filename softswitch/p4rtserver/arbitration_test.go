@@ -13,8 +13,8 @@ import (
 
 // TestArbitrationThreeClientsAndFailover walks the spec's election: the highest
 // election ID is primary, everybody hears of a change of primary, only the sender
-// of an update that changes nothing hears back, and a leaving primary is replaced by
-// the next highest.
+// of an update that changes nothing hears back, and when the primary leaves there is
+// no primary until a client arbitrates with an ID at least the highest seen.
 func TestArbitrationThreeClientsAndFailover(t *testing.T) {
 	h := newHarness(t)
 	c1 := h.openStream(t)
@@ -47,25 +47,29 @@ func TestArbitrationThreeClientsAndFailover(t *testing.T) {
 		t.Fatalf("primary write: %v", err)
 	}
 
-	// The primary leaves: the next highest (10) takes over, everybody is told.
+	// The primary leaves: the role has no primary (the backups' IDs are below the
+	// highest seen, 20), everybody is told NOT_FOUND with the highest ID.
 	c3.close()
-	c1.expectArb(codes.OK, 10)
-	c2.expectArb(codes.AlreadyExists, 10)
+	c1.expectArb(codes.NotFound, 20)
+	c2.expectArb(codes.NotFound, 20)
 	if err := h.write(t, 20, del(r)); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("write with the old primary's ID: %v, want PERMISSION_DENIED", err)
 	}
-	if err := h.write(t, 10, del(r)); err != nil {
-		t.Fatalf("new primary write: %v", err)
+	if err := h.write(t, 10, del(r)); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("backup write without a primary: %v, want PERMISSION_DENIED", err)
 	}
 
-	// A backup raises its election ID above the primary's: it takes over.
+	// A backup raises its election ID above the highest seen: it takes over.
 	c2.arbitrate(eid(30), "")
 	c2.expectArb(codes.OK, 30)
 	c1.expectArb(codes.AlreadyExists, 30)
+	if err := h.write(t, 30, del(r)); err != nil {
+		t.Fatalf("new primary write: %v", err)
+	}
 
-	// The last primary leaves; the remaining client becomes primary.
+	// The last primary leaves; the remaining client stays a backup.
 	c2.close()
-	c1.expectArb(codes.OK, 10)
+	c1.expectArb(codes.NotFound, 30)
 }
 
 func TestArbitrationTwoClientsSecondHigher(t *testing.T) {
@@ -117,8 +121,8 @@ func TestArbitrationRoles(t *testing.T) {
 	}
 	_, err = h.cli.Write(ctxT(t), &p4v1.WriteRequest{DeviceId: testDevice, Role: "nobody", ElectionId: eid(5),
 		Updates: []*p4v1.Update{ins(route(b(11, 0, 0, 0), 8, b(1)))}})
-	if status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("write for a role without primary: %v", err)
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("write for a role no controller arbitrated for: %v, want NOT_FOUND", err)
 	}
 }
 
@@ -138,7 +142,7 @@ func TestArbitrationRefusals(t *testing.T) {
 		{"wrong device", []*p4v1.StreamMessageRequest{arbReq(testDevice+1, eid(11), "")}, codes.NotFound},
 		{"device zero", []*p4v1.StreamMessageRequest{arbReq(0, eid(11), "")}, codes.NotFound},
 		{"duplicate election ID", []*p4v1.StreamMessageRequest{arbReq(testDevice, eid(10), "")}, codes.InvalidArgument},
-		{"role config", []*p4v1.StreamMessageRequest{roleCfg}, codes.Unimplemented},
+		{"role config", []*p4v1.StreamMessageRequest{roleCfg}, codes.InvalidArgument},
 		{"device changed", []*p4v1.StreamMessageRequest{arbReq(testDevice, eid(3), ""), arbReq(testDevice+1, eid(3), "")}, codes.FailedPrecondition},
 		{"role changed", []*p4v1.StreamMessageRequest{arbReq(testDevice, eid(3), ""), arbReq(testDevice, eid(3), "other")}, codes.FailedPrecondition},
 		{"election ID taken later", []*p4v1.StreamMessageRequest{arbReq(testDevice, eid(3), ""), arbReq(testDevice, eid(10), "")}, codes.InvalidArgument},

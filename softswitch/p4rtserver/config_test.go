@@ -19,7 +19,16 @@ func (h *harness) getConfig(t *testing.T, rt p4v1.GetForwardingPipelineConfigReq
 	return r.GetConfig(), err
 }
 
-// TestNoPipelineYet: before a commit, Write, Read and Get answer FAILED_PRECONDITION.
+// commitSaved sends COMMIT (no config: the spec wants none).
+func (h *harness) commitSaved(t *testing.T, low uint64) error {
+	t.Helper()
+	_, err := h.cli.SetForwardingPipelineConfig(ctxT(t), &p4v1.SetForwardingPipelineConfigRequest{
+		DeviceId: testDevice, ElectionId: eid(low), Action: p4v1.SetForwardingPipelineConfigRequest_COMMIT})
+	return err
+}
+
+// TestNoPipelineYet: before a commit, Write and Read answer FAILED_PRECONDITION, Get
+// answers with the config unset, COMMIT without a save NOT_FOUND.
 func TestNoPipelineYet(t *testing.T) {
 	h := newHarness(t)
 	h.primary(t, 10)
@@ -29,10 +38,10 @@ func TestNoPipelineYet(t *testing.T) {
 	if _, err := h.read(t, te(0, 0, nil)); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("read: %v", err)
 	}
-	if _, err := h.getConfig(t, p4v1.GetForwardingPipelineConfigRequest_ALL); status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("get: %v", err)
+	if cfg, err := h.getConfig(t, p4v1.GetForwardingPipelineConfigRequest_ALL); err != nil || cfg != nil {
+		t.Fatalf("get: %v %v, want OK with the config unset", cfg, err)
 	}
-	if err := h.setPipeline(t, 10, p4v1.SetForwardingPipelineConfigRequest_COMMIT, 1); status.Code(err) != codes.FailedPrecondition {
+	if err := h.commitSaved(t, 10); status.Code(err) != codes.NotFound {
 		t.Fatalf("COMMIT without save: %v", err)
 	}
 }
@@ -49,10 +58,10 @@ func TestPipelineActions(t *testing.T) {
 	if err := h.setPipeline(t, 10, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE, 2); err != nil {
 		t.Fatalf("VERIFY_AND_SAVE: %v", err)
 	}
-	if _, err := h.getConfig(t, p4v1.GetForwardingPipelineConfigRequest_ALL); status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("saved config must not be committed: %v", err)
+	if cfg, err := h.getConfig(t, p4v1.GetForwardingPipelineConfigRequest_ALL); err != nil || cfg != nil {
+		t.Fatalf("saved config must not be committed: %v %v", cfg, err)
 	}
-	if err := h.setPipeline(t, 10, p4v1.SetForwardingPipelineConfigRequest_COMMIT, 0); err != nil {
+	if err := h.commitSaved(t, 10); err != nil {
 		t.Fatalf("COMMIT: %v", err)
 	}
 	empty := h.snapshot(t)
@@ -130,7 +139,7 @@ func TestPipelineReject(t *testing.T) {
 		t.Fatalf("cookie after refusals: %v", cfg)
 	}
 	// A refused VERIFY_AND_SAVE saved nothing: COMMIT has nothing to commit.
-	if err := h.setPipeline(t, 10, p4v1.SetForwardingPipelineConfigRequest_COMMIT, 0); status.Code(err) != codes.FailedPrecondition {
+	if err := h.commitSaved(t, 10); status.Code(err) != codes.NotFound {
 		t.Fatalf("COMMIT after a refused save: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package p4rtserver
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/fastcnp/fastcnp/model/pipeline"
@@ -9,12 +11,19 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
 )
 
-// Read implements p4.v1.P4Runtime. Every entity of the request is resolved (wildcards
-// per the spec) before anything is sent, so a bad entity fails the whole Read with
-// nothing streamed; results then go out in batches of readBatch entities.
+// Read implements p4.v1.P4Runtime. Every entity of the request (a "request" of the
+// batch, spec 13.3) is resolved under one Exec before anything is sent. The entities
+// read are streamed in batches of readBatch; then, if any request was invalid, the
+// status is UNKNOWN with one p4.v1.Error per request, in order (OK for the good ones),
+// as spec 13.3 "Batch Processing" says: "If a client asked to read {a,b,c,d} and b and
+// d requests didn't validate, the server will return entities corresponding to a and
+// c, followed by a status {p4.Error(OK), p4.Error(xxx), p4.Error(yyy), p4.Error(OK)}
+// in the details field." A request that fails contributes no entity.
 func (s *Server) Read(req *p4v1.ReadRequest, stream grpc.ServerStreamingServer[p4v1.ReadResponse]) error {
 	ctx := stream.Context()
 	if err := s.checkDevice(req.GetDeviceId()); err != nil {
@@ -25,11 +34,17 @@ func (s *Server) Read(req *p4v1.ReadRequest, stream grpc.ServerStreamingServer[p
 	}
 	var out []*p4v1.Entity
 	emit := func(e *p4v1.Entity) { out = append(out, e) }
+	errs := make([]error, len(req.GetEntities()))
+	failed := 0
 	s.stateMu.Lock()
 	err := s.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
-		for _, e := range req.GetEntities() {
+		for i, e := range req.GetEntities() {
+			n := len(out)
 			if err := s.readEntity(p, e, emit); err != nil {
-				return err
+				clear(out[n:])
+				out = out[:n]
+				errs[i] = err
+				failed++
 			}
 		}
 		return nil
@@ -46,7 +61,23 @@ func (s *Server) Read(req *p4v1.ReadRequest, stream grpc.ServerStreamingServer[p
 		}
 		out = out[n:]
 	}
-	return nil
+	if failed == 0 {
+		return nil
+	}
+	details := make([]protoadapt.MessageV1, len(errs))
+	for i, e := range errs {
+		pe := &p4v1.Error{CanonicalCode: int32(codes.OK)}
+		if e != nil {
+			pe = &p4v1.Error{CanonicalCode: int32(codeOf(e)), Message: e.Error()}
+		}
+		details[i] = protoadapt.MessageV1Of(pe)
+	}
+	st, derr := status.New(codes.Unknown, fmt.Sprintf("%d of %d read requests failed", failed, len(errs))).WithDetails(details...)
+	if derr != nil {
+		return status.Errorf(codes.Internal, "read: encode error details: %v", derr)
+	}
+	s.log.WithFields(logrus.Fields{"rpc": "Read", "failed": failed}).Debug("read with failed requests")
+	return st.Err()
 }
 
 func tableEntryEntity(te *p4v1.TableEntry) *p4v1.Entity {
@@ -62,27 +93,38 @@ func actionToProto(a pipeline.Action) *p4v1.TableAction {
 	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: pa}}
 }
 
-// entryRunToProto converts what a pipeline entry runs.
-func entryRunToProto(e *pipeline.TableEntry) *p4v1.TableAction {
+// entryRunToProto converts what a pipeline entry runs; meta holds the one-shot
+// set's enums and watch forms as written.
+func entryRunToProto(e *pipeline.TableEntry, meta *entryMeta) *p4v1.TableAction {
 	switch {
 	case e.MemberID != 0:
 		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: e.MemberID}}
 	case e.GroupID != 0:
 		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: e.GroupID}}
 	case len(e.OneShot) > 0:
-		set := &p4v1.ActionProfileActionSet{}
-		for _, wa := range e.OneShot {
-			set.ActionProfileActions = append(set.ActionProfileActions, &p4v1.ActionProfileAction{
-				Action: actionToProto(wa.Action).GetAction(), Weight: wa.Weight})
+		set := &p4v1.ActionProfileActionSet{ActionSelectionMode: meta.selMode, SizeSemantics: meta.sizeSem}
+		for i, wa := range e.OneShot {
+			pa := &p4v1.ActionProfileAction{Action: actionToProto(wa.Action).GetAction(), Weight: wa.Weight}
+			if i < len(meta.watch) {
+				switch meta.watch[i] {
+				case watchPortEmpty:
+					pa.WatchKind = &p4v1.ActionProfileAction_WatchPort{WatchPort: []byte{}}
+				case watchZero:
+					pa.WatchKind = &p4v1.ActionProfileAction_Watch{}
+				}
+			}
+			set.ActionProfileActions = append(set.ActionProfileActions, pa)
 		}
 		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileActionSet{ActionProfileActionSet: set}}
 	}
 	return actionToProto(e.Action)
 }
 
-// entryToProto converts a pipeline entry, with its stored metadata.
+// entryToProto converts a pipeline entry, with what the server keeps beside it.
 func (s *Server) entryToProto(e *pipeline.TableEntry) *p4v1.TableEntry {
-	te := &p4v1.TableEntry{TableId: e.TableID, Priority: e.Priority, Action: entryRunToProto(e)}
+	md := s.entryMeta[metaKey(e)]
+	te := &p4v1.TableEntry{TableId: e.TableID, Priority: e.Priority, Action: entryRunToProto(e, &md),
+		ControllerMetadata: md.controllerMetadata, Metadata: slices.Clone(md.metadata)}
 	ti, _ := s.schema.Table(e.TableID)
 	for _, m := range e.Match {
 		fm := &p4v1.FieldMatch{FieldId: m.FieldID}
@@ -101,9 +143,6 @@ func (s *Server) entryToProto(e *pipeline.TableEntry) *p4v1.TableEntry {
 			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: encodeBits(m.Value), Mask: encodeBits(m.Mask)}}
 		}
 		te.Match = append(te.Match, fm)
-	}
-	if md, ok := s.entryMeta[metaKey(e)]; ok {
-		te.ControllerMetadata, te.Metadata = md.controllerMetadata, slices.Clone(md.metadata)
 	}
 	return te
 }
@@ -150,7 +189,41 @@ func noObjects(kind string, id uint32) error {
 	return errorf(codes.InvalidArgument, "%s ID %#x unknown: the program has none", kind, id)
 }
 
+// tableFilter is what a TableEntry read selects on, besides table_id and match
+// (spec 9.1.6 "Wildcard Reads"): each field at its default value is a wildcard.
+type tableFilter struct {
+	actionID           uint32 // action: the action_id of a direct action
+	priority           int32
+	controllerMetadata uint64
+	metadata           []byte
+}
+
+// keeps reports whether an entry (or a default entry, priority 0) passes the filter.
+func (f *tableFilter) keeps(actionID uint32, priority int32, md *entryMeta) bool {
+	return (f.actionID == 0 || actionID == f.actionID) &&
+		(f.priority == 0 || priority == f.priority) &&
+		(f.controllerMetadata == 0 || md.controllerMetadata == f.controllerMetadata) &&
+		(len(f.metadata) == 0 || bytes.Equal(md.metadata, f.metadata))
+}
+
+// readTable answers a TableEntry read. Spec 9.1.6: "table_id: If default (0),
+// entries from all tables [...] will be selected"; "match: [...] results will be
+// filtered based on the provided match key, which must be a valid match key for the
+// table. The match will be exact"; "action: [...] the client can provide an
+// action_id (for direct tables), which will be use to filter table entries. [...]
+// the client cannot filter based on action parameter values and cannot filter
+// indirect table entries based on action profile member id / action profile group
+// id"; "priority", "controller_metadata", "metadata": filters unless default;
+// "is_default_action: If default (false), all non-default entries from the
+// specified table will be considered. Otherwise, only the default entry will be
+// considered."
 func (s *Server) readTable(p *pipeline.Pipeline, te *p4v1.TableEntry, emit func(*p4v1.Entity)) error {
+	// Spec 9.1.8: with a table that does not support idle timeout, INVALID_ARGUMENT
+	// if "idle_timeout_ns is set to a non-zero value, or time_since_last_hit is set"
+	// (none of the program's tables does, so in a read too, as PI answers).
+	if te.GetTimeSinceLastHit() != nil || te.GetIdleTimeoutNs() != 0 {
+		return errorf(codes.InvalidArgument, "no table of the program supports idle timeout: time_since_last_hit / idle_timeout_ns must be unset")
+	}
 	var tables []*pipeline.TableInfo
 	if te.GetTableId() == 0 {
 		if len(te.GetMatch()) > 0 {
@@ -166,18 +239,51 @@ func (s *Server) readTable(p *pipeline.Pipeline, te *p4v1.TableEntry, emit func(
 		}
 		tables = []*pipeline.TableInfo{ti}
 	}
+	f := tableFilter{priority: te.GetPriority(), controllerMetadata: te.GetControllerMetadata(), metadata: te.GetMetadata()}
+	switch x := te.GetAction().GetType().(type) {
+	case nil:
+	case *p4v1.TableAction_Action:
+		if f.actionID = x.Action.GetActionId(); f.actionID != 0 {
+			if _, ok := s.schema.Action(f.actionID); !ok {
+				return errorf(codes.InvalidArgument, "read filter: action ID %#x unknown", f.actionID)
+			}
+		}
+		if len(x.Action.GetParams()) > 0 {
+			return errorf(codes.Unimplemented, "read filter: action parameters cannot be filtered on (only the action_id)")
+		}
+		if te.GetTableId() != 0 && f.actionID != 0 {
+			if ti := tables[0]; ti.ProfileID != 0 {
+				return errorf(codes.InvalidArgument, "read filter: table %s has an action selector, its entries have no direct action to filter on", ti.Name)
+			} else if !slices.Contains(ti.ActionIDs, f.actionID) {
+				return errorf(codes.InvalidArgument, "read filter: action %#x is not an action of table %s", f.actionID, ti.Name)
+			}
+		}
+	default:
+		return errorf(codes.Unimplemented, "read filter: only a direct action's action_id can be filtered on, not a member, group or action set")
+	}
 	if te.GetIsDefaultAction() {
-		if len(te.GetMatch()) > 0 {
-			return errorf(codes.InvalidArgument, "the default entry has no match")
+		if len(te.GetMatch()) > 0 || te.GetPriority() != 0 {
+			return errorf(codes.InvalidArgument, "the default entry has no match or priority")
 		}
 		for _, ti := range tables {
 			a, err := p.DefaultAction(ti.ID)
 			if err != nil {
 				return wrapPipeline(err)
 			}
-			emit(tableEntryEntity(&p4v1.TableEntry{TableId: ti.ID, IsDefaultAction: true, Action: actionToProto(a)}))
+			md := s.entryMeta[defaultMetaKey(ti.ID)]
+			if !f.keeps(a.ID, 0, &md) {
+				continue
+			}
+			emit(tableEntryEntity(&p4v1.TableEntry{TableId: ti.ID, IsDefaultAction: true, Action: actionToProto(a),
+				ControllerMetadata: md.controllerMetadata, Metadata: slices.Clone(md.metadata)}))
 		}
 		return nil
+	}
+	keep := func(e *pipeline.TableEntry) {
+		md := s.entryMeta[metaKey(e)]
+		if f.keeps(e.Action.ID, e.Priority, &md) {
+			emit(tableEntryEntity(s.entryToProto(e)))
+		}
 	}
 	if len(te.GetMatch()) == 0 {
 		for _, ti := range tables {
@@ -186,10 +292,7 @@ func (s *Server) readTable(p *pipeline.Pipeline, te *p4v1.TableEntry, emit func(
 				return wrapPipeline(err)
 			}
 			for i := range entries {
-				if te.GetPriority() != 0 && entries[i].Priority != te.GetPriority() {
-					continue
-				}
-				emit(tableEntryEntity(s.entryToProto(&entries[i])))
+				keep(&entries[i])
 			}
 		}
 		return nil
@@ -199,15 +302,41 @@ func (s *Server) readTable(p *pipeline.Pipeline, te *p4v1.TableEntry, emit func(
 	if err != nil {
 		return err
 	}
-	got, err := p.ReadEntry(&pipeline.TableEntry{TableID: ti.ID, Match: match, Priority: te.GetPriority()})
-	if errors.Is(err, pipeline.ErrNotFound) {
+	want := pipeline.TableEntry{TableID: ti.ID, Match: match, Priority: te.GetPriority()}
+	if !ti.NeedsPriority() || te.GetPriority() != 0 {
+		got, err := p.ReadEntry(&want)
+		if errors.Is(err, pipeline.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return wrapPipeline(err)
+		}
+		keep(&got)
 		return nil
 	}
+	// A table with priorities and priority 0, a wildcard: the entries with that match
+	// key at any priority. The key must still be valid (checked at priority 1).
+	want.Priority = 1
+	if _, err := p.ReadEntry(&want); err != nil && !errors.Is(err, pipeline.ErrNotFound) {
+		return wrapPipeline(err)
+	}
+	entries, err := p.ReadEntries(ti.ID, nil)
 	if err != nil {
 		return wrapPipeline(err)
 	}
-	emit(tableEntryEntity(s.entryToProto(&got)))
+	mk := matchKey(want.Match)
+	for i := range entries {
+		if matchKey(entries[i].Match) == mk {
+			keep(&entries[i])
+		}
+	}
 	return nil
+}
+
+// matchKey is a canonical match (as the pipeline reads it back) as a comparable key.
+func matchKey(ms []pipeline.FieldMatch) string {
+	e := pipeline.TableEntry{Match: ms}
+	return metaKey(&e)
 }
 
 // readProfileMembers answers a member read: action_profile_id 0 is every profile,
@@ -242,8 +371,16 @@ func (s *Server) readProfileGroups(p *pipeline.Pipeline, g *p4v1.ActionProfileGr
 	}
 	for _, x := range gs {
 		out := &p4v1.ActionProfileGroup{ActionProfileId: x.ProfileID, GroupId: x.GroupID, MaxSize: x.MaxSize}
+		md := s.entryMeta[groupMetaKey(x.ProfileID, x.GroupID)]
 		for _, m := range x.Members {
-			out.Members = append(out.Members, &p4v1.ActionProfileGroup_Member{MemberId: m.MemberID, Weight: m.Weight})
+			om := &p4v1.ActionProfileGroup_Member{MemberId: m.MemberID, Weight: m.Weight}
+			switch md.groupWatch[m.MemberID] {
+			case watchPortEmpty:
+				om.WatchKind = &p4v1.ActionProfileGroup_Member_WatchPort{WatchPort: []byte{}}
+			case watchZero:
+				om.WatchKind = &p4v1.ActionProfileGroup_Member_Watch{}
+			}
+			out.Members = append(out.Members, om)
 		}
 		emit(&p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: out}})
 	}

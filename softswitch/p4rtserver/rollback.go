@@ -153,8 +153,28 @@ func (s *Server) undoProfileGroup(p *pipeline.Pipeline, g *p4v1.ActionProfileGro
 	read := func(p *pipeline.Pipeline) ([]pipeline.ProfileGroup, error) {
 		return p.ReadProfileGroups(pi.ID, id, nil)
 	}
-	return undoProfileObject(p, read, (*pipeline.Pipeline).InsertProfileGroup, (*pipeline.Pipeline).ModifyProfileGroup,
+	undo := undoProfileObject(p, read, (*pipeline.Pipeline).InsertProfileGroup, (*pipeline.Pipeline).ModifyProfileGroup,
 		func(p *pipeline.Pipeline) error { return p.DeleteProfileGroup(pi.ID, id) })
+	if undo == nil {
+		return nil
+	}
+	restore := s.metaRestorer(groupMetaKey(pi.ID, id))
+	return func(p *pipeline.Pipeline) error {
+		restore()
+		return undo(p)
+	}
+}
+
+// metaRestorer captures the entryMeta stored under key (or its absence) and returns
+// the function that puts it back.
+func (s *Server) metaRestorer(key string) func() {
+	old, had := s.entryMeta[key]
+	return func() {
+		delete(s.entryMeta, key)
+		if had {
+			s.entryMeta[key] = old
+		}
+	}
 }
 
 // undoProfileObject captures a member or group (read returns it, or nothing) and
@@ -192,7 +212,11 @@ func (s *Server) undoTableEntry(p *pipeline.Pipeline, te *p4v1.TableEntry) undoF
 		if err != nil {
 			return nil
 		}
-		return func(p *pipeline.Pipeline) error { return p.SetDefaultAction(ti.ID, &old) }
+		restore := s.metaRestorer(defaultMetaKey(ti.ID))
+		return func(p *pipeline.Pipeline) error {
+			restore()
+			return p.SetDefaultAction(ti.ID, &old)
+		}
 	}
 	match, err := matchFromProto(ti, te.GetMatch())
 	if err != nil {

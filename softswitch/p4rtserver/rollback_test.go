@@ -39,14 +39,15 @@ func TestRollbackOnError(t *testing.T) {
 		ins(mcastEnt(2, replica(3, 0))),
 		// Action profiles (baseline: members 1, 2, 3, group 10 = {1, 3}, group_id 7
 		// -> group 10, group_id 8 -> member 2): a new member in a new group behind a
-		// new entry, a modified member and group, an entry moved to a one-shot, then
-		// a group and a member deleted.
+		// new entry, a modified member and group, an entry moved to another member,
+		// then a group and a member deleted. (A one-shot cannot join a profile
+		// programmed with members and groups: TestOneShotRollback.)
 		ins(memberEnt(p4src.ProfileNextHopSelector, 4, nhAct(4))),
 		ins(groupEnt(p4src.ProfileNextHopSelector, 11, 0, 4, 2)),
 		ins(te(p4src.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 11}}, exact(1, b(9)))),
 		mod(memberEnt(p4src.ProfileNextHopSelector, 1, nhAct(6))),
 		mod(groupEnt(p4src.ProfileNextHopSelector, 10, 0, 1, 5)),
-		mod(te(p4src.TableNextHopGroupSelect, 0, oneShot(0, &p4v1.ActionProfileAction{Action: nhAct(5).GetAction(), Weight: 2}), exact(1, b(8)))),
+		mod(te(p4src.TableNextHopGroupSelect, 0, &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: 4}}, exact(1, b(8)))),
 		del(memberEnt(p4src.ProfileNextHopSelector, 2, nil)),
 		del(te(p4src.TableNextHopGroupSelect, 0, nil, exact(1, b(7)))),
 		del(groupEnt(p4src.ProfileNextHopSelector, 10, 0)),

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -33,6 +35,21 @@ const (
 	maxListsPerPoll = 64
 	// readBatch is the number of entities per ReadResponse.
 	readBatch = 512
+
+	// DefaultKeepaliveTime and DefaultKeepaliveTimeout: a connection on which
+	// nothing has been received for 5 s is pinged, and closed when the ping is not
+	// answered within 5 s, so a controller that hangs with its stream open (process
+	// stopped, link dead without a reset) loses its stream, and with it primary,
+	// within about 10 s. The TCP user timeout is the keepalive timeout too: data left
+	// unacknowledged that long also ends the connection.
+	DefaultKeepaliveTime    = 5 * time.Second
+	DefaultKeepaliveTimeout = 5 * time.Second
+	// DefaultKeepaliveMinTime is the shortest interval between a client's pings that
+	// the server tolerates (gRPC keepalive enforcement: more than two pings sooner
+	// than this end the connection with GOAWAY "too_many_pings"). 5 s lets through
+	// every interval controller/p4rt accepts (its floor is gRPC's, 10 s; default
+	// 6 min); pings are allowed without an open call too.
+	DefaultKeepaliveMinTime = 5 * time.Second
 )
 
 // Options configures New.
@@ -56,7 +73,27 @@ type Options struct {
 	// DigestPollInterval is how often the pipeline's digest queues are polled
 	// (default DefaultDigestPollInterval).
 	DigestPollInterval time.Duration
-	// GRPCOptions are extra gRPC server options.
+	// PromoteHighestBackup, when set, makes the live client with the highest
+	// election ID of a role its primary, as BMv2's PI server does: when the primary
+	// leaves or downgrades itself, the backup with the highest election ID becomes
+	// primary (and the role's highest election ID is lowered to its). This is NOT the
+	// P4Runtime specification's arbitration (default): there, the role has no
+	// primary until a client sends an election ID of at least the highest ever seen.
+	// For controllers whose standby relies on BMv2's promotion.
+	PromoteHighestBackup bool
+	// KeepaliveTime is how long a connection may be silent (nothing received) before
+	// the server pings the client (default DefaultKeepaliveTime; negative: never;
+	// gRPC raises values below 1 s to 1 s).
+	KeepaliveTime time.Duration
+	// KeepaliveTimeout is how long the server waits for the answer to its ping (and
+	// for TCP acknowledgements) before closing the connection, which ends its
+	// streams (default DefaultKeepaliveTimeout).
+	KeepaliveTimeout time.Duration
+	// KeepaliveMinTime is the shortest interval between client pings the server
+	// accepts (default DefaultKeepaliveMinTime).
+	KeepaliveMinTime time.Duration
+	// GRPCOptions are extra gRPC server options; they come after the keepalive
+	// options, so a grpc.KeepaliveParams or grpc.KeepaliveEnforcementPolicy here wins.
 	GRPCOptions []grpc.ServerOption
 }
 
@@ -118,6 +155,15 @@ func New(opts Options) (*Server, error) {
 	if opts.DigestPollInterval <= 0 {
 		opts.DigestPollInterval = DefaultDigestPollInterval
 	}
+	if opts.KeepaliveTime == 0 {
+		opts.KeepaliveTime = DefaultKeepaliveTime
+	}
+	if opts.KeepaliveTimeout <= 0 {
+		opts.KeepaliveTimeout = DefaultKeepaliveTimeout
+	}
+	if opts.KeepaliveMinTime <= 0 {
+		opts.KeepaliveMinTime = DefaultKeepaliveMinTime
+	}
 	s := &Server{
 		opts:       opts,
 		dp:         opts.DataPlane,
@@ -129,7 +175,15 @@ func New(opts Options) (*Server, error) {
 		mcastGroup: make(map[uint32]*p4v1.MulticastGroupEntry),
 		stopped:    make(chan struct{}),
 	}
-	gopts := append([]grpc.ServerOption(nil), opts.GRPCOptions...)
+	kp := keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}
+	if opts.KeepaliveTime < 0 {
+		kp = keepalive.ServerParameters{Time: time.Duration(math.MaxInt64)} // gRPC's "infinity": no pings
+	}
+	gopts := []grpc.ServerOption{
+		grpc.KeepaliveParams(kp),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
+	}
+	gopts = append(gopts, opts.GRPCOptions...)
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
@@ -225,6 +279,9 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *p4v1.SetF
 	return &p4v1.SetForwardingPipelineConfigResponse{}, nil
 }
 
+// verifyConfig is the VERIFY step: INVALID_ARGUMENT "if config is not provided or if
+// the provided config cannot be realized" (the only program this target realizes is
+// the one its pipeline runs).
 func (s *Server) verifyConfig(cfg *p4v1.ForwardingPipelineConfig) error {
 	if cfg == nil {
 		return errorf(codes.InvalidArgument, "config missing")
@@ -238,17 +295,25 @@ func (s *Server) verifyConfig(cfg *p4v1.ForwardingPipelineConfig) error {
 	return nil
 }
 
+// setPipeline runs the spec's checks in its order (device and role: NOT_FOUND; not
+// primary: PERMISSION_DENIED), then the action. It holds stateMu throughout, so that a
+// change of primary waits for it (see arbitrate).
 func (s *Server) setPipeline(ctx context.Context, req *p4v1.SetForwardingPipelineConfigRequest) error {
 	if err := s.checkDevice(req.GetDeviceId()); err != nil {
 		return err
 	}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
 	if err := s.checkPrimary(roleKey(req.GetRole(), req.GetRoleId()), req.GetElectionId()); err != nil {
 		return err
 	}
 	switch req.GetAction() {
 	case p4v1.SetForwardingPipelineConfigRequest_VERIFY:
+		// "The forwarding state in the target is not modified."
 		return s.verifyConfig(req.GetConfig())
 	case p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE:
+		// Saved, not realized: the committed config (Get) and the forwarding state
+		// stay until COMMIT.
 		if err := s.verifyConfig(req.GetConfig()); err != nil {
 			return err
 		}
@@ -257,33 +322,44 @@ func (s *Server) setPipeline(ctx context.Context, req *p4v1.SetForwardingPipelin
 		s.mu.Unlock()
 		return nil
 	case p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT:
+		// "The forwarding state in the target is cleared."
 		if err := s.verifyConfig(req.GetConfig()); err != nil {
 			return err
 		}
-		return s.commit(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), true)
+		return s.commitLocked(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), true)
 	case p4v1.SetForwardingPipelineConfigRequest_COMMIT:
+		// "Config should not be provided for this action type. Returns a NOT_FOUND
+		// error if no saved config is found [...]. Returns an INVALID_ARGUMENT error
+		// if a config is provided with this message."
+		if req.GetConfig() != nil {
+			return errorf(codes.InvalidArgument, "COMMIT must not carry a config: it commits the one saved by VERIFY_AND_SAVE")
+		}
 		s.mu.Lock()
 		cfg := s.saved
 		s.mu.Unlock()
 		if cfg == nil {
-			return errorf(codes.FailedPrecondition, "COMMIT without a config saved by VERIFY_AND_SAVE")
+			return errorf(codes.NotFound, "COMMIT: no saved config (VERIFY_AND_SAVE first)")
 		}
-		return s.commit(ctx, cfg, true)
+		// Writes are not logged between VERIFY_AND_SAVE and COMMIT, so there is
+		// nothing to replay: the forwarding state is cleared as by VERIFY_AND_COMMIT
+		// (docs/target-p4runtime.md, "Differences from the specification").
+		return s.commitLocked(ctx, cfg, true)
 	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
+		// INVALID_ARGUMENT "if no config is provided, or if the existing forwarding
+		// state cannot be preserved": the only program this target accepts is the one
+		// it runs, so all forwarding state is kept.
 		if err := s.verifyConfig(req.GetConfig()); err != nil {
 			return err
 		}
-		// The only program this target accepts is the one it runs, so reconciling
-		// keeps all forwarding state as it is.
-		return s.commit(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), false)
+		return s.commitLocked(ctx, proto.Clone(req.GetConfig()).(*p4v1.ForwardingPipelineConfig), false)
 	}
-	return errorf(codes.InvalidArgument, "action %s not valid", req.GetAction())
+	// UNSPECIFIED (unset) or a value the enum does not have.
+	return errorf(codes.InvalidArgument, "action %s not valid: want VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT or RECONCILE_AND_COMMIT", req.GetAction())
 }
 
-// commit makes cfg the committed config; clear resets all forwarding state first.
-func (s *Server) commit(ctx context.Context, cfg *p4v1.ForwardingPipelineConfig, clear bool) error {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+// commitLocked makes cfg the committed config; clear resets all forwarding state
+// first. stateMu is held.
+func (s *Server) commitLocked(ctx context.Context, cfg *p4v1.ForwardingPipelineConfig, clear bool) error {
 	if clear {
 		if err := s.dp.Exec(ctx, func(p *pipeline.Pipeline) error { p.Reset(); return nil }); err != nil {
 			return &codedError{code: codes.Internal, msg: "clear forwarding state", err: err}
@@ -311,28 +387,34 @@ func (s *Server) knownCloneIDs() []uint32 {
 	return ids
 }
 
-// GetForwardingPipelineConfig implements p4.v1.P4Runtime.
+// GetForwardingPipelineConfig implements p4.v1.P4Runtime: the committed config,
+// trimmed to response_type; before any commit the response's config is unset (spec:
+// "If a P4Runtime server is in a state where the forwarding-pipeline config is not
+// known, the top-level config field will be unset in the response").
 func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetForwardingPipelineConfigRequest) (*p4v1.GetForwardingPipelineConfigResponse, error) {
 	if err := s.checkDevice(req.GetDeviceId()); err != nil {
 		return nil, toStatus(err)
+	}
+	rt := req.GetResponseType()
+	switch rt {
+	case p4v1.GetForwardingPipelineConfigRequest_ALL, p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY,
+		p4v1.GetForwardingPipelineConfigRequest_P4INFO_AND_COOKIE, p4v1.GetForwardingPipelineConfigRequest_DEVICE_CONFIG_AND_COOKIE:
+	default:
+		return nil, toStatus(errorf(codes.InvalidArgument, "response type %d not valid", rt))
 	}
 	s.mu.Lock()
 	cfg := s.committed
 	s.mu.Unlock()
 	if cfg == nil {
-		return nil, toStatus(errorf(codes.FailedPrecondition, "no forwarding pipeline config set for this device"))
+		return &p4v1.GetForwardingPipelineConfigResponse{}, nil
 	}
+	// The cookie always; p4info and p4_device_config as response_type asks.
 	out := &p4v1.ForwardingPipelineConfig{Cookie: cfg.GetCookie()}
-	switch req.GetResponseType() {
-	case p4v1.GetForwardingPipelineConfigRequest_ALL:
-		out.P4Info, out.P4DeviceConfig = cfg.GetP4Info(), cfg.GetP4DeviceConfig()
-	case p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY:
-	case p4v1.GetForwardingPipelineConfigRequest_P4INFO_AND_COOKIE:
+	if rt == p4v1.GetForwardingPipelineConfigRequest_ALL || rt == p4v1.GetForwardingPipelineConfigRequest_P4INFO_AND_COOKIE {
 		out.P4Info = cfg.GetP4Info()
-	case p4v1.GetForwardingPipelineConfigRequest_DEVICE_CONFIG_AND_COOKIE:
+	}
+	if rt == p4v1.GetForwardingPipelineConfigRequest_ALL || rt == p4v1.GetForwardingPipelineConfigRequest_DEVICE_CONFIG_AND_COOKIE {
 		out.P4DeviceConfig = cfg.GetP4DeviceConfig()
-	default:
-		return nil, toStatus(errorf(codes.InvalidArgument, "response type %d not valid", req.GetResponseType()))
 	}
 	return &p4v1.GetForwardingPipelineConfigResponse{Config: proto.Clone(out).(*p4v1.ForwardingPipelineConfig)}, nil
 }

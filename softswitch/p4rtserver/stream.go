@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // uint128 is an election ID.
@@ -43,16 +45,19 @@ func roleKey(name string, id uint64) string {
 type client struct {
 	id       uint64
 	role     string
-	roleMsg  *p4v1.Role
-	election *uint128 // nil: no election ID, never primary
+	roleMsg  *p4v1.Role // the Role of the client's last arbitration update (nil: default role)
+	election *uint128   // nil: no election ID, never primary
 	out      *outbox
 }
 
-// roleState is the arbitration state of one role.
+// roleState is the arbitration state of one (device, role). It outlives its streams:
+// highest is remembered until the server restarts (P4Runtime spec, "Client
+// Arbitration Update": "a full restart is the only way to reset the election_id").
 type roleState struct {
 	clients map[uint64]*client
-	primary *client
-	highest *uint128 // the highest election ID seen for the role
+	primary *client    // nil: no primary
+	highest *uint128   // election_id_past: the highest election ID seen for the role; nil: never a primary
+	config  *anypb.Any // the role config last received from a primary, echoed in updates
 }
 
 // outbox queues a stream's outgoing messages: control messages (arbitration, stream
@@ -129,90 +134,96 @@ func (o *outbox) sendLoop(ctx context.Context, send func(*p4v1.StreamMessageResp
 	}
 }
 
-// arbitrationMsg is the MasterArbitrationUpdate for c; s.mu is held.
+// arbitrationMsg is the MasterArbitrationUpdate for c (spec "Client Arbitration
+// Notifications"): the role as c gave it with the role config last received from a
+// primary; election_id the highest seen for the role (unset if there never was a
+// primary); status OK for the primary, ALREADY_EXISTS for a backup while there is a
+// primary, NOT_FOUND while there is none. s.mu is held.
 func (s *Server) arbitrationMsg(rs *roleState, c *client) *p4v1.StreamMessageResponse {
-	u := &p4v1.MasterArbitrationUpdate{DeviceId: s.opts.DeviceID, Role: c.roleMsg}
+	u := &p4v1.MasterArbitrationUpdate{DeviceId: s.opts.DeviceID}
+	if c.roleMsg != nil || rs.config != nil {
+		u.Role = &p4v1.Role{Id: c.roleMsg.GetId(), Name: c.roleMsg.GetName(), Config: rs.config} // Id: the deprecated numeric role, echoed as given
+	}
+	if rs.highest != nil {
+		u.ElectionId = rs.highest.proto()
+	}
 	switch {
 	case rs.primary == c:
-		u.ElectionId = c.election.proto()
 		u.Status = &spb.Status{Code: int32(codes.OK), Message: "primary"}
 	case rs.primary != nil:
-		u.ElectionId = rs.primary.election.proto()
 		u.Status = &spb.Status{Code: int32(codes.AlreadyExists), Message: "backup: another client is primary"}
 	default:
-		if rs.highest != nil {
-			u.ElectionId = rs.highest.proto()
-		}
-		u.Status = &spb.Status{Code: int32(codes.NotFound), Message: "backup: no primary"}
+		u.Status = &spb.Status{Code: int32(codes.NotFound), Message: "backup: the role has no primary"}
 	}
 	return &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Arbitration{Arbitration: u}}
 }
 
-// elect recomputes the primary of rs and notifies: everybody in the role when the
-// primary (or its election ID) changed, else only sender (if any); s.mu is held.
-func (s *Server) elect(role string, rs *roleState, sender *client, oldPrimary *client, oldElection *uint128) {
-	var best *client
+// notify sends every client of rs its arbitration update; s.mu is held.
+func (s *Server) notify(rs *roleState) {
 	for _, c := range rs.clients {
-		if c.election != nil && (best == nil || best.election.less(*c.election)) {
-			best = c
-		}
-	}
-	rs.primary = best
-	changed := best != oldPrimary || best != nil && (oldElection == nil || *best.election != *oldElection)
-	if changed {
-		fields := logrus.Fields{"role": role}
-		if best != nil {
-			fields["primary_stream"], fields["election_id"] = best.id, fmt.Sprintf("%d:%d", best.election.hi, best.election.lo)
-		}
-		s.log.WithFields(fields).Info("primary changed")
-		for _, c := range rs.clients {
-			c.out.push(s.arbitrationMsg(rs, c), true)
-		}
-		return
-	}
-	if sender != nil {
-		sender.out.push(s.arbitrationMsg(rs, sender), true)
+		c.out.push(s.arbitrationMsg(rs, c), true)
 	}
 }
 
+// checkRoleConfig accepts the role configs this server understands. It has no role
+// definition scheme (spec "Role Config": schemes are agreed out of band), so every
+// role has full pipeline access and the only configs it accepts are those that say
+// so: unset, an empty Any, or google.protobuf.Empty.
+func checkRoleConfig(cfg *anypb.Any) error {
+	if cfg == nil || cfg.GetTypeUrl() == "" && len(cfg.GetValue()) == 0 {
+		return nil
+	}
+	var empty emptypb.Empty
+	if cfg.MessageIs(&empty) {
+		if err := cfg.UnmarshalTo(&empty); err != nil {
+			return errorf(codes.InvalidArgument, "role config %s: %v", cfg.GetTypeUrl(), err)
+		}
+		return nil
+	}
+	return errorf(codes.InvalidArgument, "role config of type %q not understood: this server has no role definition scheme, every role has full pipeline access (leave role.config unset)", cfg.GetTypeUrl())
+}
+
 // arbitrate handles a MasterArbitrationUpdate from c (registered when c.role is set
-// by the first one); it returns an error that ends the stream.
+// by the first one) following the spec's "Rules for Handling MasterArbitrationUpdate
+// Messages Received from Controllers"; an error ends the stream.
 func (s *Server) arbitrate(c **client, u *p4v1.MasterArbitrationUpdate, out *outbox) error {
+	cur := *c
 	if err := s.checkDevice(u.GetDeviceId()); err != nil {
-		if *c != nil {
+		if cur != nil {
 			return errorf(codes.FailedPrecondition, "device ID changed to %d on an open stream", u.GetDeviceId())
 		}
 		return err
 	}
-	if u.GetRole().GetConfig() != nil {
-		return errorf(codes.Unimplemented, "role configs are not supported: every role has full access")
-	}
 	role := roleKey(u.GetRole().GetName(), u.GetRole().GetId())
-	election := electionOf(u.GetElectionId())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := *c
 	if cur != nil && cur.role != role {
 		return errorf(codes.FailedPrecondition, "role changed from %q to %q on an open stream", cur.role, role)
 	}
-	if cur == nil && s.streams >= s.opts.MaxStreams {
-		return errorf(codes.ResourceExhausted, "%d streams open, the maximum", s.streams)
+	if err := checkRoleConfig(u.GetRole().GetConfig()); err != nil {
+		return err
 	}
+	election := electionOf(u.GetElectionId())
+	// A change of primary waits for the Write and SetForwardingPipelineConfig calls
+	// in progress (they hold stateMu): the spec's "The server will finish processing
+	// any Write requests that have already started" before the new primary is
+	// accepted. Lock order: stateMu, then mu.
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	rs := s.roles[role]
-	if rs == nil {
-		rs = &roleState{clients: make(map[uint64]*client)}
-		s.roles[role] = rs
-	}
-	if election != nil {
+	if election != nil && rs != nil {
 		for _, o := range rs.clients {
 			if o != cur && o.election != nil && *o.election == *election {
 				return errorf(codes.InvalidArgument, "election ID %d:%d is used by another client of role %q", election.hi, election.lo, role)
 			}
 		}
-		if rs.highest == nil || rs.highest.less(*election) {
-			h := *election
-			rs.highest = &h
-		}
+	}
+	if cur == nil && s.streams >= s.opts.MaxStreams {
+		return errorf(codes.ResourceExhausted, "%d streams open, the maximum", s.streams)
+	}
+	if rs == nil {
+		rs = &roleState{clients: make(map[uint64]*client)}
+		s.roles[role] = rs
 	}
 	if cur == nil {
 		s.streams++
@@ -221,54 +232,120 @@ func (s *Server) arbitrate(c **client, u *p4v1.MasterArbitrationUpdate, out *out
 		*c = cur
 		rs.clients[cur.id] = cur
 	}
+	cur.roleMsg = nil
 	if u.GetRole() != nil {
 		cur.roleMsg = proto.Clone(u.GetRole()).(*p4v1.Role)
 	}
-	oldPrimary := rs.primary
-	var oldElection *uint128
-	if oldPrimary != nil {
-		e := *oldPrimary.election
-		oldElection = &e
-	}
 	cur.election = election
-	s.elect(role, rs, cur, oldPrimary, oldElection)
+	wasPrimary := rs.primary == cur
+	fields := logrus.Fields{"role": role, "stream": cur.id}
+	if election != nil {
+		fields["election_id"] = fmt.Sprintf("%d:%d", election.hi, election.lo)
+	}
+	tellAll := false
+	if election != nil && (rs.highest == nil || !election.less(*rs.highest)) {
+		// "If election_id is greater than or equal to election_id_past, then the
+		// controller becomes, or stays, primary": the role config becomes its, the
+		// highest election ID is updated, and every client of the role is told.
+		h := *election
+		rs.primary, rs.highest, rs.config = cur, &h, cur.roleMsg.GetConfig()
+		if !wasPrimary {
+			s.log.WithFields(fields).Info("primary changed")
+		}
+		tellAll = true
+	} else if wasPrimary {
+		// "Otherwise, the controller becomes a backup. If the controller was
+		// previously a primary (and downgraded itself), then an advisory message is
+		// sent to all controllers"; the role has no primary.
+		rs.primary = nil
+		s.log.WithFields(fields).Info("primary downgraded itself: the role has no primary")
+		tellAll = true
+	}
+	if rs.primary == nil && s.promote(rs) {
+		tellAll = true
+	}
+	if tellAll {
+		s.notify(rs)
+	} else {
+		// "Otherwise, the advisory message is only sent to the controller that sent
+		// the initial MasterArbitrationUpdate."
+		cur.out.push(s.arbitrationMsg(rs, cur), true)
+	}
 	return nil
 }
 
-// leave removes c and elects a new primary if c was it.
+// promote makes the live client with the highest election ID primary when
+// Options.PromoteHighestBackup is set (BMv2's behaviour, not the spec's), lowering
+// the role's highest election ID to its; it reports whether it did. s.mu is held.
+func (s *Server) promote(rs *roleState) bool {
+	if !s.opts.PromoteHighestBackup {
+		return false
+	}
+	var best *client
+	for _, c := range rs.clients {
+		if c.election != nil && (best == nil || best.election.less(*c.election)) {
+			best = c
+		}
+	}
+	if best == nil {
+		return false
+	}
+	h := *best.election
+	rs.primary, rs.highest, rs.config = best, &h, best.roleMsg.GetConfig()
+	s.log.WithFields(logrus.Fields{"role": best.role, "stream": best.id, "election_id": fmt.Sprintf("%d:%d", h.hi, h.lo)}).
+		Info("primary changed: highest backup promoted (PromoteHighestBackup)")
+	return true
+}
+
+// leave removes c. When c was primary the role has no primary until a client sends an
+// election ID at least the highest seen (spec: "The P4Runtime server will be without
+// a primary controller, until a client sends a successful MasterArbitrationUpdate"),
+// and the remaining clients are told.
 func (s *Server) leave(c *client) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rs := s.roles[c.role]
 	delete(rs.clients, c.id)
 	s.streams--
-	oldPrimary := rs.primary
-	var oldElection *uint128
-	if oldPrimary != nil {
-		e := *oldPrimary.election
-		oldElection = &e
-	}
-	if oldPrimary == c {
-		s.elect(c.role, rs, nil, oldPrimary, oldElection)
+	if rs.primary == c {
+		rs.primary = nil
+		s.log.WithFields(logrus.Fields{"role": c.role, "stream": c.id}).Info("primary left: the role has no primary")
+		s.promote(rs)
+		s.notify(rs)
 	}
 	if len(rs.clients) == 0 && rs.highest == nil {
-		delete(s.roles, c.role)
+		delete(s.roles, c.role) // nothing to remember
 	}
 }
 
-// checkPrimary accepts an election ID that is the primary's of role.
+// checkPrimary is the arbitration check of Write and SetForwardingPipelineConfig
+// (spec, in this order): NOT_FOUND when "role does not match any of the roles for
+// the device", i.e. no controller has arbitrated for it (since the server started);
+// PERMISSION_DENIED when "the client is not the primary for (device_id, role)
+// according to the election_id value" (also while the role has no primary).
 func (s *Server) checkPrimary(role string, id *p4v1.Uint128) error {
 	e := electionOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rs := s.roles[role]
-	if rs == nil || rs.primary == nil {
-		return errorf(codes.PermissionDenied, "role %q has no primary client (open a StreamChannel and arbitrate first)", role)
+	if rs == nil {
+		return errorf(codes.NotFound, "role %s unknown: no controller has arbitrated for it (open a StreamChannel and arbitrate first)", roleName(role))
+	}
+	if rs.primary == nil {
+		return errorf(codes.PermissionDenied, "role %s has no primary (the primary left or downgraded; a client must arbitrate with an election ID of at least the highest seen)", roleName(role))
 	}
 	if e == nil || *e != *rs.primary.election {
-		return errorf(codes.PermissionDenied, "not primary: election ID %v is not the primary's %d:%d for role %q", id, rs.primary.election.hi, rs.primary.election.lo, role)
+		return errorf(codes.PermissionDenied, "not primary: election ID %v is not the primary's %d:%d for role %s", id, rs.primary.election.hi, rs.primary.election.lo, roleName(role))
 	}
 	return nil
+}
+
+// roleName is role for messages.
+func roleName(role string) string {
+	if role == "" {
+		return "(default role)"
+	}
+	return fmt.Sprintf("%q", role)
 }
 
 // isPrimary reports whether c is the primary of its role.

@@ -19,10 +19,114 @@ import (
 // maxMulticastGroups bounds the stored multicast groups (the pipeline's bound).
 const maxMulticastGroups = pipeline.MaxMulticastGroups
 
-// entryMeta is what P4Runtime stores with a table entry that the pipeline does not.
+// entryMeta is what the server stores beside the pipeline, keyed by metaKey (a table
+// entry), defaultMetaKey (a table's default entry) or groupMetaKey (an action
+// profile group): the controller's cookies, and for read-write symmetry the parts of
+// a one-shot action set or a group that the pipeline does not keep (the set's
+// selection mode and size semantics, the form of each watch_kind).
 type entryMeta struct {
 	controllerMetadata uint64
 	metadata           []byte
+	selMode            p4v1.ActionProfileActionSet_ActionSelectionMode
+	sizeSem            p4v1.ActionProfileActionSet_SizeSemantics
+	watch              []watchForm          // per one-shot action, in order (nil: every one unset)
+	groupWatch         map[uint32]watchForm // per group member ID (set forms only)
+}
+
+func (m *entryMeta) empty() bool {
+	return m.controllerMetadata == 0 && len(m.metadata) == 0 && m.selMode == 0 && m.sizeSem == 0 &&
+		!slices.ContainsFunc(m.watch, func(f watchForm) bool { return f != watchUnset }) && len(m.groupWatch) == 0
+}
+
+// setMeta stores m under key, or forgets key when m holds nothing.
+func (s *Server) setMeta(key string, m entryMeta) {
+	if m.empty() {
+		delete(s.entryMeta, key)
+		return
+	}
+	s.entryMeta[key] = m
+}
+
+// defaultMetaKey and groupMetaKey are the entryMeta keys of a default entry and of
+// an action profile group (metaKey's start with a digit, so they never collide).
+func defaultMetaKey(tableID uint32) string { return fmt.Sprintf("default/%d", tableID) }
+
+func groupMetaKey(profileID, groupID uint32) string {
+	return fmt.Sprintf("group/%d/%d", profileID, groupID)
+}
+
+// watchForm is how a one-shot action or a group member gave its watch port. Only
+// the forms meaning "no watch port" are accepted (the target has no port liveness);
+// the form is kept so that a read returns what was written.
+type watchForm uint8
+
+const (
+	watchUnset     watchForm = iota // watch_kind unset
+	watchPortEmpty                  // watch_port set to the empty bytestring
+	watchZero                       // the deprecated int32 watch set to 0 (SDN_PORT_UNKNOWN)
+)
+
+// checkWatch validates a watch_kind (of an ActionProfileAction or a group Member).
+// Spec 9.2.2: "If watch_port is empty, then the member is always included in the
+// selection [...] The value must be empty or the SDN port of an existing port on the
+// device, otherwise the server must return INVALID_ARGUMENT. If the target does not
+// support using the SDN port as a watch port [...] the server must return
+// UNIMPLEMENTED."
+func checkWatch(what string, kind any) (watchForm, error) {
+	var port int64
+	switch w := kind.(type) {
+	case nil:
+		return watchUnset, nil
+	case *p4v1.ActionProfileAction_WatchPort, *p4v1.ActionProfileGroup_Member_WatchPort:
+		var b []byte
+		if x, ok := w.(*p4v1.ActionProfileAction_WatchPort); ok {
+			b = x.WatchPort
+		} else {
+			b = w.(*p4v1.ActionProfileGroup_Member_WatchPort).WatchPort
+		}
+		if len(b) == 0 {
+			return watchPortEmpty, nil
+		}
+		v, err := decodeBits(b, 32, what+": watch_port")
+		if err != nil {
+			return 0, errorf(codes.InvalidArgument, "%s: watch_port 0x%x is not a port of this device", what, b)
+		}
+		port = int64(v)
+	case *p4v1.ActionProfileAction_Watch, *p4v1.ActionProfileGroup_Member_Watch:
+		if x, ok := w.(*p4v1.ActionProfileAction_Watch); ok {
+			port = int64(x.Watch)
+		} else {
+			port = int64(w.(*p4v1.ActionProfileGroup_Member_Watch).Watch)
+		}
+		if port == 0 {
+			return watchZero, nil
+		}
+	default:
+		return 0, errorf(codes.InvalidArgument, "%s: watch_kind %T not valid", what, kind)
+	}
+	if port < 0 || port >= p4src.NumPorts {
+		return 0, errorf(codes.InvalidArgument, "%s: watch port %d is not a port of this device (0..%d)", what, port, p4src.NumPorts-1)
+	}
+	return 0, errorf(codes.Unimplemented, "%s: watch port %d: this target has no port liveness, leave watch_port empty", what, port)
+}
+
+// checkSelectorMode enforces spec 9.2.3: "All the tables associated with an action
+// selector may either be programmed exclusively with one shots, or exclusively with
+// ActionProfileMember and ActionProfileGroup messages. [...] the server must return
+// the error code INVALID_ARGUMENT in that case." As in PI, a profile that holds
+// nothing may switch mode.
+func checkSelectorMode(p *pipeline.Pipeline, pi *pipeline.ActionProfileInfo, oneShot bool) error {
+	u, err := p.ProfileUsage(pi.ID)
+	if err != nil {
+		return wrapPipeline(err)
+	}
+	if oneShot && u.Members+u.Groups > 0 {
+		return errorf(codes.InvalidArgument, "action profile %s is programmed with members and groups (%d members, %d groups): a one-shot action set cannot be mixed in", pi.Name, u.Members, u.Groups)
+	}
+	if !oneShot && u.OneShots > 0 {
+		return errorf(codes.InvalidArgument, "action profile %s is programmed with one-shot action sets (%d table entries): members and groups cannot be mixed in", pi.Name, u.OneShots)
+	}
+	return nil
 }
 
 // Write implements p4.v1.P4Runtime. Updates are applied in order, each all or nothing
@@ -196,66 +300,82 @@ func (s *Server) actionFromProto(ti *pipeline.TableInfo, ta *p4v1.TableAction) (
 }
 
 // entryRunFromProto fills e with what a table entry runs: a direct action, or for a
-// table with an action selector a member, a group or a one-shot action set.
-func (s *Server) entryRunFromProto(ti *pipeline.TableInfo, ta *p4v1.TableAction, e *pipeline.TableEntry) error {
+// table with an action selector a member, a group or a one-shot action set. For a
+// one-shot it returns what the server keeps of the set for reads.
+func (s *Server) entryRunFromProto(ti *pipeline.TableInfo, ta *p4v1.TableAction, e *pipeline.TableEntry) (entryMeta, error) {
+	var meta entryMeta
 	if ta == nil {
-		return errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
+		return meta, errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
 	}
 	indirect := ti.ProfileID != 0
 	switch x := ta.GetType().(type) {
 	case *p4v1.TableAction_Action:
 		if indirect {
-			return errorf(codes.InvalidArgument, "table %s has an action selector: an entry runs a member, a group or a one-shot action set", ti.Name)
+			return meta, errorf(codes.InvalidArgument, "table %s has an action selector: an entry runs a member, a group or a one-shot action set", ti.Name)
 		}
 		a, err := s.convertAction("table "+ti.Name, ti.ActionIDs, x.Action)
 		e.Action = a
-		return err
+		return meta, err
 	case *p4v1.TableAction_ActionProfileMemberId, *p4v1.TableAction_ActionProfileGroupId, *p4v1.TableAction_ActionProfileActionSet:
 		if !indirect {
-			return errorf(codes.InvalidArgument, "table %s has no action profile: an entry runs a direct action", ti.Name)
+			return meta, errorf(codes.InvalidArgument, "table %s has no action profile: an entry runs a direct action", ti.Name)
 		}
 	default:
-		return errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
+		return meta, errorf(codes.InvalidArgument, "table %s: action missing", ti.Name)
 	}
 	switch x := ta.GetType().(type) {
 	case *p4v1.TableAction_ActionProfileMemberId:
 		if x.ActionProfileMemberId == 0 {
-			return errorf(codes.InvalidArgument, "table %s: member ID 0 is not valid", ti.Name)
+			return meta, errorf(codes.InvalidArgument, "table %s: member ID 0 is not valid", ti.Name)
 		}
 		e.MemberID = x.ActionProfileMemberId
 	case *p4v1.TableAction_ActionProfileGroupId:
 		if x.ActionProfileGroupId == 0 {
-			return errorf(codes.InvalidArgument, "table %s: group ID 0 is not valid", ti.Name)
+			return meta, errorf(codes.InvalidArgument, "table %s: group ID 0 is not valid", ti.Name)
 		}
 		e.GroupID = x.ActionProfileGroupId
 	case *p4v1.TableAction_ActionProfileActionSet:
 		set := x.ActionProfileActionSet
 		switch {
 		case set.GetGroupAction() != nil:
-			return errorf(codes.Unimplemented, "table %s: a one-shot group action is not supported", ti.Name)
+			return meta, errorf(codes.Unimplemented, "table %s: a one-shot group action is not supported", ti.Name)
 		case set.GetActionSelectionMode() == p4v1.ActionProfileActionSet_RANDOM:
-			return errorf(codes.Unimplemented, "table %s: random one-shot selection is not supported (the selector hashes)", ti.Name)
+			return meta, errorf(codes.Unimplemented, "table %s: random one-shot selection is not supported (the selector hashes)", ti.Name)
+		case set.GetActionSelectionMode() != p4v1.ActionProfileActionSet_DEFAULT_MODE_DETERMINED_BY_ACTION_SELECTOR &&
+			set.GetActionSelectionMode() != p4v1.ActionProfileActionSet_HASH:
+			return meta, errorf(codes.InvalidArgument, "table %s: action selection mode %d not valid", ti.Name, set.GetActionSelectionMode())
 		case set.GetSizeSemantics() == p4v1.ActionProfileActionSet_SUM_OF_MEMBERS:
-			return errorf(codes.Unimplemented, "table %s: SUM_OF_MEMBERS size semantics are not supported", ti.Name)
+			return meta, errorf(codes.Unimplemented, "table %s: SUM_OF_MEMBERS size semantics are not supported", ti.Name)
+		case set.GetSizeSemantics() != p4v1.ActionProfileActionSet_DEFAULT_SIZE_DETERMINED_BY_ACTION_SELECTOR &&
+			set.GetSizeSemantics() != p4v1.ActionProfileActionSet_SUM_OF_WEIGHTS:
+			return meta, errorf(codes.InvalidArgument, "table %s: size semantics %d not valid", ti.Name, set.GetSizeSemantics())
 		case len(set.GetActionProfileActions()) == 0:
-			return errorf(codes.InvalidArgument, "table %s: an empty one-shot action set", ti.Name)
+			return meta, errorf(codes.InvalidArgument, "table %s: an empty one-shot action set", ti.Name)
 		}
+		meta.selMode, meta.sizeSem = set.GetActionSelectionMode(), set.GetSizeSemantics()
 		e.OneShot = make([]pipeline.WeightedAction, 0, len(set.GetActionProfileActions()))
 		for i, pa := range set.GetActionProfileActions() {
-			if pa.GetWatchKind() != nil {
-				return errorf(codes.Unimplemented, "table %s: one-shot action %d: watch ports are not supported", ti.Name, i)
+			w, err := checkWatch(fmt.Sprintf("table %s: one-shot action %d", ti.Name, i), pa.GetWatchKind())
+			if err != nil {
+				return meta, err
+			}
+			if w != watchUnset && meta.watch == nil {
+				meta.watch = make([]watchForm, len(set.GetActionProfileActions()))
+			}
+			if meta.watch != nil {
+				meta.watch[i] = w
 			}
 			if pa.GetAction() == nil {
-				return errorf(codes.InvalidArgument, "table %s: one-shot action %d: action missing", ti.Name, i)
+				return meta, errorf(codes.InvalidArgument, "table %s: one-shot action %d: action missing", ti.Name, i)
 			}
 			a, err := s.convertAction("table "+ti.Name, ti.ActionIDs, pa.GetAction())
 			if err != nil {
-				return err
+				return meta, err
 			}
 			e.OneShot = append(e.OneShot, pipeline.WeightedAction{Action: a, Weight: pa.GetWeight()})
 		}
 	}
-	return nil
+	return meta, nil
 }
 
 // convertAction converts an action that must be one of allowed (the actions of the
@@ -305,60 +425,115 @@ func (s *Server) writeTableEntry(p *pipeline.Pipeline, t p4v1.Update_Type, te *p
 	if err != nil {
 		return err
 	}
+	// Rules of every write, DELETE included. Spec 9.1: "The is_const field must be
+	// false in any INSERT, MODIFY, or DELETE write request of a table entry." Spec
+	// 9.1.8: "The time_since_last_hit field must be unset for a TableEntry write",
+	// and no table of the program supports idle timeout.
 	switch {
-	case te.GetMeterConfig() != nil || te.GetMeterCounterData() != nil:
-		return errorf(codes.InvalidArgument, "table %s has no direct meter", ti.Name)
-	case te.GetCounterData() != nil:
-		return errorf(codes.InvalidArgument, "table %s has no direct counter", ti.Name)
+	case te.GetIsConst():
+		return errorf(codes.InvalidArgument, "table %s: is_const must be false in a write (%s)", ti.Name, t)
+	case te.GetTimeSinceLastHit() != nil:
+		return errorf(codes.InvalidArgument, "table %s: time_since_last_hit must be unset in a write (it is only for reads)", ti.Name)
 	case te.GetIdleTimeoutNs() != 0:
 		return errorf(codes.InvalidArgument, "table %s does not support idle timeout", ti.Name)
 	}
+	// Spec 9.1: "When deleting an entry, these key fields (along with
+	// is_default_action) are the only fields considered by the server. All other
+	// fields must be ignored."
+	if t != p4v1.Update_DELETE {
+		switch {
+		case te.GetMeterConfig() != nil || te.GetMeterCounterData() != nil:
+			return errorf(codes.InvalidArgument, "table %s has no direct meter", ti.Name)
+		case te.GetCounterData() != nil:
+			return errorf(codes.InvalidArgument, "table %s has no direct counter", ti.Name)
+		}
+	}
 	if te.GetIsDefaultAction() {
-		if t != p4v1.Update_MODIFY {
-			return errorf(codes.InvalidArgument, "table %s: the default entry can only be modified (%s)", ti.Name, t)
-		}
-		if len(te.GetMatch()) > 0 || te.GetPriority() != 0 {
-			return errorf(codes.InvalidArgument, "table %s: the default entry has no match or priority", ti.Name)
-		}
-		if ti.ConstDefault {
-			return errorf(codes.PermissionDenied, "table %s: the default action is const", ti.Name)
-		}
-		if te.GetAction() == nil {
-			return wrapPipeline(p.ResetDefaultAction(ti.ID))
-		}
-		a, err := s.actionFromProto(ti, te.GetAction())
-		if err != nil {
-			return err
-		}
-		return wrapPipeline(p.SetDefaultAction(ti.ID, &a))
+		return s.writeDefaultEntry(p, t, ti, te)
 	}
 	match, err := matchFromProto(ti, te.GetMatch())
 	if err != nil {
 		return err
 	}
 	e := pipeline.TableEntry{TableID: ti.ID, Match: match, Priority: te.GetPriority()}
-	if t != p4v1.Update_DELETE {
-		if err := s.entryRunFromProto(ti, te.GetAction(), &e); err != nil {
+	key := metaKey(&e)
+	switch {
+	case t == p4v1.Update_DELETE:
+		if err := p.DeleteEntry(&e); err != nil {
+			return wrapPipeline(err)
+		}
+		delete(s.entryMeta, key)
+		return nil
+	case t == p4v1.Update_MODIFY && te.GetAction() == nil:
+		// Spec 9.1.2: "if a MODIFY update has an unset action field and does not
+		// modify any direct resource attached to the table then the MODIFY update is
+		// a no-op" (the program's tables have no direct resources): the entry must
+		// exist, nothing changes, its metadata included.
+		_, err := p.ReadEntry(&e)
+		return wrapPipeline(err)
+	}
+	meta, err := s.entryRunFromProto(ti, te.GetAction(), &e)
+	if err != nil {
+		return err
+	}
+	if len(e.OneShot) > 0 {
+		if err := checkSelectorMode(p, s.schemaProfile(ti.ProfileID), true); err != nil {
 			return err
 		}
 	}
-	key := metaKey(&e)
-	switch t {
-	case p4v1.Update_INSERT:
+	if t == p4v1.Update_INSERT {
 		err = p.InsertEntry(&e)
-	case p4v1.Update_MODIFY:
+	} else {
 		err = p.ModifyEntry(&e)
-	case p4v1.Update_DELETE:
-		err = p.DeleteEntry(&e)
 	}
 	if err != nil {
 		return wrapPipeline(err)
 	}
-	if t == p4v1.Update_DELETE || te.GetControllerMetadata() == 0 && len(te.GetMetadata()) == 0 {
-		delete(s.entryMeta, key)
-	} else {
-		s.entryMeta[key] = entryMeta{te.GetControllerMetadata(), slices.Clone(te.GetMetadata())}
+	meta.controllerMetadata, meta.metadata = te.GetControllerMetadata(), slices.Clone(te.GetMetadata())
+	s.setMeta(key, meta)
+	return nil
+}
+
+// schemaProfile returns the action profile of a table's implementation (known to
+// exist: the schema checks it).
+func (s *Server) schemaProfile(id uint32) *pipeline.ActionProfileInfo {
+	pi, ok := s.schema.ActionProfile(id)
+	if !ok {
+		return &pipeline.ActionProfileInfo{ID: id, Name: fmt.Sprintf("%#x", id)}
 	}
+	return pi
+}
+
+// writeDefaultEntry writes a table's default entry (spec 9.1.3 "Default Entry").
+func (s *Server) writeDefaultEntry(p *pipeline.Pipeline, t p4v1.Update_Type, ti *pipeline.TableInfo, te *p4v1.TableEntry) error {
+	if t != p4v1.Update_MODIFY {
+		return errorf(codes.InvalidArgument, "table %s: the default entry can only be modified (%s)", ti.Name, t)
+	}
+	if len(te.GetMatch()) > 0 || te.GetPriority() != 0 {
+		return errorf(codes.InvalidArgument, "table %s: the default entry has no match or priority", ti.Name)
+	}
+	if ti.ConstDefault {
+		return errorf(codes.PermissionDenied, "table %s: the default action is const", ti.Name)
+	}
+	key := defaultMetaKey(ti.ID)
+	if te.GetAction() == nil {
+		// "leave the action field unset, in which case the default entry will be reset
+		// to its original value [...] its controller_metadata and metadata value [...]
+		// will be reset to their defaults."
+		if err := p.ResetDefaultAction(ti.ID); err != nil {
+			return wrapPipeline(err)
+		}
+		delete(s.entryMeta, key)
+		return nil
+	}
+	a, err := s.actionFromProto(ti, te.GetAction())
+	if err != nil {
+		return err
+	}
+	if err := p.SetDefaultAction(ti.ID, &a); err != nil {
+		return wrapPipeline(err)
+	}
+	s.setMeta(key, entryMeta{controllerMetadata: te.GetControllerMetadata(), metadata: slices.Clone(te.GetMetadata())})
 	return nil
 }
 
@@ -401,6 +576,9 @@ func (s *Server) writeProfileMember(p *pipeline.Pipeline, t p4v1.Update_Type, m 
 	if err != nil {
 		return err
 	}
+	if err := checkSelectorMode(p, pi, false); err != nil {
+		return err
+	}
 	pm := &pipeline.ProfileMember{ProfileID: pi.ID, MemberID: m.GetMemberId(), Action: a}
 	if t == p4v1.Update_INSERT {
 		return wrapPipeline(p.InsertProfileMember(pm))
@@ -416,30 +594,58 @@ func (s *Server) writeProfileGroup(p *pipeline.Pipeline, t p4v1.Update_Type, g *
 	if g.GetGroupId() == 0 {
 		return errorf(codes.InvalidArgument, "action profile %s: group ID 0 is not valid", pi.Name)
 	}
+	key := groupMetaKey(pi.ID, g.GetGroupId())
 	if t == p4v1.Update_DELETE {
-		return wrapPipeline(p.DeleteProfileGroup(pi.ID, g.GetGroupId()))
+		if err := p.DeleteProfileGroup(pi.ID, g.GetGroupId()); err != nil {
+			return wrapPipeline(err)
+		}
+		delete(s.entryMeta, key)
+		return nil
 	}
 	pg := &pipeline.ProfileGroup{ProfileID: pi.ID, GroupID: g.GetGroupId(), MaxSize: g.GetMaxSize(),
 		Members: make([]pipeline.GroupMember, 0, len(g.GetMembers()))}
+	var meta entryMeta
 	for i, m := range g.GetMembers() {
-		if m.GetWatchKind() != nil {
-			return errorf(codes.Unimplemented, "action profile %s group %d: member %d: watch ports are not supported", pi.Name, g.GetGroupId(), i)
+		w, err := checkWatch(fmt.Sprintf("action profile %s group %d: member %d", pi.Name, g.GetGroupId(), i), m.GetWatchKind())
+		if err != nil {
+			return err
+		}
+		if w != watchUnset {
+			if meta.groupWatch == nil {
+				meta.groupWatch = map[uint32]watchForm{}
+			}
+			meta.groupWatch[m.GetMemberId()] = w
 		}
 		pg.Members = append(pg.Members, pipeline.GroupMember{MemberID: m.GetMemberId(), Weight: m.GetWeight()})
 	}
-	if t == p4v1.Update_INSERT {
-		return wrapPipeline(p.InsertProfileGroup(pg))
+	if err := checkSelectorMode(p, pi, false); err != nil {
+		return err
 	}
-	return wrapPipeline(p.ModifyProfileGroup(pg))
+	if t == p4v1.Update_INSERT {
+		err = p.InsertProfileGroup(pg)
+	} else {
+		err = p.ModifyProfileGroup(pg)
+	}
+	if err != nil {
+		return wrapPipeline(err)
+	}
+	s.setMeta(key, meta)
+	return nil
 }
 
-// cellIndex converts an optional index: nil is every cell (-1).
+// cellIndex converts an optional index: nil is every cell (-1). Spec 9.3.2 and 9.7:
+// "The server must return INVALID_ARGUMENT for a negative index value and
+// OUT_OF_RANGE if the index value exceeds the size of the counter array" (likewise
+// for registers); reads answer the same.
 func cellIndex(ix *p4v1.Index, size int, what string) (int, error) {
 	if ix == nil {
 		return -1, nil
 	}
-	if ix.GetIndex() < 0 || ix.GetIndex() >= int64(size) {
-		return 0, errorf(codes.InvalidArgument, "%s: index %d not in 0..%d", what, ix.GetIndex(), size-1)
+	if ix.GetIndex() < 0 {
+		return 0, errorf(codes.InvalidArgument, "%s: index %d is negative", what, ix.GetIndex())
+	}
+	if ix.GetIndex() >= int64(size) {
+		return 0, errorf(codes.OutOfRange, "%s: index %d not in 0..%d", what, ix.GetIndex(), size-1)
 	}
 	return int(ix.GetIndex()), nil
 }
@@ -457,6 +663,11 @@ func (s *Server) writeCounter(p *pipeline.Pipeline, t p4v1.Update_Type, ce *p4v1
 		return err
 	}
 	d := ce.GetData()
+	if d == nil {
+		// Spec 9.3.2: "Note that the counter value is not modified if this Protobuf
+		// field is not set."
+		return nil
+	}
 	if d.GetPacketCount() < 0 || d.GetByteCount() < 0 {
 		return errorf(codes.InvalidArgument, "counter %s: negative count", ci.Name)
 	}
@@ -475,9 +686,14 @@ func (s *Server) writeRegister(p *pipeline.Pipeline, t p4v1.Update_Type, re *p4v
 	if err != nil {
 		return err
 	}
+	// Spec 9.7: "The data field is a P4Data message and must match the format
+	// described by the type_spec field of the corresponding Register entry in the
+	// P4Info, or the server must return an INVALID_ARGUMENT error." Unlike
+	// CounterEntry, the spec gives no "unset data: unchanged" rule: a MODIFY without
+	// data is refused and the cells keep their values.
 	bs, ok := re.GetData().GetData().(*p4v1.P4Data_Bitstring)
 	if !ok {
-		return errorf(codes.InvalidArgument, "register %s: data must be a bitstring", ri.Name)
+		return errorf(codes.InvalidArgument, "register %s: data must be a bitstring (bit<%d>)", ri.Name, ri.Bitwidth)
 	}
 	v, err := decodeBits(bs.Bitstring, ri.Bitwidth, "register "+ri.Name)
 	if err != nil {
@@ -512,9 +728,11 @@ func (s *Server) writeValueSet(p *pipeline.Pipeline, t p4v1.Update_Type, ve *p4v
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(members, v) {
-			members = append(members, v)
-		}
+		// Spec 9.6: "the server must return an ALREADY_EXISTS error in case of
+		// duplicate members" (the pipeline refuses them); "The maximum number of
+		// matches must not exceed the maximum size [...] otherwise the server must
+		// return a RESOURCE_EXHAUSTED error."
+		members = append(members, v)
 	}
 	return wrapPipeline(p.SetValueSet(vi.ID, members))
 }
