@@ -119,3 +119,80 @@ func BenchmarkNPFlowOnCE(b *testing.B) {
 		}
 	}
 }
+
+// newBench returns algorithm algo at 100 Gb/s with the parameter sets of
+// allConfig, changed by mod.
+func newBench(b *testing.B, algo string, mod func(*Config)) Algorithm {
+	b.Helper()
+	cfg := allConfig(b)
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, err := New(algo, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// benchAcks drives a with one 1000-byte packet sent and one ACK per
+// iteration, 80 ns apart (100 Gb/s), one window of data (100 packets) in
+// flight; RTT samples between 8 and 12 us, ECE on every 8th ACK, and hops
+// INT records (a 100 Gb/s port with a queue that rises and falls).
+func benchAcks(b *testing.B, a Algorithm, hops int) {
+	b.Helper()
+	rec := make([]INTHop, hops)
+	now := time.Duration(0)
+	for range 100 {
+		now += 80
+		if err := a.OnSend(Send{Now: now, Bytes: 1000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		now += 80
+		i++
+		if err := a.OnSend(Send{Now: now, Bytes: 1000}); err != nil {
+			b.Fatal(err)
+		}
+		for j := range rec {
+			rec[j] = INTHop{TS: now, TxBytes: uint64(i) * 1000, QLen: int64(i%50) * 1000, LinkRate: 100 * gbps}
+		}
+		ack := Ack{Now: now, Bytes: 1000, RTT: 8*us + time.Duration(i%5)*us, ECE: i%8 == 0, Hops: rec}
+		if err := a.OnAck(ack); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTIMELYOnAck: paper2015 behaviour (every RTT sample updates).
+func BenchmarkTIMELYOnAck(b *testing.B) {
+	benchAcks(b, newBench(b, "timely", func(c *Config) { c.TIMELY.PerRTT = false }), 0)
+}
+
+// BenchmarkTIMELYOnAckPerRTT: hpcc-sim (one update per round trip).
+func BenchmarkTIMELYOnAckPerRTT(b *testing.B) {
+	benchAcks(b, newBench(b, "timely", nil), 0)
+}
+
+// BenchmarkDCTCPOnAck: hpcc-sim, ECE on every 8th ACK.
+func BenchmarkDCTCPOnAck(b *testing.B) {
+	benchAcks(b, newBench(b, "dctcp", nil), 0)
+}
+
+// BenchmarkHPCCOnAck: hpcc-sim (fast react), 3 INT hops per ACK.
+func BenchmarkHPCCOnAck(b *testing.B) {
+	benchAcks(b, newBench(b, "hpcc", nil), 3)
+}
+
+// BenchmarkHPCCOnAckMultiRate: hpcc-sim with MultiRate, 3 INT hops per ACK.
+func BenchmarkHPCCOnAckMultiRate(b *testing.B) {
+	benchAcks(b, newBench(b, "hpcc", func(c *Config) { c.HPCC.MultiRate = true }), 3)
+}
+
+// BenchmarkHPCCOnAck5Hops: hpcc-sim, 5 INT hops (a fat-tree path).
+func BenchmarkHPCCOnAck5Hops(b *testing.B) {
+	benchAcks(b, newBench(b, "hpcc", nil), 5)
+}

@@ -1,6 +1,7 @@
 // Package cc holds fastcnp's per-flow sender congestion-control algorithms
-// (DCQCN, DCQCN with the fastcnp switch window) behind one interface,
-// Algorithm, and the DCQCN notification point (NP) used by receivers.
+// (DCQCN, DCQCN with the fastcnp switch window, TIMELY, DCTCP, HPCC) behind
+// one interface, Algorithm, and the DCQCN notification point (NP) used by
+// receivers.
 //
 // The package is pure: no I/O, no goroutines, no wall clock. Time is always
 // an argument, a time.Duration measured from an epoch the runtime chooses

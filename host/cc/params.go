@@ -45,6 +45,84 @@ type Config struct {
 	// DCQCN holds the DCQCN parameters ("dcqcn", "dcqcn-fastcnp"); start
 	// from DCQCNPreset and override fields as needed.
 	DCQCN DCQCNParams
+	// TIMELY holds the TIMELY parameters ("timely"); start from
+	// TIMELYPreset.
+	TIMELY TIMELYParams
+	// DCTCP holds the DCTCP parameters ("dctcp"); start from DCTCPPreset.
+	DCTCP DCTCPParams
+	// HPCC holds the HPCC parameters ("hpcc"); start from HPCCPreset.
+	HPCC HPCCParams
+}
+
+// presetNames returns the keys of a preset table, sorted.
+func presetNames[P any](m map[string]P) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// lookupPreset returns the named entry of a preset table or an error
+// wrapping ErrUnknownParamSet that lists the known names.
+func lookupPreset[P any](algo string, m map[string]P, name string) (P, error) {
+	p, ok := m[name]
+	if !ok {
+		return p, fmt.Errorf("%s parameter set %q (known: %s): %w",
+			algo, name, strings.Join(presetNames(m), ", "), ErrUnknownParamSet)
+	}
+	return p, nil
+}
+
+// ParamSetNames returns the names of the parameter sets of the algorithm
+// called algo (a name New accepts), sorted. An unknown algorithm gives an
+// error wrapping ErrUnknownAlgorithm.
+func ParamSetNames(algo string) ([]string, error) {
+	switch algo {
+	case "dcqcn", "dcqcn-fastcnp":
+		return DCQCNPresetNames(), nil
+	case "timely":
+		return TIMELYPresetNames(), nil
+	case "dctcp":
+		return DCTCPPresetNames(), nil
+	case "hpcc":
+		return HPCCPresetNames(), nil
+	}
+	return nil, fmt.Errorf("parameter sets of %q (known algorithms: %s): %w", algo, strings.Join(Names(), ", "), ErrUnknownAlgorithm)
+}
+
+// UseParamSet sets the parameters of the algorithm called algo in c to its
+// parameter set called set (ParamSetNames lists them), leaving the other
+// algorithms' parameters alone. Errors wrap ErrUnknownAlgorithm or
+// ErrUnknownParamSet; c is unchanged on error.
+func (c *Config) UseParamSet(algo, set string) error {
+	var err error
+	switch algo {
+	case "dcqcn", "dcqcn-fastcnp":
+		var p DCQCNParams
+		if p, err = DCQCNPreset(set); err == nil {
+			c.DCQCN = p
+		}
+	case "timely":
+		var p TIMELYParams
+		if p, err = TIMELYPreset(set); err == nil {
+			c.TIMELY = p
+		}
+	case "dctcp":
+		var p DCTCPParams
+		if p, err = DCTCPPreset(set); err == nil {
+			c.DCTCP = p
+		}
+	case "hpcc":
+		var p HPCCParams
+		if p, err = HPCCPreset(set); err == nil {
+			c.HPCC = p
+		}
+	default:
+		_, err = ParamSetNames(algo)
+	}
+	return err
 }
 
 // DCQCNParams are the host-side DCQCN parameters of spec 02 (RP and NP).
@@ -275,6 +353,329 @@ func (c Config) resolveDCQCN() (resolved, error) {
 	if c.LineRate/p.AI > maxRecoverySteps {
 		return r, fmt.Errorf("DCQCN parameters %q: R_AI %v bits/s is too small for line rate %v (more than %d increase steps to recover): %w",
 			p.Set, p.AI, c.LineRate, maxRecoverySteps, ErrBadParams)
+	}
+	return r, nil
+}
+
+// TIMELYParams are the TIMELY parameters (spec 03; Mittal et al., SIGCOMM
+// 2015). Rates in bits/s, times as durations.
+type TIMELYParams struct {
+	// Set names the preset these values came from, or "custom" (a label).
+	Set string
+	// Alpha is the EWMA weight a of the newest RTT difference, in (0, 1]:
+	// rtt_diff = (1-a)*rtt_diff + a*new_rtt_diff.
+	Alpha float64
+	// Beta is the multiplicative decrease factor b, in (0, 1].
+	Beta float64
+	// AI is delta, the additive increment, bits/s.
+	AI float64
+	// HAI is N*delta, the increment in hyperactive increase (HAI) mode,
+	// bits/s, >= AI.
+	HAI float64
+	// HAIAfter is the number of consecutive RTT samples with gradient <= 0
+	// after which a gradient increase uses HAI instead of AI (>= 1).
+	HAIAfter int
+	// TLow is Tlow: an RTT sample below it increases the rate by AI.
+	TLow time.Duration
+	// THigh is Thigh: an RTT sample above it cuts the rate by
+	// b*(1 - Thigh/rtt). TLow <= THigh.
+	THigh time.Duration
+	// MinRTT is minRTT, the fixed normaliser of the gradient
+	// (gradient = rtt_diff/minRTT).
+	MinRTT time.Duration
+	// MinRate is the floor of the rate, bits/s (> 0).
+	MinRate float64
+	// PerRTT updates the rate once per round trip, as the HPCC simulator
+	// does, instead of on every RTT sample (every completion event, as the
+	// paper): a sample is used only when the bytes acknowledged exceed the
+	// bytes sent at the previous update, other samples are ignored.
+	PerRTT bool
+}
+
+// timelyPresets: "paper2015" is the paper's parameter set as spec 03 gives it,
+// "hpcc-sim" the HPCC ns-3 simulator's (rdma-hw.cc attributes TimelyAlpha,
+// TimelyBeta, TimelyTLow, TimelyTHigh, TimelyMinRtt; run.py "timely" at
+// 100 Gb/s: RATE_AI = 10*bw/10 = 100 Mb/s, RATE_HAI = 50*bw/10 = 500 Mb/s,
+// MIN_RATE 1000 Mb/s; rate updated once per RTT).
+var timelyPresets = map[string]TIMELYParams{
+	"paper2015": {
+		Set: "paper2015", Alpha: 0.875, Beta: 0.8,
+		AI: 10e6, HAI: 50e6, HAIAfter: 5, // N = 5
+		TLow: 50 * time.Microsecond, THigh: 500 * time.Microsecond,
+		MinRTT:  20 * time.Microsecond,
+		MinRate: 10e6, // not in the paper: one delta
+		PerRTT:  false,
+	},
+	"hpcc-sim": {
+		Set: "hpcc-sim", Alpha: 0.875, Beta: 0.8,
+		AI: 100e6, HAI: 500e6, HAIAfter: 5,
+		TLow: 50 * time.Microsecond, THigh: 500 * time.Microsecond,
+		MinRTT:  20 * time.Microsecond,
+		MinRate: 1e9,
+		PerRTT:  true,
+	},
+}
+
+// TIMELYPresetNames returns the names TIMELYPreset accepts, sorted.
+func TIMELYPresetNames() []string { return presetNames(timelyPresets) }
+
+// TIMELYPreset returns the named TIMELY parameter set: "paper2015" or
+// "hpcc-sim" (docs/host-cc.md gives the values and their sources).
+func TIMELYPreset(name string) (TIMELYParams, error) {
+	return lookupPreset("TIMELY", timelyPresets, name)
+}
+
+// Scaled returns the TIMELY parameters for a network k times slower (see
+// DCQCNParams.Scaled): Tlow, Thigh and minRTT x k; delta, N*delta and
+// minRate / k; a, b, HAIAfter and PerRTT unchanged. k must be finite and in
+// [1/MaxScale, MaxScale]; the result is validated.
+func (p TIMELYParams) Scaled(k float64) (TIMELYParams, error) {
+	if !(k >= 1/MaxScale && k <= MaxScale) {
+		return p, fmt.Errorf("TIMELY scale %v, want %v <= k <= %v: %w", k, 1/MaxScale, MaxScale, ErrBadParams)
+	}
+	if k == 1 {
+		return p, p.Validate()
+	}
+	per := func(d time.Duration) time.Duration { return max(time.Duration(math.Round(float64(d)*k)), 1) }
+	q := p
+	q.Set = fmt.Sprintf("%s x%g", p.Set, k)
+	q.TLow, q.THigh, q.MinRTT = per(p.TLow), per(p.THigh), per(p.MinRTT)
+	q.AI, q.HAI, q.MinRate = p.AI/k, p.HAI/k, p.MinRate/k
+	if err := q.Validate(); err != nil {
+		return p, err
+	}
+	return q, nil
+}
+
+// Validate checks every TIMELY parameter on its own; the algorithm also
+// checks them against the line and start rates.
+func (p TIMELYParams) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("TIMELY parameters %q: %s: %w", p.Set, fmt.Sprintf(format, args...), ErrBadParams)
+	}
+	per := func(d time.Duration) bool { return d > 0 && d <= maxPeriod }
+	switch {
+	case p == TIMELYParams{}:
+		return fmt.Errorf("TIMELY parameters not set (start from TIMELYPreset: %s): %w",
+			strings.Join(TIMELYPresetNames(), ", "), ErrBadParams)
+	case !(p.Alpha > 0 && p.Alpha <= 1):
+		return bad("alpha = %v, want 0 < alpha <= 1", p.Alpha)
+	case !(p.Beta > 0 && p.Beta <= 1):
+		return bad("beta = %v, want 0 < beta <= 1", p.Beta)
+	case !finitePos(p.AI):
+		return bad("AI (delta) = %v bits/s, want finite and > 0", p.AI)
+	case !finitePos(p.HAI) || p.HAI < p.AI:
+		return bad("HAI = %v bits/s, want finite and >= AI (%v)", p.HAI, p.AI)
+	case p.HAIAfter < 1 || p.HAIAfter > 1<<16:
+		return bad("HAIAfter = %d, want 1 <= n <= 65536", p.HAIAfter)
+	case !per(p.TLow):
+		return bad("Tlow = %v, want 0 < Tlow <= %v", p.TLow, maxPeriod)
+	case !per(p.THigh) || p.THigh < p.TLow:
+		return bad("Thigh = %v, want Tlow (%v) <= Thigh <= %v", p.THigh, p.TLow, maxPeriod)
+	case !per(p.MinRTT):
+		return bad("minRTT = %v, want 0 < minRTT <= %v", p.MinRTT, maxPeriod)
+	case !finitePos(p.MinRate):
+		return bad("minRate = %v bits/s, want finite and > 0", p.MinRate)
+	}
+	return nil
+}
+
+// resolveTIMELY validates c for "timely".
+func (c Config) resolveTIMELY() (resolved, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return r, err
+	}
+	p := c.TIMELY
+	if err := p.Validate(); err != nil {
+		return r, err
+	}
+	if p.MinRate > c.LineRate {
+		return r, fmt.Errorf("TIMELY parameters %q: minRate %v bits/s is above the line rate %v: %w", p.Set, p.MinRate, c.LineRate, ErrBadParams)
+	}
+	if r.StartRate < p.MinRate {
+		return r, fmt.Errorf("TIMELY parameters %q: start rate %v bits/s is below minRate %v: %w", p.Set, r.StartRate, p.MinRate, ErrBadParams)
+	}
+	return r, nil
+}
+
+// DCTCPParams are the host-side DCTCP parameters (spec 03; Alizadeh et al.,
+// SIGCOMM 2010). The marking threshold K is a switch port setting (ECN with
+// Kmin = Kmax = K, Pmax = 1), not a host parameter, and is not here.
+type DCTCPParams struct {
+	// Set names the preset these values came from, or "custom" (a label).
+	Set string
+	// G is the alpha gain g, in (0, 1]: alpha = (1-g)*alpha + g*F once per
+	// window of data.
+	G float64
+	// InitialAlpha is alpha before the first window ends, in [0, 1].
+	InitialAlpha float64
+	// AI is the window increase per window of data without a cut, bytes;
+	// 0 = one MTU (Config.MTU).
+	AI int64
+	// Pace makes Rate() = cwnd/BaseRTT (at most the line rate), the HPCC
+	// simulator's rate-plus-window DCTCP; false: Rate() is the line rate and
+	// only the window limits the flow.
+	Pace bool
+}
+
+// dctcpPresets: "spec03" is spec 03's DCTCP (g = 1/16, window only), "hpcc-sim"
+// the HPCC ns-3 simulator's (run.py "dctcp": EWMA_GAIN 0.0625, the rate paced
+// at window/T, one MTU per RTT).
+var dctcpPresets = map[string]DCTCPParams{
+	"spec03":   {Set: "spec03", G: 1.0 / 16, InitialAlpha: 1, AI: 0, Pace: false},
+	"hpcc-sim": {Set: "hpcc-sim", G: 1.0 / 16, InitialAlpha: 1, AI: 0, Pace: true},
+}
+
+// DCTCPPresetNames returns the names DCTCPPreset accepts, sorted.
+func DCTCPPresetNames() []string { return presetNames(dctcpPresets) }
+
+// DCTCPPreset returns the named DCTCP parameter set: "spec03" or "hpcc-sim".
+func DCTCPPreset(name string) (DCTCPParams, error) {
+	return lookupPreset("DCTCP", dctcpPresets, name)
+}
+
+// Validate checks every DCTCP parameter.
+func (p DCTCPParams) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("DCTCP parameters %q: %s: %w", p.Set, fmt.Sprintf(format, args...), ErrBadParams)
+	}
+	switch {
+	case p == DCTCPParams{}:
+		return fmt.Errorf("DCTCP parameters not set (start from DCTCPPreset: %s): %w",
+			strings.Join(DCTCPPresetNames(), ", "), ErrBadParams)
+	case !(p.G > 0 && p.G <= 1):
+		return bad("g = %v, want 0 < g <= 1", p.G)
+	case !(p.InitialAlpha >= 0 && p.InitialAlpha <= 1):
+		return bad("initial alpha = %v, want 0 <= alpha <= 1", p.InitialAlpha)
+	case p.AI < 0 || p.AI > MaxEventBytes:
+		return bad("AI = %d bytes, want 0 <= AI <= %d (0 = one MTU)", p.AI, MaxEventBytes)
+	}
+	return nil
+}
+
+// resolveDCTCP validates c for "dctcp".
+func (c Config) resolveDCTCP() (resolved, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return r, err
+	}
+	return r, c.DCTCP.Validate()
+}
+
+// HPCCMaxHops is the most INT records an HPCC flow keeps state for; an ACK
+// with more hops is a bad event. (The HPCC simulator's IntHeader holds 5.)
+const HPCCMaxHops = 8
+
+// HPCCParams are the HPCC parameters (spec 03; Li et al., SIGCOMM 2019, and
+// the HPCC ns-3 simulator's rdma-hw.cc). The base RTT T is Config.BaseRTT
+// and the largest window Config's Winit (the BDP by default).
+type HPCCParams struct {
+	// Set names the preset these values came from, or "custom" (a label).
+	Set string
+	// Eta is the target utilisation eta, in (0, 1] (simulator U_TARGET).
+	Eta float64
+	// MaxStage is maxStage: the number of additive-increase steps in a row
+	// before a multiplicative update, >= 0 (simulator MI_THRESH; 0 = every
+	// update is multiplicative).
+	MaxStage int
+	// AI is the additive increase as a rate, bits/s: W_AI = AI*T/8 bytes
+	// (simulator RATE_AI).
+	AI float64
+	// MinRate is the floor of the rate, bits/s: the window never drops
+	// below max(MTU, MinRate*T/8) (simulator MIN_RATE).
+	MinRate float64
+	// FastReact recomputes the window from W_c on every ACK with INT, not
+	// only once per RTT (simulator FAST_REACT).
+	FastReact bool
+	// SampleFeedback skips, in the per-ACK (fast-react) updates, the hops
+	// whose queue is empty (simulator SAMPLE_FEEDBACK).
+	SampleFeedback bool
+	// MultiRate keeps a utilisation, a reference window and a stage per hop
+	// and uses the smallest hop window (simulator MULTI_RATE); false: one
+	// utilisation from the most loaded hop.
+	MultiRate bool
+}
+
+// hpccPresets: "hpcc-sim" is the HPCC ns-3 simulator's HPCC at 100 Gb/s:
+// run.py "hp" (U_TARGET 0.95, RATE_AI = 10*bw/25 = 40 Mb/s, MIN_RATE
+// 1000 Mb/s, FAST_REACT 1, MULTI_RATE 0, SAMPLE_FEEDBACK 0) with MI_THRESH 5,
+// the default of scratch/third.cc.
+var hpccPresets = map[string]HPCCParams{
+	"hpcc-sim": {
+		Set: "hpcc-sim", Eta: 0.95, MaxStage: 5, AI: 40e6, MinRate: 1e9,
+		FastReact: true, SampleFeedback: false, MultiRate: false,
+	},
+}
+
+// HPCCPresetNames returns the names HPCCPreset accepts, sorted.
+func HPCCPresetNames() []string { return presetNames(hpccPresets) }
+
+// HPCCPreset returns the named HPCC parameter set: "hpcc-sim".
+func HPCCPreset(name string) (HPCCParams, error) {
+	return lookupPreset("HPCC", hpccPresets, name)
+}
+
+// Scaled returns the HPCC parameters for a network k times slower (see
+// DCQCNParams.Scaled): AI and minRate / k; eta, maxStage and the modes
+// unchanged (T is Config.BaseRTT, scaled with the network). k must be finite
+// and in [1/MaxScale, MaxScale]; the result is validated.
+func (p HPCCParams) Scaled(k float64) (HPCCParams, error) {
+	if !(k >= 1/MaxScale && k <= MaxScale) {
+		return p, fmt.Errorf("HPCC scale %v, want %v <= k <= %v: %w", k, 1/MaxScale, MaxScale, ErrBadParams)
+	}
+	if k == 1 {
+		return p, p.Validate()
+	}
+	q := p
+	q.Set = fmt.Sprintf("%s x%g", p.Set, k)
+	q.AI, q.MinRate = p.AI/k, p.MinRate/k
+	if err := q.Validate(); err != nil {
+		return p, err
+	}
+	return q, nil
+}
+
+// Validate checks every HPCC parameter on its own; the algorithm also checks
+// them against the line rate, the base RTT and Winit.
+func (p HPCCParams) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("HPCC parameters %q: %s: %w", p.Set, fmt.Sprintf(format, args...), ErrBadParams)
+	}
+	switch {
+	case p == HPCCParams{}:
+		return fmt.Errorf("HPCC parameters not set (start from HPCCPreset: %s): %w",
+			strings.Join(HPCCPresetNames(), ", "), ErrBadParams)
+	case !(p.Eta > 0 && p.Eta <= 1):
+		return bad("eta = %v, want 0 < eta <= 1", p.Eta)
+	case p.MaxStage < 0 || p.MaxStage > 1<<16:
+		return bad("maxStage = %d, want 0 <= maxStage <= 65536", p.MaxStage)
+	case !finitePos(p.AI):
+		return bad("AI = %v bits/s, want finite and > 0", p.AI)
+	case !finitePos(p.MinRate):
+		return bad("minRate = %v bits/s, want finite and > 0", p.MinRate)
+	}
+	return nil
+}
+
+// resolveHPCC validates c for "hpcc".
+func (c Config) resolveHPCC() (resolved, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return r, err
+	}
+	p := c.HPCC
+	if err := p.Validate(); err != nil {
+		return r, err
+	}
+	if p.MinRate > c.LineRate {
+		return r, fmt.Errorf("HPCC parameters %q: minRate %v bits/s is above the line rate %v: %w", p.Set, p.MinRate, c.LineRate, ErrBadParams)
+	}
+	if r.StartRate < p.MinRate {
+		return r, fmt.Errorf("HPCC parameters %q: start rate %v bits/s is below minRate %v: %w", p.Set, r.StartRate, p.MinRate, ErrBadParams)
+	}
+	if w := p.MinRate / 8 * r.BaseRTT.Seconds(); w > float64(r.winit) {
+		return r, fmt.Errorf("HPCC parameters %q: the smallest window minRate*T = %v bytes is above Winit %d: %w", p.Set, w, r.winit, ErrBadParams)
 	}
 	return r, nil
 }

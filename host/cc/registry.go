@@ -7,11 +7,14 @@ import (
 )
 
 // factories maps each algorithm name to its constructor. Adding an algorithm
-// ("timely", "hpcc", "dctcp", "lstm-pid") is one entry here plus its
-// parameters in Config.
+// (e.g. the planned "lstm-pid") is one entry here plus its parameters in
+// Config (and its parameter sets in ParamSetNames and Config.UseParamSet).
 var factories = map[string]func(Config) (Algorithm, error){
 	"dcqcn":         func(c Config) (Algorithm, error) { return NewDCQCN(c) },
 	"dcqcn-fastcnp": func(c Config) (Algorithm, error) { return NewDCQCNFastCNP(c) },
+	"timely":        func(c Config) (Algorithm, error) { return NewTIMELY(c) },
+	"dctcp":         func(c Config) (Algorithm, error) { return NewDCTCP(c) },
+	"hpcc":          func(c Config) (Algorithm, error) { return NewHPCC(c) },
 }
 
 // Names returns the algorithm names New accepts, sorted.
