@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/internal/units"
@@ -37,6 +38,8 @@ type ControllerOptions struct {
 	Target Target
 	// P4Info and DeviceConfig are the pipeline files (BMv2 only).
 	P4Info, DeviceConfig string
+	// IdleTimeout is announce.idle_timeout (0: config.DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // ControllerConfig builds the fastcnpd configuration of the topology: every
@@ -60,11 +63,14 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 	if o.Target == "" {
 		o.Target = TargetFastcnp
 	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = config.DefaultIdleTimeout
+	}
 	c := &config.Config{
 		API:       config.API{Listen: o.APIListen, Auth: config.Auth{Insecure: true}},
 		StateFile: o.StateFile,
 		Metrics:   config.Metrics{Listen: o.MetricsListen},
-		Announce:  config.Announce{UDPPort: config.DefaultAnnouncePort, IdleTimeout: config.DefaultIdleTimeout},
+		Announce:  config.Announce{UDPPort: config.DefaultAnnouncePort, IdleTimeout: o.IdleTimeout},
 		QoS: config.QoS{
 			DSCPPriority:     config.DefaultDSCPPriority(),
 			PCPPriority:      config.DefaultPCPPriority(),

@@ -42,6 +42,9 @@ type Options struct {
 	HostArgs, SwitchArgs []string
 	// DCQCNParams is fastcnp-host's --params (default: the agent's).
 	DCQCNParams string
+	// IdleTimeout is fastcnpd's announce.idle_timeout (0: the default,
+	// 60 s): connections not announced again for so long are removed.
+	IdleTimeout time.Duration
 	// Nice is the niceness of every process the run starts (0: unchanged;
 	// DefaultNice in the runner and the tests). The emulation is real
 	// time: under other load on a small machine, a negative niceness keeps
@@ -323,7 +326,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	// Controller.
 	cfg, err := t.ControllerConfig(ControllerOptions{
 		Mode: o.Mode, APIListen: "127.0.0.1:9560", MetricsListen: "",
-		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"),
+		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"), IdleTimeout: o.IdleTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -263,3 +263,65 @@ func TestS4INC(t *testing.T) {
 		t.Errorf("fastcnpd installed %d RDMA connections, want the %d announced", tot.RDMAConnections, n)
 	}
 }
+
+// longFlowTopo is one switch, two hosts and one long flow: the real-time
+// check of announcement refreshes.
+const longFlowTopo = `{
+  "name": "long-flow",
+  "description": "One long flow through one switch: fastcnpd must keep its connection while the host refreshes it.",
+  "defaults": {"rate": "100Mb/s", "delay": "20us", "buffer": "32MB", "rtt_base": "10ms", "qth": "100KB",
+               "cnp_gap": "200us", "mtu": 9000, "pfc_response_time": "200ms", "rto": "500ms", "cc_scale": 10,
+               "duration": "8s"},
+  "hosts": {
+    "h1": {"ip": "10.0.0.1/24", "mac": "02:00:00:00:00:01"},
+    "h2": {"ip": "10.0.0.2/24", "mac": "02:00:00:00:00:02"}
+  },
+  "switches": {"s1": {"device_id": 1, "grpc_port": 50001}},
+  "links": [{"a": "h1", "b": "s1-p1"}, {"a": "h2", "b": "s1-p2"}],
+  "flows": [{"name": "long", "src": "h1", "dst": "h2", "start": "100ms", "duration": "7900ms"}]
+}`
+
+// TestLongFlowKeepsConnection runs fastcnp-switch, fastcnpd (announce
+// idle_timeout 2 s) and two fastcnp-host agents in network namespaces, in
+// real time: the sender refreshes its announcement every 500 ms, so its
+// connection is still installed at the end of a flow of 8 s, four idle
+// timeouts long.
+func TestLongFlowKeepsConnection(t *testing.T) {
+	netnstest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
+	}
+	b := testBinaries(t)
+	file := filepath.Join(t.TempDir(), "long-flow.json")
+	if err := os.WriteFile(file, []byte(longFlowTopo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const idle = 2 * time.Second
+	res, err := Run(ctx, Options{Topology: topo, Mode: config.ModeFastCNP, Binaries: b, WorkDir: filepath.Join(t.TempDir(), "run"),
+		IdleTimeout: idle, HostArgs: []string{"--announce-interval", "500ms"}, Nice: DefaultNice, Log: log.WithField("test", t.Name())})
+	if err != nil {
+		if errors.Is(err, ErrMissingCommand) {
+			t.Skip(err)
+		}
+		t.Fatalf("Run: %v", err)
+	}
+	f := res.Flow("long")
+	if f == nil || f.BytesReceived == 0 {
+		t.Fatalf("the long flow carried nothing: %+v", f)
+	}
+	if res.Duration < 3*idle {
+		t.Fatalf("the run lasted %v, not more than 3 idle timeouts (%v)", res.Duration, 3*idle)
+	}
+	if n := res.Switches[0].RDMAConnections; n != 1 {
+		t.Errorf("%d rdma_connection entries on s1 after %v of a flow whose host refreshed it (idle_timeout %v), want 1",
+			n, res.Duration, idle)
+	}
+}

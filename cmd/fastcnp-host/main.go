@@ -113,9 +113,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		mss, ackEvery, burst                         int
 		ccScale                                      float64
 		rto, cnpInterval, interval, spin, burstTime  string
-		startAt                                      string
+		startAt, announceInterval                    string
 		announcePort                                 uint
-		noAnnounce, noCNPTarget, exitDone            bool
+		noAnnounce, noCNPTarget, exitDone, noICRC    bool
 		flowSpecs                                    flowList
 	)
 	fs.StringVar(&o.iface, "iface", "", "interface to send and receive on (required)")
@@ -139,6 +139,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.UintVar(&announcePort, "announce-port", wire.DefaultAnnouncePort, "UDP port of RDMA-connection announcements")
 	fs.BoolVar(&noAnnounce, "no-announce", false, "do not send announcements")
 	fs.BoolVar(&noCNPTarget, "no-cnp-target", false, "announce connections without the CNP-target flag")
+	fs.StringVar(&announceInterval, "announce-interval", agent.DefaultAnnounceInterval.String(),
+		"announce the sending connections again this often while running (keep it below a third of fastcnpd's announce.idle_timeout)")
+	fs.BoolVar(&noICRC, "no-icrc-check", false, "accept received RoCEv2 frames with a wrong ICRC (debugging; by default they are dropped and counted, as a NIC does)")
 	fs.IntVar(&mss, "mss", agent.DefaultMSS, "payload bytes per data packet")
 	fs.IntVar(&ackEvery, "ack-every", agent.DefaultAckEvery, "request an ACK every N packets (and on each message's last)")
 	fs.IntVar(&burst, "burst", agent.DefaultBurstPackets, "pacing token bucket depth, packets")
@@ -235,7 +238,13 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("--announce-port %d: want 1..65535, not 4791", announcePort)
 	}
 	c.AnnouncePort = uint16(announcePort)
-	c.NoAnnounce, c.NoCNPTarget, c.ExitWhenDone = noAnnounce, noCNPTarget, exitDone
+	c.NoAnnounce, c.NoCNPTarget, c.ExitWhenDone, c.NoICRCCheck = noAnnounce, noCNPTarget, exitDone, noICRC
+	if c.AnnounceInterval, err = units.ParseDuration(announceInterval); err != nil {
+		return o, fmt.Errorf("--announce-interval: %w", err)
+	}
+	if c.AnnounceInterval <= 0 {
+		return o, fmt.Errorf("--announce-interval %s: must be positive", announceInterval)
+	}
 	if startAt != "" {
 		if c.StartAt, err = live.ParseStartAt(startAt); err != nil {
 			return o, fmt.Errorf("--start-at: %w", err)

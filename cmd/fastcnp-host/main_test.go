@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -91,6 +92,20 @@ func TestParseArgs(t *testing.T) {
 		{"window below MTU", append(base, "--flows", file, "--line-rate", "10Mb/s"), "below one MTU", nil},
 		{"bad mode", append(base, "--flows", file, "--mode", "relay"), "--mode", nil},
 		{"bad announce port", append(base, "--flows", file, "--announce-port", "4791"), "--announce-port", nil},
+		{"defaults: refreshes every 10s, ICRC checked", append(base, "--flows", file), "",
+			func(t *testing.T, o options) {
+				if o.cfg.AnnounceInterval != agent.DefaultAnnounceInterval || o.cfg.NoICRCCheck {
+					t.Fatalf("announce interval %v, no ICRC check %v", o.cfg.AnnounceInterval, o.cfg.NoICRCCheck)
+				}
+			}},
+		{"announce interval, no ICRC check", append(base, "--flows", file, "--announce-interval", "500ms", "--no-icrc-check"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.AnnounceInterval != 500*time.Millisecond || !o.cfg.NoICRCCheck {
+					t.Fatalf("announce interval %v, no ICRC check %v", o.cfg.AnnounceInterval, o.cfg.NoICRCCheck)
+				}
+			}},
+		{"bad announce interval", append(base, "--flows", file, "--announce-interval", "often"), "--announce-interval", nil},
+		{"zero announce interval", append(base, "--flows", file, "--announce-interval", "0"), "--announce-interval 0: must be positive", nil},
 		{"missing file", append(base, "--flows", filepath.Join(dir, "nope")), "--flows", nil},
 		{"bad flow spec", append(base, "--flow", "dst=10.0.0.2,size=big"), "size", nil},
 		{"bad log level", append(base, "--flows", file, "--log-level", "loud"), "--log-level", nil},

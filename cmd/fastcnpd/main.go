@@ -31,18 +31,43 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	code := runMain(ctx, os.Args[1:], os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fastcnpd: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
 
-// run runs fastcnpd until ctx ends; logs go to logOut.
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the configuration is invalid, the state directory not writable, a listener failed, ...
+	exitUsage = 2 // a bad flag or argument (as fastcnpctl and fastcnp-host)
+)
+
+// usageError is a bad flag or argument.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// runMain runs fastcnpd like main: it prints the error to stderr and
+// returns the exit code.
+func runMain(ctx context.Context, args []string, stderr io.Writer) int {
+	err := run(ctx, args, stderr)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "fastcnpd: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// run runs fastcnpd until ctx ends; logs go to logOut. Flag and argument
+// errors are *usageError.
 func run(ctx context.Context, args []string, logOut io.Writer) error {
 	fs := flag.NewFlagSet("fastcnpd", flag.ContinueOnError)
 	fs.SetOutput(logOut)
@@ -54,19 +79,22 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	counters := fs.Duration("counter-interval", 10*time.Second,
 		"poll the data-plane counters into metrics, logs and events this often (0 disables)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *audit < 0 || *counters < 0 {
-		return errors.New("--audit-interval and --counter-interval must not be negative (0 disables)")
+		return usagef("--audit-interval and --counter-interval must not be negative (0 disables)")
 	}
 	log := logrus.New()
 	log.SetOutput(logOut)
 	lv, err := logrus.ParseLevel(*level)
 	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return usagef("--log-level: %w", err)
 	}
 	log.SetLevel(lv)
 	switch *format {
@@ -74,9 +102,13 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 		log.SetFormatter(&logrus.JSONFormatter{})
 	case "text":
 	default:
-		return fmt.Errorf("--log-format %q: want text or json", *format)
+		return usagef("--log-format %q: want text or json", *format)
 	}
-	cfg, err := config.Load(*cfgPath)
+	data, err := os.ReadFile(*cfgPath)
+	if err != nil {
+		return usagef("--config: %w", err)
+	}
+	cfg, err := config.ParseFile(*cfgPath, data)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/fastcnp/fastcnp/controller/ctl"
 	"github.com/fastcnp/fastcnp/model/pipeline"
@@ -168,7 +169,7 @@ func TestFlags(t *testing.T) {
 func TestTokenWithoutTLSWarned(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("admin s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("admin s3cret-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, port, err := net.SplitHostPort(freeAddr(t))
@@ -202,5 +203,107 @@ switches:
 	}
 	if out := logs.String(); !strings.Contains(out, want) || !strings.Contains(out, "bearer tokens cross the network in plaintext") {
 		t.Errorf("no warning about plaintext tokens:\n%s", out)
+	}
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL (linux/fs.h).
+const fsImmutableFL = 0x10
+
+// readOnlyDir returns a directory nobody can create files in (mode 0555,
+// and the immutable attribute for root); it skips the test where that
+// cannot be had.
+func readOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+	if os.Geteuid() == 0 {
+		f, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err == nil {
+			err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL))
+		}
+		if err != nil {
+			t.Skipf("cannot make %s read-only for root: %v", dir, err)
+		}
+		t.Cleanup(func() {
+			if g, err := os.Open(dir); err == nil {
+				_ = unix.IoctlSetPointerInt(int(g.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+				g.Close()
+			}
+		})
+	}
+	if f, err := os.CreateTemp(dir, "probe"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		t.Skipf("%s is still writable", dir)
+	}
+	return dir
+}
+
+// TestExitCodes: fastcnpd exits 2 on every bad flag or argument (a missing
+// config file included), 1 when it cannot start with what it was given
+// (invalid config, unwritable state directory, bad token file), 0 for
+// --help. The errors name the flag, or the file and line.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A config whose switch nobody answers: fastcnpd would run (and retry).
+	cfg := func(name, state, auth, extra string) string {
+		return write(name, fmt.Sprintf("api: {listen: %q, auth: %s}\nstate_file: %s\nmetrics: {listen: \"\"}\nswitches:\n"+
+			"  - name: s1\n    address: %q\n    device_id: 1\n    tls: {insecure: true}\n%s", freeAddr(t), auth, state, freeAddr(t), extra))
+	}
+	state := filepath.Join(dir, "state.json")
+	shortTok := write("short-token", "# tokens\nadmin x\n")
+	roleOnly := write("role-only", "read\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"help", []string{"-h"}, 0, "Usage of fastcnpd"},
+		{"unknown flag", []string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"malformed duration", []string{"--audit-interval", "soon"}, 2, "invalid value \"soon\" for flag -audit-interval"},
+		{"negative interval", []string{"--counter-interval", "-1s"}, 2, "must not be negative"},
+		{"log level", []string{"--log-level", "loud"}, 2, "--log-level"},
+		{"log format", []string{"--log-format", "xml"}, 2, "--log-format \"xml\""},
+		{"argument", []string{"extra"}, 2, "unexpected argument \"extra\""},
+		{"missing config file", []string{"--config", filepath.Join(dir, "none.yaml")}, 2, "--config: open"},
+		{"invalid config", []string{"--config", cfg("bad.yaml", state, "{insecure: true}", "    ports: [{port: 255}]\n")}, 1,
+			"bad.yaml:9: switches[0].ports[0].port: 255 is the CPU port"},
+		{"second document", []string{"--config", cfg("two.yaml", state, "{insecure: true}", "---\nswitches: []\n")}, 1,
+			"two.yaml:9: (document): a second YAML document starts here"},
+		{"state directory not writable", []string{"--config", cfg("ro.yaml", filepath.Join(readOnlyDir(t), "state.json"), "{insecure: true}", "")}, 1,
+			"is not writable"},
+		{"1-character token", []string{"--config", cfg("tok.yaml", state, "{token_file: "+shortTok+"}", "")}, 1,
+			"line 2: admin token of 1 characters: at least 16 required"},
+		{"role without token", []string{"--config", cfg("role.yaml", state, "{token_file: "+roleOnly+"}", "")}, 1,
+			"line 1: want \"admin <token>\" or \"read <token>\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Each case fails at start; the deadline only guards against a
+			// fastcnpd that started instead (it would then exit 0).
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var stderr syncBuffer
+			if code := runMain(ctx, tt.args, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, want %d with %q in:\n%s", code, tt.code, tt.want, stderr.String())
+			}
+		})
 	}
 }

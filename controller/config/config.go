@@ -95,6 +95,31 @@ type Announce struct {
 	UDPPort uint16
 	// IdleTimeout removes an RDMA connection that was not refreshed for so long.
 	IdleTimeout time.Duration
+	// MaxConnectionsPerPort is how many announced connections the hosts
+	// behind one ingress port of a switch may hold at once, and
+	// MaxConnectionsPerSender how many one sender IP may: an announcement
+	// of a new connection beyond either is refused, so that one host cannot
+	// fill the CONN_TABLE_SIZE connection table and starve the others.
+	// 0 means the default (DefaultMaxConnectionsPerPort,
+	// DefaultMaxConnectionsPerSender); see PortQuota and SenderQuota.
+	MaxConnectionsPerPort   int
+	MaxConnectionsPerSender int
+}
+
+// PortQuota returns the effective MaxConnectionsPerPort.
+func (a Announce) PortQuota() int {
+	if a.MaxConnectionsPerPort <= 0 {
+		return DefaultMaxConnectionsPerPort
+	}
+	return a.MaxConnectionsPerPort
+}
+
+// SenderQuota returns the effective MaxConnectionsPerSender.
+func (a Announce) SenderQuota() int {
+	if a.MaxConnectionsPerSender <= 0 {
+		return DefaultMaxConnectionsPerSender
+	}
+	return a.MaxConnectionsPerSender
 }
 
 // QoS is the priority classification shared by all switches.
@@ -288,6 +313,17 @@ type INCNextHop struct {
 	// Weight is the capacity weight (>= 0; 0 takes the hop out).
 	Weight uint64
 }
+
+// Connection quotas of announcements (Announce).
+const (
+	// DefaultMaxConnectionsPerPort is a quarter of the connection table
+	// (CONN_TABLE_SIZE 4096): no ingress port can take more, so at least
+	// four ports can always fill their quota.
+	DefaultMaxConnectionsPerPort = p4src.ConnTableSize / 4
+	// DefaultMaxConnectionsPerSender is half of a port's quota, so two
+	// hosts sharing a port both get room.
+	DefaultMaxConnectionsPerSender = DefaultMaxConnectionsPerPort / 2
+)
 
 // Defaults (spec 01, 02, 04, 05).
 const (

@@ -358,6 +358,21 @@ func TestBadConfigs(t *testing.T) {
 		{"yaml syntax", "api: [\n", []string{"config:1: (syntax): yaml: line 1: did not find expected node content"}},
 		{"not a mapping", "- 1\n", []string{"config:1: (top): want a mapping"}},
 		{"empty", "", []string{"config:0: (top): empty config"}},
+		{"comments only", "# nothing\n", []string{"config:0: (top): empty config"}},
+		// One document per file: a second one is refused at its "---",
+		// valid or not (it used to be ignored without a word).
+		{"second document", base + "---\nswitches: []\n", []string{"config:8: (document): a second YAML document starts here: fastcnpd reads one document per file"}},
+		{"invalid second document", base + "---\nswitches: [\n", []string{"config:9: (syntax): yaml: line 9: did not find expected node content (in a second YAML document"}},
+		{"empty second document", base + "---\n", []string{"config:8: (document): a second YAML document starts here"}},
+		// Port 255 is CPU_PORT: packet-in and packet-out, never a front panel.
+		{"CPU port as a port", base + "    ports:\n      - {port: 255}\n", []string{"config:9: switches[0].ports[0].port: 255 is the CPU port"}},
+		{"CPU port as next hops", base + ecmpPorts + "    routes:\n      - {prefix: 10.0.0.0/8, port: 255, next_hop_mac: \"02:00:00:00:aa:01\"}\n" +
+			"      - prefix: 10.1.0.0/16\n        next_hops: [{port: 255, mac: \"02:00:00:00:aa:02\"}, {port: 1, mac: \"02:00:00:00:aa:01\"}]\n" +
+			"    inc:\n      next_hops: [{port: 255, mac: \"02:00:00:00:aa:02\", weight: 1}]\n",
+			[]string{"config:12: switches[0].routes[0].port: 255 is the CPU port", "config:14: switches[0].routes[1].next_hops[0].port: 255 is the CPU port",
+				"config:16: switches[0].inc.next_hops[0].port: 255 is the CPU port"}},
+		{"connection quotas out of range", "announce:\n  max_connections_per_port: 0\n  max_connections_per_sender: 5000\n" + base,
+			[]string{"config:2: announce.max_connections_per_port: 0 is out of range 1..4096", "config:3: announce.max_connections_per_sender: 5000 is out of range 1..4096"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -623,5 +638,38 @@ func TestDocExampleInSync(t *testing.T) {
 	}
 	if block != string(file) {
 		t.Error("the example in docs/config.md differs from testdata/fastcnpd.yaml")
+	}
+}
+
+// TestConnectionQuotas: the per-port and per-sender connection quotas of
+// announcements default to a quarter of the table and half of that, take
+// any value 1..CONN_TABLE_SIZE, and round-trip through Marshal (a Config
+// built in Go with 0 gets the defaults).
+func TestConnectionQuotas(t *testing.T) {
+	c, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Announce; a.MaxConnectionsPerPort != 1024 || a.MaxConnectionsPerSender != 512 || a.PortQuota() != 1024 || a.SenderQuota() != 512 {
+		t.Errorf("defaults: %+v", a)
+	}
+	c, err = Parse([]byte("announce: {max_connections_per_port: 4096, max_connections_per_sender: 1}\n" + base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Announce; a.PortQuota() != 4096 || a.SenderQuota() != 1 {
+		t.Errorf("set: %+v", a)
+	}
+	c.Announce.MaxConnectionsPerPort, c.Announce.MaxConnectionsPerSender = 0, 0
+	y, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(y)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	if a := back.Announce; a.MaxConnectionsPerPort != DefaultMaxConnectionsPerPort || a.MaxConnectionsPerSender != DefaultMaxConnectionsPerSender {
+		t.Errorf("zero quotas marshalled as %+v, want the defaults", a)
 	}
 }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/internal/units"
+	"github.com/fastcnp/fastcnp/p4src"
 )
 
 // Error is one configuration problem.
@@ -214,6 +217,19 @@ func (d *decoder) uint(n *yaml.Node, path string, lo, hi uint64) (uint64, bool) 
 	return x, true
 }
 
+// port reads a front-panel port number: 1..MaxPort, except the CPU port.
+func (d *decoder) port(n *yaml.Node, path string) (uint16, bool) {
+	v, ok := d.uint(n, path, 1, MaxPort)
+	if !ok {
+		return 0, false
+	}
+	if v == p4src.CPUPort {
+		d.addf(n, path, "%d is the CPU port (CPU_PORT: packet-in and packet-out to fastcnpd), not a front-panel port", v)
+		return 0, false
+	}
+	return uint16(v), true
+}
+
 func (d *decoder) size(n *yaml.Node, path string, lo, hi units.Size) (units.Size, bool) {
 	v, ok := d.scalar(n, path)
 	if !ok {
@@ -343,25 +359,45 @@ func (d *decoder) hostPort(n *yaml.Node, path string, needHost bool) (string, bo
 	return v, true
 }
 
+// syntaxError records a YAML syntax error; yaml.v3 messages start with
+// "yaml: line N: ...", which gives the line (kept whole in the message).
+func (d *decoder) syntaxError(err error, suffix string) {
+	line := 0
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, "line "); ok {
+		if num, _, ok := strings.Cut(rest, ":"); ok {
+			line, _ = strconv.Atoi(num)
+		}
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: "(syntax)", Msg: msg + suffix})
+}
+
 // decodeDocument decodes the whole file and runs the cross-field checks.
 func (d *decoder) decodeDocument(data []byte) *Config {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// yaml.v3 messages start with "yaml: line N: ..."; keep them whole.
-		line := 0
-		msg := err.Error()
-		if _, rest, ok := strings.Cut(msg, "line "); ok {
-			if num, _, ok := strings.Cut(rest, ":"); ok {
-				line, _ = strconv.Atoi(num)
-			}
-		}
-		d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: "(syntax)", Msg: msg})
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		d.syntaxError(err, "")
+		return nil
+	}
+	// One document per file: a second one (after "---") would otherwise be
+	// ignored without a word, whatever it holds.
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.syntaxError(err, " (in a second YAML document: fastcnpd reads one document per file)")
+		return nil
+	default:
+		d.addf(&second, "(document)", "a second YAML document starts here: fastcnpd reads one document per file "+
+			"(remove this \"---\" and what follows, or merge it into the first document)")
 		return nil
 	}
 	c := &Config{
-		API:      API{Listen: DefaultAPIListen},
-		Metrics:  Metrics{Listen: DefaultMetricsListen},
-		Announce: Announce{UDPPort: DefaultAnnouncePort, IdleTimeout: DefaultIdleTimeout},
+		API:     API{Listen: DefaultAPIListen},
+		Metrics: Metrics{Listen: DefaultMetricsListen},
+		Announce: Announce{UDPPort: DefaultAnnouncePort, IdleTimeout: DefaultIdleTimeout,
+			MaxConnectionsPerPort: DefaultMaxConnectionsPerPort, MaxConnectionsPerSender: DefaultMaxConnectionsPerSender},
 		QoS: QoS{
 			DSCPPriority:     DefaultDSCPPriority(),
 			PCPPriority:      DefaultPCPPriority(),
@@ -418,6 +454,16 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 				"idle_timeout": func(n *yaml.Node, p string) {
 					if v, ok := d.duration(n, p, time.Second, 7*24*time.Hour); ok {
 						c.Announce.IdleTimeout = v
+					}
+				},
+				"max_connections_per_port": func(n *yaml.Node, p string) {
+					if v, ok := d.uint(n, p, 1, p4src.ConnTableSize); ok {
+						c.Announce.MaxConnectionsPerPort = int(v)
+					}
+				},
+				"max_connections_per_sender": func(n *yaml.Node, p string) {
+					if v, ok := d.uint(n, p, 1, p4src.ConnTableSize); ok {
+						c.Announce.MaxConnectionsPerSender = int(v)
 					}
 				},
 			})
@@ -881,8 +927,8 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 			fs := d.settingsFields(&rp.settings, fields{
 				"port": func(n *yaml.Node, p string) {
 					seenPort = true
-					if v, ok := d.uint(n, p, 1, MaxPort); ok {
-						rp.number = uint16(v)
+					if v, ok := d.port(n, p); ok {
+						rp.number = v
 					}
 				},
 				"mac": func(n *yaml.Node, p string) {
@@ -999,8 +1045,8 @@ func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
 			},
 			"port": func(n *yaml.Node, p string) {
 				got["port"], portNode = true, n
-				if v, ok := d.uint(n, p, 1, MaxPort); ok {
-					r.Port = uint16(v)
+				if v, ok := d.port(n, p); ok {
+					r.Port = v
 				}
 			},
 			"next_hop_mac": func(n *yaml.Node, p string) {
@@ -1067,8 +1113,8 @@ func (d *decoder) hopFields(port *uint16, mac *net.HardwareAddr, got map[string]
 	return fields{
 		"port": func(n *yaml.Node, p string) {
 			got["port"], *portNode = true, n
-			if v, ok := d.uint(n, p, 1, MaxPort); ok {
-				*port = uint16(v)
+			if v, ok := d.port(n, p); ok {
+				*port = v
 			}
 		},
 		"mac": func(n *yaml.Node, p string) {

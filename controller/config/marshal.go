@@ -50,8 +50,10 @@ type (
 		Listen string `yaml:"listen"`
 	}
 	yAnnounce struct {
-		UDPPort     uint16 `yaml:"udp_port"`
-		IdleTimeout string `yaml:"idle_timeout"`
+		UDPPort                 uint16 `yaml:"udp_port"`
+		IdleTimeout             string `yaml:"idle_timeout"`
+		MaxConnectionsPerPort   int    `yaml:"max_connections_per_port"`
+		MaxConnectionsPerSender int    `yaml:"max_connections_per_sender"`
 	}
 	yQoS struct {
 		DSCPPriority yaml.Node `yaml:"dscp_priority"`
@@ -162,7 +164,8 @@ func (c *Config) Marshal() ([]byte, error) {
 		API:       yAPI{Listen: c.API.Listen, Auth: yAuth{TokenFile: c.API.Auth.TokenFile, Insecure: c.API.Auth.Insecure}},
 		StateFile: c.StateFile,
 		Metrics:   yMetrics{Listen: c.Metrics.Listen},
-		Announce:  yAnnounce{UDPPort: c.Announce.UDPPort, IdleTimeout: units.FormatDuration(c.Announce.IdleTimeout)},
+		Announce: yAnnounce{UDPPort: c.Announce.UDPPort, IdleTimeout: units.FormatDuration(c.Announce.IdleTimeout),
+			MaxConnectionsPerPort: c.Announce.PortQuota(), MaxConnectionsPerSender: c.Announce.SenderQuota()},
 		QoS: yQoS{
 			DSCPPriority: prioNode(c.QoS.DSCPPriority),
 			PCPPriority:  prioNode(c.QoS.PCPPriority),

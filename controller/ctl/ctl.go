@@ -6,7 +6,10 @@
 //
 //	0  success
 //	1  other error (internal, unexpected answer)
-//	2  usage: unknown command or flag, malformed value ("12QB")
+//	2  usage: any error of the command line, found before fastcnpd is
+//	   asked: unknown command, verb, flag or event kind, unexpected
+//	   argument, missing required flag, malformed value ("12QB",
+//	   "--for -1s", "--addr host")
 //	3  fastcnpd unreachable (connection refused, timeout)
 //	4  not found: unknown switch, port or connection
 //	5  value rejected by fastcnpd (out of range, inconsistent)
@@ -26,7 +29,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -345,9 +350,8 @@ func (g *globals) rpcCtx(ctx context.Context, follow bool) (context.Context, con
 		if err != nil {
 			return nil, nil, usageErr("--token-file: %v", err)
 		}
-		tok = strings.TrimSpace(string(b))
-		if f := strings.Fields(tok); len(f) == 2 && (f[0] == "admin" || f[0] == "read") {
-			tok = f[1] // a line of fastcnpd's token file
+		if tok, err = tokenFromFile(string(b)); err != nil {
+			return nil, nil, usageErr("--token-file %s: %v", g.tokenFile, err)
 		}
 	}
 	if tok != "" {
@@ -361,9 +365,34 @@ func (g *globals) rpcCtx(ctx context.Context, follow bool) (context.Context, con
 	return c, cancel, nil
 }
 
+// tokenFromFile returns the token of a --token-file: its first line that
+// is not blank or a comment, "TOKEN" or a line of fastcnpd's token file
+// ("admin TOKEN", "read TOKEN"), either optionally followed by a # comment.
+func tokenFromFile(data string) (string, error) {
+	for i, line := range strings.Split(data, "\n") {
+		f := strings.Fields(line)
+		for j, w := range f {
+			if strings.HasPrefix(w, "#") {
+				f = f[:j]
+				break
+			}
+		}
+		switch {
+		case len(f) == 0:
+			continue
+		case len(f) == 1 && f[0] != "admin" && f[0] != "read":
+			return f[0], nil
+		case len(f) == 2 && (f[0] == "admin" || f[0] == "read"):
+			return f[1], nil
+		}
+		return "", fmt.Errorf("line %d: want TOKEN or \"admin|read TOKEN\" (optionally followed by a # comment)", i+1)
+	}
+	return "", errors.New("no token in the file")
+}
+
 // call runs fn with a connected client and a request context.
 func call(ctx context.Context, g *globals, follow bool, fn func(context.Context, fastcnpv1.FastcnpClient) error) error {
-	if err := checkOutput(g.output); err != nil {
+	if err := g.check(); err != nil {
 		return err
 	}
 	c, closeFn, err := g.client()
@@ -377,6 +406,51 @@ func call(ctx context.Context, g *globals, follow bool, fn func(context.Context,
 	}
 	defer cancel()
 	return fn(rctx, c)
+}
+
+// check validates the global flags that every RPC uses, so that a bad
+// value is a usage error (exit 2) rather than a failed call.
+func (g *globals) check() error {
+	if err := checkOutput(g.output); err != nil {
+		return err
+	}
+	if g.timeout <= 0 {
+		return usageErr("--timeout %v: must be positive", g.timeout)
+	}
+	return checkAddr(g.addr)
+}
+
+// checkAddr accepts host:port (the host may be empty or a name) and gRPC
+// target URIs (dns:///host:port, unix:///path, ...).
+func checkAddr(addr string) error {
+	if strings.Contains(addr, ":/") || strings.HasPrefix(addr, "unix:") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErr("--addr %q: want host:port: %v", addr, err)
+	}
+	if port == "" {
+		return usageErr("--addr %q: want host:port, the port is missing", addr)
+	}
+	return nil
+}
+
+// noArgs refuses positional arguments of a command that takes none.
+func noArgs(cmd string, pos []string) error {
+	if len(pos) > 0 {
+		return usageErr("%s: unexpected argument %q", cmd, pos[0])
+	}
+	return nil
+}
+
+// ipv4Arg parses the IPv4 address of a flag.
+func ipv4Arg(name, v string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(v)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, usageErr("--%s %q: want an IPv4 address", name, v)
+	}
+	return a, nil
 }
 
 func checkOutput(o string) error {
@@ -467,7 +541,11 @@ func yesNo(b bool) string {
 
 func cmdSwitches(ctx context.Context, g *globals, args []string) error {
 	fs := newFlags(g, "switches")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("switches", pos); err != nil {
 		return err
 	}
 	return call(ctx, g, false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
@@ -552,6 +630,9 @@ func (p *portFlags) request(fs *flag.FlagSet) (*fastcnpv1.SetPortSettingsRequest
 	req.TcheckNs = dur("tcheck", p.tcheck)
 	req.CnpGapNs = dur("cnp-gap", p.cnpGap)
 	if set["mode"] {
+		if p.mode != "ecn" && p.mode != "fastcnp" {
+			return nil, usageErr("--mode %q: want ecn or fastcnp", p.mode)
+		}
 		req.Mode = &p.mode
 	}
 	if set["red-pmax"] {
@@ -653,7 +734,11 @@ func portTable(w *tabwriter.Writer, ps *fastcnpv1.PortSettings, all bool) {
 func cmdPorts(ctx context.Context, g *globals, args []string) error {
 	fs := newFlags(g, "ports")
 	sw := fs.String("switch", "", "only this switch")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("ports", pos); err != nil {
 		return err
 	}
 	return call(ctx, g, false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
@@ -760,6 +845,8 @@ func cmdConnections(ctx context.Context, g *globals, args []string) error {
 	if len(pos) > 0 {
 		return usageErr("connections %s: unexpected argument %q", verb, pos[0])
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	switch verb {
 	case "list":
 		return call(ctx, g, false, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
@@ -781,8 +868,20 @@ func cmdConnections(ctx context.Context, g *globals, args []string) error {
 			})
 		})
 	case "add", "remove":
-		if sender == "" {
-			return usageErr("--sender-ip is required")
+		// The connection's key: all three, or the call would name another
+		// connection (port 0, QP 0) than the one meant.
+		for _, f := range []string{"sender-ip", "udp-sport", "dest-qp"} {
+			if !given[f] {
+				return usageErr("connections %s: --%s is required (the key is --sender-ip, --udp-sport and --dest-qp)", verb, f)
+			}
+		}
+		if _, err := ipv4Arg("sender-ip", sender); err != nil {
+			return err
+		}
+		if given["receiver-ip"] {
+			if _, err := ipv4Arg("receiver-ip", receiver); err != nil {
+				return err
+			}
 		}
 		if sport > 0xffff || dqp >= 1<<24 || sqp >= 1<<24 || flags > 0xff || rank > 0xff || group > 0xffff {
 			return usageErr("value out of range (udp-sport 0..65535, QPNs 24 bits, flags 0..255, inc-group 0..65535)")
@@ -829,7 +928,11 @@ func cmdINC(ctx context.Context, g *globals, args []string) error {
 	fs := newFlags(g, "inc routes")
 	sw := fs.String("switch", "", "switch name (required)")
 	full := fs.Bool("buckets", false, "list every bucket")
-	if _, err := parse(fs, args[1:]); err != nil {
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs("inc routes", pos); err != nil {
 		return err
 	}
 	if *sw == "" {
@@ -869,18 +972,33 @@ func cmdEvents(ctx context.Context, g *globals, args []string) error {
 	wait := fs.Duration("for", 2*time.Second, "without --follow: how long to collect events")
 	var kinds multi
 	fs.Var(&kinds, "kind", "only events of this kind (repeatable): "+strings.Join(eventKinds, ", "))
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
-	return call(ctx, g, true, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
-		if !*follow {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *wait)
-			defer cancel()
+	if err := noArgs("events", pos); err != nil {
+		return err
+	}
+	for _, k := range kinds {
+		if !slices.Contains(eventKinds, k) {
+			return usageErr("--kind %q: unknown event kind (known: %s)", k, strings.Join(eventKinds, ", "))
 		}
+	}
+	if !*follow && *wait <= 0 {
+		return usageErr("--for %v: must be positive (or give --follow)", *wait)
+	}
+	return call(ctx, g, true, func(ctx context.Context, c fastcnpv1.FastcnpClient) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		st, err := c.WatchEvents(ctx, &fastcnpv1.WatchEventsRequest{Kinds: kinds})
 		if err != nil {
 			return err
+		}
+		if !*follow {
+			// --for counts from the subscription: time spent connecting
+			// does not shorten it, and its end is not a failed call.
+			t := time.AfterFunc(*wait, cancel)
+			defer t.Stop()
 		}
 		enc := json.NewEncoder(g.stdout)
 		for {
@@ -946,6 +1064,11 @@ func cmdConfig(ctx context.Context, g *globals, args []string) error {
 	}
 	if err := checkOutput(g.output); err != nil {
 		return err
+	}
+	if *remote {
+		if err := g.check(); err != nil {
+			return err
+		}
 	}
 	data, err := os.ReadFile(pos[0])
 	if err != nil {

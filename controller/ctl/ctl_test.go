@@ -63,8 +63,8 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	adminToken = "s3cret-admin"
-	readToken  = "s3cret-read"
+	adminToken = "s3cret-admin-0123456789"
+	readToken  = "s3cret-read-0123456789"
 )
 
 type env struct {
@@ -339,7 +339,7 @@ func TestReadCommands(t *testing.T) {
 	if code != 0 || yaml.Unmarshal([]byte(out), &conns) != nil || len(conns["connections"]) != 1 {
 		t.Errorf("connections list: %d %q", code, out)
 	}
-	if code, _, stderr := e.run("connections", "add", "--sender-ip", "10.1.1.6", "--worker-rank", "40", "--flags", "1", "--inc-group", "1"); code != ExitInvalid {
+	if code, _, stderr := e.run("connections", "add", "--sender-ip", "10.1.1.6", "--udp-sport", "1", "--dest-qp", "1", "--worker-rank", "40", "--flags", "1", "--inc-group", "1"); code != ExitInvalid {
 		t.Errorf("bad connection: %d %q", code, stderr)
 	}
 	if code, _, _ := e.run("connections", "remove", "--sender-ip", "10.1.1.5", "--udp-sport", "4000", "--dest-qp", "0x11"); code != 0 {

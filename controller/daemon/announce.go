@@ -23,6 +23,8 @@ const (
 	ReasonSpoofed         = "spoofed"            // sender not in a subnet behind the ingress port
 	ReasonInvalid         = "invalid"            // QPN, rank, flags or group the data plane cannot hold
 	ReasonTableFull       = "table_full"         // CONN_TABLE_SIZE connections already
+	ReasonPortQuota       = "port_quota"         // the ingress port holds announce.max_connections_per_port already
+	ReasonSenderQuota     = "sender_quota"       // the sender holds announce.max_connections_per_sender already
 	ReasonUnknownConn     = "unknown_connection" // down for a connection that is not installed
 	ReasonStateFile       = "state_file"         // the state file could not be written
 	ReasonNotPrimary      = "not_primary"        // this instance is a standby: the primary handles it
@@ -35,6 +37,13 @@ const (
 	AcceptDown    = "down"
 )
 
+// refused reports whether a rejection reason is a refusal for want of room
+// (a quota or the full table): those are also counted in
+// fastcnp_announcements_refused_total.
+func refused(reason string) bool {
+	return reason == ReasonPortQuota || reason == ReasonSenderQuota || reason == ReasonTableFull
+}
+
 // AnnounceResult is what became of one announcement.
 type AnnounceResult struct {
 	Accepted bool
@@ -43,6 +52,44 @@ type AnnounceResult struct {
 	// Detail explains a rejection.
 	Detail string
 	Conn   fabric.Connection
+	// Held and Limit, for a quota refusal: the connections the port or
+	// sender holds and its quota.
+	Held, Limit int
+}
+
+// quotaError refuses a new announced connection: its ingress port or its
+// sender holds its quota of connections already.
+type quotaError struct {
+	reason      string // ReasonPortQuota or ReasonSenderQuota
+	who, key    string // "switch s1 port 1" / "sender 10.1.1.5"; the config key
+	held, limit int
+}
+
+func (e *quotaError) Error() string {
+	return fmt.Sprintf("%s holds %d announced connections, its quota (announce.%s %d): new connection refused",
+		e.who, e.held, e.key, e.limit)
+}
+
+// checkQuotaLocked refuses a new announced connection beyond the quota of
+// its ingress port or of its sender (d.mu held). A known connection (a
+// refresh) and an API connection are never refused.
+func (d *Daemon) checkQuotaLocked(c fabric.Connection) error {
+	if c.Static || c.Ingress.IsZero() {
+		return nil
+	}
+	if _, known := d.conns.Get(c.ConnKey); known {
+		return nil
+	}
+	a := d.cfg.Announce
+	if n, q := d.conns.PortConns(c.Ingress), a.PortQuota(); n >= q {
+		return &quotaError{reason: ReasonPortQuota, who: fmt.Sprintf("switch %s port %d", c.Ingress.Switch, c.Ingress.Port),
+			key: "max_connections_per_port", held: n, limit: q}
+	}
+	if n, q := d.conns.SenderConns(c.SenderIP), a.SenderQuota(); n >= q {
+		return &quotaError{reason: ReasonSenderQuota, who: "sender " + c.SenderIP.String(),
+			key: "max_connections_per_sender", held: n, limit: q}
+	}
+	return nil
 }
 
 // HandleAnnouncement validates an announcement punted by switch sw on port
@@ -61,6 +108,13 @@ func (d *Daemon) HandleAnnouncement(sw string, port uint16, reason uint8, frame 
 	lf := logrus.Fields{"switch": sw, "port": port, "reason": res.Reason}
 	if res.Conn.SenderIP.IsValid() {
 		lf["connection"] = res.Conn.ConnKey.String()
+	}
+	if !res.Accepted && refused(res.Reason) {
+		d.metrics.refused.WithLabelValues(res.Reason).Inc()
+		lf["sender"] = res.Conn.SenderIP.String()
+		if res.Limit > 0 {
+			lf["held"], lf["limit"] = res.Held, res.Limit
+		}
 	}
 	if res.Accepted {
 		d.log.WithFields(lf).Debug("announcement accepted")
@@ -113,6 +167,7 @@ func (d *Daemon) announce(sw string, port uint16, reason uint8, frame []byte) An
 		ConnKey:    fabric.ConnKey{SenderIP: a.SenderIP.Netip(), UDPSrcPort: a.UDPSrcPort, ReceiverQPN: a.ReceiverQPN},
 		ReceiverIP: a.ReceiverIP.Netip(), SenderQPN: a.SenderQPN, Flags: a.Flags, WorkerRank: a.WorkerRank,
 		INCGroup: a.INCGroup, Source: "announce", LastSeen: d.opts.Now(),
+		Ingress: fabric.PortRef{Switch: sw, Port: port},
 	}
 	if a.SenderIP != f.IPv4.Src {
 		r := reject(ReasonSenderMismatch, "IPv4 source %s announces sender %s", f.IPv4.Src, a.SenderIP)
@@ -154,7 +209,10 @@ func (d *Daemon) announce(sw string, port uint16, reason uint8, frame []byte) An
 	got, changed, err := d.upsert(c)
 	if err != nil {
 		r := reject(ReasonInvalid, "%v", err)
+		var qe *quotaError
 		switch {
+		case errors.As(err, &qe):
+			r.Reason, r.Held, r.Limit = qe.reason, qe.held, qe.limit
 		case errors.Is(err, fabric.ErrTableFull):
 			r.Reason = ReasonTableFull
 		case !errors.Is(err, fabric.ErrInvalidConn):

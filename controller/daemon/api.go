@@ -59,34 +59,83 @@ type tokenRole struct {
 	role  Role
 }
 
-// ParseTokens parses a token file: one token per line, optionally preceded
-// by its role ("admin <token>" or "read <token>"; a bare token is admin);
-// blank lines and lines starting with # are ignored.
+// MinTokenLen is the shortest API token fastcnpd accepts: 16 characters
+// (e.g. "openssl rand -hex 16" gives 32).
+const MinTokenLen = 16
+
+// ParseTokens parses a token file: one "ROLE TOKEN" per line, ROLE admin
+// or read, optionally followed by a comment ("admin 6f1c...  # the NOC");
+// blank lines and lines starting with # are ignored. A comment starts at a
+// field that begins with #, so a token may contain # but not start with
+// it. Anything else (a bare token, a role without a token, a third word) is
+// an error naming the line, and so is a token shorter than MinTokenLen or
+// one given twice. Errors never repeat a token.
 func ParseTokens(data string) ([]tokenRole, error) {
 	var out []tokenRole
+	seen := map[string]int{} // token -> line
 	for i, line := range strings.Split(data, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		f := strings.Fields(line)
+		for j, w := range f {
+			if strings.HasPrefix(w, "#") {
+				f = f[:j] // the rest of the line is a comment
+				break
+			}
+		}
+		if len(f) == 0 {
 			continue
 		}
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 1:
-			out = append(out, tokenRole{[]byte(f[0]), RoleAdmin})
-		case len(f) == 2 && (f[0] == "admin" || f[0] == "read"):
-			r := RoleRead
-			if f[0] == "admin" {
-				r = RoleAdmin
-			}
-			out = append(out, tokenRole{[]byte(f[1]), r})
-		default:
-			return nil, fmt.Errorf("line %d: want \"<token>\", \"admin <token>\" or \"read <token>\"", i+1)
+		n := i + 1
+		var r Role
+		switch f[0] {
+		case "admin":
+			r = RoleAdmin
+		case "read":
+			r = RoleRead
 		}
+		if r == RoleNone || len(f) != 2 {
+			return nil, fmt.Errorf("line %d: want \"admin <token>\" or \"read <token>\" (optionally followed by a # comment), got %d word(s)%s",
+				n, len(f), roleHint(f))
+		}
+		if len(f[1]) < MinTokenLen {
+			return nil, fmt.Errorf("line %d: %s token of %d characters: at least %d required (e.g. openssl rand -hex 16)",
+				n, f[0], len(f[1]), MinTokenLen)
+		}
+		if prev, dup := seen[f[1]]; dup {
+			return nil, fmt.Errorf("line %d: the token of line %d again", n, prev)
+		}
+		seen[f[1]] = n
+		out = append(out, tokenRole{[]byte(f[1]), r})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no token")
 	}
 	return out, nil
+}
+
+// roleHint explains a malformed token line without repeating a token.
+func roleHint(f []string) string {
+	switch {
+	case len(f) == 1 && (f[0] == "admin" || f[0] == "read"):
+		return fmt.Sprintf(": a role (%s) without a token", f[0])
+	case len(f) == 1:
+		return ": a bare token needs its role in front (admin or read)"
+	case f[0] != "admin" && f[0] != "read":
+		return ": the first word must be the role, admin or read"
+	}
+	return ""
+}
+
+// TokenFileWarning returns a warning when the token file at path can be
+// read by other users than its owner (group or world bits), "" otherwise.
+func TokenFileWarning(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("api: token file: %w", err)
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		return fmt.Sprintf("API token file %s has mode %#o: other users can read the admin tokens; chmod 600 it", path, m), nil
+	}
+	return "", nil
 }
 
 // NewAuthenticator builds the API authentication of a config and, for mTLS,
@@ -243,6 +292,15 @@ func NewGRPCServer(d *Daemon, auth config.Auth) (*grpc.Server, error) {
 	a, opts, err := NewAuthenticator(auth)
 	if err != nil {
 		return nil, err
+	}
+	if auth.TokenFile != "" {
+		w, err := TokenFileWarning(auth.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		if w != "" {
+			d.log.WithField("token_file", auth.TokenFile).Warn(w)
+		}
 	}
 	opts = append(opts,
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -29,34 +32,105 @@ import (
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
 )
 
+// Tokens of the tests: at least MinTokenLen characters.
+const (
+	adminTok = "adm1n-0123456789abcdef"
+	readTok  = "r3ad-0123456789abcdef"
+)
+
+// TestParseTokens: only "ROLE TOKEN" lines, with an optional # comment
+// after them (as docs/operations.md shows); a bare token, a role alone, a
+// short or repeated token is an error naming its line, without the token.
 func TestParseTokens(t *testing.T) {
+	long := "0123456789abcdef" // MinTokenLen characters
 	tests := []struct {
+		name    string
 		in      string
 		roles   []Role
+		tokens  []string
 		wantErr string
 	}{
-		{"tok\n", []Role{RoleAdmin}, ""},
-		{"# c\n\nadmin a\nread r\n", []Role{RoleAdmin, RoleRead}, ""},
-		{"", nil, "no token"},
-		{"owner x\n", nil, "line 1"},
-		{"a b c\n", nil, "line 1"},
+		{"roles", "# c\n\nadmin " + adminTok + "\nread " + readTok + "\n", []Role{RoleAdmin, RoleRead}, []string{adminTok, readTok}, ""},
+		{"inline comments as documented", "# fastcnpd API tokens\nadmin " + adminTok + "   # may change settings and connections\n" +
+			"read  " + readTok + "\t# may only read\n", []Role{RoleAdmin, RoleRead}, []string{adminTok, readTok}, ""},
+		{"comment without a space", "admin " + long + " #c\n", []Role{RoleAdmin}, []string{long}, ""},
+		{"# inside a token", "read ab#" + long + "\n", []Role{RoleRead}, []string{"ab#" + long}, ""},
+		{"exactly 16 characters", "admin " + long + "\n", []Role{RoleAdmin}, []string{long}, ""},
+		{"empty", "", nil, nil, "no token"},
+		{"comments only", "# admin " + long + "\n", nil, nil, "no token"},
+		{"bare role word", "admin " + adminTok + "\nread\n", nil, nil, "line 2: want \"admin <token>\" or \"read <token>\""},
+		{"bare role word hint", "read\n", nil, nil, "a role (read) without a token"},
+		{"bare token", long + "\n", nil, nil, "line 1: want"},
+		{"unknown role", "owner " + long + "\n", nil, nil, "line 1: want"},
+		{"three words", "admin " + long + " extra\n", nil, nil, "line 1: want"},
+		{"1-character token", "\n\nadmin x\n", nil, nil, "line 3: admin token of 1 characters: at least 16 required"},
+		{"15-character token", "read " + long[:15] + "\n", nil, nil, "line 1: read token of 15 characters"},
+		{"token twice", "admin " + long + "\nread " + long + "\n", nil, nil, "line 2: the token of line 1 again"},
 	}
 	for _, tt := range tests {
-		got, err := ParseTokens(tt.in)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%q: %v, want %q", tt.in, err, tt.wantErr)
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTokens(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("%q: %v, want %q", tt.in, err, tt.wantErr)
+				}
+				for _, w := range strings.Fields(tt.in) {
+					if len(w) > 1 && w != "admin" && w != "read" && !strings.HasPrefix(w, "#") && strings.Contains(err.Error(), w) {
+						t.Errorf("error %q repeats a token", err)
+					}
+				}
+				return
 			}
-			continue
-		}
-		if err != nil || len(got) != len(tt.roles) {
-			t.Fatalf("%q: %v %v", tt.in, got, err)
-		}
-		for i := range got {
-			if got[i].role != tt.roles[i] {
-				t.Errorf("%q: token %d role %v", tt.in, i, got[i].role)
+			if err != nil || len(got) != len(tt.roles) {
+				t.Fatalf("%q: %v %v", tt.in, got, err)
 			}
-		}
+			for i := range got {
+				if got[i].role != tt.roles[i] || string(got[i].token) != tt.tokens[i] {
+					t.Errorf("%q: token %d = %q role %v, want %q %v", tt.in, i, got[i].token, got[i].role, tt.tokens[i], tt.roles[i])
+				}
+			}
+		})
+	}
+}
+
+// TestTokenFileModeWarned: fastcnpd warns (logrus warning, with the file)
+// when other users can read its token file, and not when only its owner can.
+func TestTokenFileModeWarned(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(testYAML, filepath.Join(dir, "state.json"), "127.0.0.1:1", "127.0.0.1:2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o600, false}, {0o400, false}, {0o640, true}, {0o604, true}, {0o644, true}} {
+		t.Run(fmt.Sprintf("%#o", tt.mode), func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("tokens-%o", tt.mode))
+			if err := os.WriteFile(path, []byte("admin "+adminTok+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			logger, hook := logtest.NewNullLogger()
+			d, err := New(Options{Config: cfg, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := NewGRPCServer(d, config.Auth{TokenFile: path}); err != nil {
+				t.Fatal(err)
+			}
+			warned := false
+			var msgs []string
+			for _, e := range hook.AllEntries() {
+				warned = warned || e.Level == logrus.WarnLevel && e.Data["token_file"] == path && strings.Contains(e.Message, "chmod 600")
+				msgs = append(msgs, e.Level.String()+": "+e.Message)
+			}
+			if warned != tt.warn {
+				t.Errorf("mode %#o: warned %v, want %v; logs %q", tt.mode, warned, tt.warn, msgs)
+			}
+		})
 	}
 }
 
@@ -216,7 +290,7 @@ func (e *authEnv) unchanged(t *testing.T) {
 // a missing, unknown or malformed token is UNAUTHENTICATED for everything.
 func TestTokenAuth(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("# test\nadmin adm1n\nread r3ad\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("# test\nadmin "+adminTok+"\nread "+readTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -225,11 +299,11 @@ func TestTokenAuth(t *testing.T) {
 		readOK   bool
 		writeErr codes.Code // for every write; codes.OK: the admin outcome of adminCode
 	}{
-		{"admin", "Bearer adm1n", true, codes.OK},
-		{"read", "Bearer r3ad", true, codes.PermissionDenied},
+		{"admin", "Bearer " + adminTok, true, codes.OK},
+		{"read", "Bearer " + readTok, true, codes.PermissionDenied},
 		{"none", "", false, codes.Unauthenticated},
-		{"unknown", "Bearer adm1n-", false, codes.Unauthenticated},
-		{"not bearer", "Basic adm1n", false, codes.Unauthenticated},
+		{"unknown", "Bearer " + adminTok + "-", false, codes.Unauthenticated},
+		{"not bearer", "Basic " + adminTok, false, codes.Unauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,7 +451,7 @@ func TestStateFile(t *testing.T) {
 func TestTokenTLS(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("admin adm1n\nread r3ad\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("admin "+adminTok+"\nread "+readTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ca, other := makeCert(t, "fastcnp-ca", nil, true), makeCert(t, "other-ca", nil, true)
@@ -411,15 +485,15 @@ func TestTokenTLS(t *testing.T) {
 		call     func(context.Context, fastcnpv1.FastcnpClient) error
 		want     codes.Code
 	}{
-		{"admin token over TLS", "", tlsCreds(pool, false), "adm1n", set, codes.OK},
-		{"read token over TLS reads", "", tlsCreds(pool, false), "r3ad", get, codes.OK},
-		{"read token over TLS cannot set", "", tlsCreds(pool, false), "r3ad", set, codes.PermissionDenied},
+		{"admin token over TLS", "", tlsCreds(pool, false), adminTok, set, codes.OK},
+		{"read token over TLS reads", "", tlsCreds(pool, false), readTok, get, codes.OK},
+		{"read token over TLS cannot set", "", tlsCreds(pool, false), readTok, set, codes.PermissionDenied},
 		{"no token over TLS", "", tlsCreds(pool, false), "", get, codes.Unauthenticated},
-		{"plaintext client", "", plain, "adm1n", get, codes.Unavailable},
-		{"server not trusted", "", tlsCreds(otherPool, false), "adm1n", get, codes.Unavailable},
-		{"client CA: certificate and token", caFile, tlsCreds(pool, true), "adm1n", set, codes.OK},
-		{"client CA: certificate, read token", caFile, tlsCreds(pool, true), "r3ad", set, codes.PermissionDenied},
-		{"client CA: no certificate", caFile, tlsCreds(pool, false), "adm1n", get, codes.Unavailable},
+		{"plaintext client", "", plain, adminTok, get, codes.Unavailable},
+		{"server not trusted", "", tlsCreds(otherPool, false), adminTok, get, codes.Unavailable},
+		{"client CA: certificate and token", caFile, tlsCreds(pool, true), adminTok, set, codes.OK},
+		{"client CA: certificate, read token", caFile, tlsCreds(pool, true), readTok, set, codes.PermissionDenied},
+		{"client CA: no certificate", caFile, tlsCreds(pool, false), adminTok, get, codes.Unavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -438,7 +512,7 @@ func TestTokenTLS(t *testing.T) {
 				t.Fatalf("%v (%v), want %v", got, err, tt.want)
 			}
 			pi, _ := e.d.PortSettings("s1", 1)
-			if changed := uint64(pi.Params.QthBytes) == authQth; changed != (tt.want == codes.OK && tt.token == "adm1n") {
+			if changed := uint64(pi.Params.QthBytes) == authQth; changed != (tt.want == codes.OK && tt.token == adminTok) {
 				t.Errorf("qth %d after the call", pi.Params.QthBytes)
 			}
 		})

@@ -109,8 +109,8 @@ func (d *Daemon) primaryAnywhere() bool {
 	return false
 }
 
-// New loads the state file and prepares every switch (pipeline files); it
-// does not connect yet.
+// New checks that the state file's directory is writable, loads the state
+// file and prepares every switch (pipeline files); it does not connect yet.
 func New(opts Options) (*Daemon, error) {
 	if opts.Config == nil {
 		return nil, errors.New("daemon: no config")
@@ -136,6 +136,9 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{}}
 	d.metrics = newMetrics(opts.Registry)
 	d.events = newBroker(d.metrics.eventsDropped.Inc, func(n int) { d.metrics.subscribers.Set(float64(n)) })
+	if err := checkStateDir(opts.Config.StateFile); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	if err := d.loadState(); err != nil {
 		return nil, err
 	}
@@ -543,14 +546,20 @@ func (d *Daemon) RemoveConnection(ctx context.Context, k fabric.ConnKey) error {
 	return d.syncAll(ctx)
 }
 
-// upsert adds or refreshes a connection and saves the state file when the
+// upsert adds or refreshes a connection (a new announced one within the
+// quotas of its ingress port and sender) and saves the state file when the
 // table changed, or when the refresh time saved for the connection is
 // idle_timeout/4 old (so that a restarted or standby instance, which reads
 // the file, does not take a live connection for idle; refreshes in between
 // are not written).
 func (d *Daemon) upsert(c fabric.Connection) (fabric.Connection, bool, error) {
 	d.mu.Lock()
-	got, changed, err := d.conns.Upsert(c)
+	var got fabric.Connection
+	var changed bool
+	err := d.checkQuotaLocked(c)
+	if err == nil {
+		got, changed, err = d.conns.Upsert(c)
+	}
 	switch {
 	case err != nil:
 	case changed:

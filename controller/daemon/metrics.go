@@ -23,6 +23,8 @@ type metrics struct {
 	eventsDropped  prometheus.Counter
 	subscribers    prometheus.Gauge
 	digestsDropped *prometheus.CounterVec // switch
+	refused        *prometheus.CounterVec // reason
+	packetInsDrop  *prometheus.CounterVec // switch
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -66,9 +68,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		digestsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_digests_dropped_total",
 			Help: "Digest lists from the switch that fastcnpd dropped (and acknowledged) because it fell behind: their port-state and CNP events are lost."},
 			[]string{"switch"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_announcements_refused_total",
+			Help: "Announcements of new connections refused for want of room: port_quota (announce.max_connections_per_port), sender_quota (announce.max_connections_per_sender), table_full (CONN_TABLE_SIZE)."},
+			[]string{"reason"}),
+		packetInsDrop: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_packet_ins_dropped_total",
+			Help: "Packet-ins (announcements) from the switch that fastcnpd dropped because its packet-in buffer was full: it fell behind."},
+			[]string{"switch"}),
 	}
 	reg.MustRegister(m.announcements, m.connections, m.portEvents, m.portQueue, m.portPaused, m.cnpDigests,
 		m.cnpWindow, m.switchUp, m.switchPrimary, m.updates, m.syncs, m.repaired, m.desiredEntries, m.eventsDropped,
-		m.subscribers, m.digestsDropped)
+		m.subscribers, m.digestsDropped, m.refused, m.packetInsDrop)
 	return m
 }

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
@@ -209,4 +212,62 @@ func TestStandbyStopKeepsStateFile(t *testing.T) {
 	if n := len(a.Connections()); n != 1 {
 		t.Errorf("primary has %d connections, want 1", n)
 	}
+}
+
+// TestLongFlowKeepsConnection: a host that refreshes its connection (an
+// "up" for a known connection, punted by the switch) keeps it for as long
+// as it refreshes, many idle_timeouts; once the refreshes stop, the
+// connection goes after idle_timeout, not before.
+func TestLongFlowKeepsConnection(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	clk := &clock{}
+	d := startDaemon(t, testConfig(t, state, s1, s2), func(o *Options) { o.Now = clk.now })
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	ctx := context.Background()
+	accepted := func(reason string) float64 {
+		return testutil.ToFloat64(d.metrics.announcements.WithLabelValues("accepted", reason))
+	}
+	// announce punts an "up" through s1 port 1, as the host's frame would
+	// arrive, and waits until fastcnpd has handled it.
+	announce := func(reason string) {
+		t.Helper()
+		before := accepted(reason)
+		if err := s1.dp.Receive(ctx, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP, nil), 1); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "announcement "+reason+" handled", syncTimeout, func() bool { return accepted(reason) == before+1 })
+	}
+	installed := func() bool {
+		return len(d.Connections()) == 1 && s1.count(p4src.TableRDMAConnection) == 1 && s2.count(p4src.TableRDMAConnection) == 1
+	}
+	announce(AcceptUp)
+	waitFor(t, "connection installed", syncTimeout, installed)
+	index := d.Connections()[0].Index
+
+	// The flow runs for 5 idle periods; its host refreshes every idle/3.
+	for elapsed := time.Duration(0); elapsed < 5*idle; {
+		clk.advance(idle / 3)
+		elapsed += idle / 3
+		announce(AcceptRefresh)
+		d.expire()
+		if c := d.Connections(); len(c) != 1 || c[0].Index != index || !c[0].LastSeen.Equal(clk.now()) {
+			t.Fatalf("after %v of refreshes: connections %+v, want the one with index %d seen now", elapsed, c, index)
+		}
+	}
+	if !installed() {
+		t.Fatal("the refreshed connection is not on both switches")
+	}
+
+	// The flow ends without a "down" (the host died): the connection stays
+	// for idle_timeout after the last refresh, then goes.
+	clk.advance(idle - time.Second)
+	d.expire()
+	if !installed() {
+		t.Fatalf("connection gone %v after its last refresh (idle_timeout %v)", idle-time.Second, idle)
+	}
+	clk.advance(2 * time.Second)
+	d.expire()
+	waitFor(t, "idle connection removed from both switches", syncTimeout, func() bool {
+		return len(d.Connections()) == 0 && s1.count(p4src.TableRDMAConnection) == 0 && s2.count(p4src.TableRDMAConnection) == 0
+	})
 }

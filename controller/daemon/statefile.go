@@ -37,6 +37,11 @@ type fileConnection struct {
 	Source      string    `json:"source"`
 	Static      bool      `json:"static,omitempty"`
 	LastSeen    time.Time `json:"last_seen"`
+	// IngressSwitch and IngressPort: where the last announcement came in
+	// (the port whose quota the connection counts against); absent for
+	// API connections and in files written before quotas existed.
+	IngressSwitch string `json:"ingress_switch,omitempty"`
+	IngressPort   uint16 `json:"ingress_port,omitempty"`
 }
 
 // PortOverride holds port settings changed at run time (nil = unchanged).
@@ -53,7 +58,8 @@ type PortOverride struct {
 func toFile(c fabric.Connection) fileConnection {
 	fc := fileConnection{SenderIP: c.SenderIP.String(), UDPSrcPort: c.UDPSrcPort, ReceiverQPN: c.ReceiverQPN,
 		SenderQPN: c.SenderQPN, Flags: c.Flags, WorkerRank: c.WorkerRank, INCGroup: c.INCGroup, Index: c.Index,
-		Source: c.Source, Static: c.Static, LastSeen: c.LastSeen.UTC()}
+		Source: c.Source, Static: c.Static, LastSeen: c.LastSeen.UTC(),
+		IngressSwitch: c.Ingress.Switch, IngressPort: c.Ingress.Port}
 	if c.ReceiverIP.IsValid() {
 		fc.ReceiverIP = c.ReceiverIP.String()
 	}
@@ -67,7 +73,8 @@ func fromFile(fc fileConnection) (fabric.Connection, error) {
 	}
 	c := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: ip, UDPSrcPort: fc.UDPSrcPort, ReceiverQPN: fc.ReceiverQPN},
 		SenderQPN: fc.SenderQPN, Flags: fc.Flags, WorkerRank: fc.WorkerRank, INCGroup: fc.INCGroup, Index: fc.Index,
-		Source: fc.Source, Static: fc.Static, LastSeen: fc.LastSeen}
+		Source: fc.Source, Static: fc.Static, LastSeen: fc.LastSeen,
+		Ingress: fabric.PortRef{Switch: fc.IngressSwitch, Port: fc.IngressPort}}
 	if fc.ReceiverIP != "" {
 		if c.ReceiverIP, err = netip.ParseAddr(fc.ReceiverIP); err != nil {
 			return c, fmt.Errorf("receiver_ip: %w", err)
@@ -93,6 +100,29 @@ func loadStateFile(path string) (*fileState, error) {
 		return nil, fmt.Errorf("state file %s: version %d, want %d", path, fs.Version, stateVersion)
 	}
 	return &fs, nil
+}
+
+// checkStateDir makes sure the state file can be written: its directory
+// exists (it is created like writeFileAtomic does) and takes a new file.
+// fastcnpd checks at start rather than failing at the first change, when
+// an announcement or an API call could no longer be saved.
+func checkStateDir(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("state file %s: cannot create its directory: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe*")
+	if err != nil {
+		return fmt.Errorf("state file %s: directory %s is not writable: %w", path, dir, err)
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("probe\n"))
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	if err := errors.Join(werr, cerr, rerr); err != nil {
+		return fmt.Errorf("state file %s: directory %s is not writable: %w", path, dir, err)
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to path so that a crash leaves either the old

@@ -118,6 +118,7 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	r.opts = []p4rt.Option{
 		p4rt.WithElectionID(p4rt.Uint128{High: sw.ElectionID.High, Low: sw.ElectionID.Low + d.opts.ElectionOffset}),
 		p4rt.WithRole(sw.Role), p4rt.WithInfo(r.info), p4rt.WithLogger(r.log),
+		p4rt.WithPacketDropHandler(r.packetDropped),
 	}
 	if !sw.TLS.Insecure {
 		r.opts = append(r.opts, p4rt.WithTLSFiles(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName))
@@ -700,6 +701,23 @@ func (r *switchRunner) incFromState(st *fabric.State) incroute.Table {
 		return nil
 	}
 	return t
+}
+
+// packetDropped counts and logs a packet-in the switch's p4rt client
+// dropped because its packet-in buffer was full: this runner fell behind
+// (a host flooding announcements, or a slow state file). It runs on the
+// client's receive goroutine, so it only counts and logs. The announcement
+// in it is lost; the host's next refresh brings it again.
+func (r *switchRunner) packetDropped(p *p4rt.PacketIn, total uint64) {
+	r.d.metrics.packetInsDrop.WithLabelValues(r.name).Inc()
+	lf := logrus.Fields{"dropped_total": total, "bytes": len(p.Payload)}
+	if port, err := p.Uint("ingress_port"); err == nil {
+		lf["port"] = port
+	}
+	if reason, err := p.Uint("reason"); err == nil {
+		lf["reason"] = reason
+	}
+	r.log.WithFields(lf).Warn("packet-in dropped: fastcnpd's packet-in buffer is full (the announcement in it is lost until the host refreshes it)")
 }
 
 func (r *switchRunner) handlePacket(p *p4rt.PacketIn) {

@@ -43,7 +43,23 @@ type Connection struct {
 	Static bool
 	// LastSeen is the last announcement (or the API call).
 	LastSeen time.Time
+	// Ingress is the switch port whose packet-in carried the connection's
+	// last announcement (zero for the API's connections): the connection
+	// counts against that port's quota (PortConns).
+	Ingress PortRef
 }
+
+// PortRef names a port of a switch.
+type PortRef struct {
+	Switch string
+	Port   uint16
+}
+
+// IsZero reports whether p names no port.
+func (p PortRef) IsZero() bool { return p.Switch == "" }
+
+// String formats the port as switch/port.
+func (p PortRef) String() string { return fmt.Sprintf("%s/%d", p.Switch, p.Port) }
 
 // Errors of ConnTable.
 var (
@@ -52,12 +68,16 @@ var (
 	ErrNoConn      = errors.New("no such connection")
 )
 
-// ConnTable holds the connections and allocates conn_index values. It is
-// not safe for concurrent use.
+// ConnTable holds the connections and allocates conn_index values. It
+// counts the announced connections (not static, with an Ingress) by
+// ingress port and by sender IP, for the controller's quotas. It is not
+// safe for concurrent use.
 type ConnTable struct {
-	size  int
-	conns map[ConnKey]*Connection
-	used  map[uint16]bool
+	size      int
+	conns     map[ConnKey]*Connection
+	used      map[uint16]bool
+	perPort   map[PortRef]int
+	perSender map[netip.Addr]int
 }
 
 // NewConnTable returns an empty table for size connections (0 means
@@ -66,7 +86,40 @@ func NewConnTable(size int) *ConnTable {
 	if size <= 0 || size > p4src.ConnTableSize {
 		size = p4src.ConnTableSize
 	}
-	return &ConnTable{size: size, conns: make(map[ConnKey]*Connection), used: make(map[uint16]bool)}
+	return &ConnTable{size: size, conns: make(map[ConnKey]*Connection), used: make(map[uint16]bool),
+		perPort: make(map[PortRef]int), perSender: make(map[netip.Addr]int)}
+}
+
+// quotaCounted reports whether c counts against the quotas of its ingress
+// port and its sender: announced, not static.
+func quotaCounted(c *Connection) bool { return !c.Static && !c.Ingress.IsZero() }
+
+// count adds d (1 or -1) to the quota counts of c.
+func (t *ConnTable) count(c *Connection, d int) {
+	if !quotaCounted(c) {
+		return
+	}
+	if t.perPort[c.Ingress] += d; t.perPort[c.Ingress] <= 0 {
+		delete(t.perPort, c.Ingress)
+	}
+	if t.perSender[c.SenderIP] += d; t.perSender[c.SenderIP] <= 0 {
+		delete(t.perSender, c.SenderIP)
+	}
+}
+
+// PortConns returns how many announced connections came in on port p.
+func (t *ConnTable) PortConns(p PortRef) int { return t.perPort[p] }
+
+// SenderConns returns how many announced connections sender ip holds.
+func (t *ConnTable) SenderConns(ip netip.Addr) int { return t.perSender[ip] }
+
+// Get returns the connection with key k.
+func (t *ConnTable) Get(k ConnKey) (Connection, bool) {
+	c, ok := t.conns[k]
+	if !ok {
+		return Connection{}, false
+	}
+	return *c, true
 }
 
 // Validate checks the fields the data plane cannot hold.
@@ -103,7 +156,12 @@ func (t *ConnTable) Upsert(c Connection) (Connection, bool, error) {
 		if c.LastSeen.Before(old.LastSeen) {
 			c.LastSeen = old.LastSeen
 		}
+		if c.Ingress.IsZero() {
+			c.Ingress = old.Ingress // an API call does not move it
+		}
+		t.count(old, -1)
 		*old = c
+		t.count(old, 1)
 		return c, changed, nil
 	}
 	if len(t.conns) >= t.size {
@@ -120,6 +178,7 @@ func (t *ConnTable) Upsert(c Connection) (Connection, bool, error) {
 	t.used[c.Index] = true
 	cc := c
 	t.conns[c.ConnKey] = &cc
+	t.count(&cc, 1)
 	return c, true, nil
 }
 
@@ -137,6 +196,7 @@ func (t *ConnTable) Restore(c Connection) error {
 	t.used[c.Index] = true
 	cc := c
 	t.conns[c.ConnKey] = &cc
+	t.count(&cc, 1)
 	return nil
 }
 
@@ -148,6 +208,7 @@ func (t *ConnTable) Remove(k ConnKey) (Connection, error) {
 	}
 	delete(t.conns, k)
 	delete(t.used, c.Index)
+	t.count(c, -1)
 	return *c, nil
 }
 
@@ -168,6 +229,7 @@ func (t *ConnTable) Expire(now time.Time, idle time.Duration, since time.Time) [
 			out = append(out, *c)
 			delete(t.conns, k)
 			delete(t.used, c.Index)
+			t.count(c, -1)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -370,6 +371,71 @@ func TestConnTable(t *testing.T) {
 	for i, x := range bad {
 		if _, _, err := NewConnTable(0).Upsert(x); !errors.Is(err, ErrInvalidConn) {
 			t.Errorf("bad %d: %v", i, err)
+		}
+	}
+}
+
+// TestConnTableQuotaCounts: the announced connections (with an ingress
+// port, not static) are counted by ingress port and by sender through every
+// change of the table; API connections are not.
+func TestConnTableQuotaCounts(t *testing.T) {
+	p1, p2 := PortRef{"s1", 1}, PortRef{"s1", 2}
+	ann := func(ip string, sport uint16, in PortRef) Connection {
+		c := conn(ip, sport, 1)
+		c.Ingress = in
+		return c
+	}
+	type counts struct{ p1, p2, s5, s6 int }
+	s5, s6 := netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")
+	tab := NewConnTable(0)
+	steps := []struct {
+		name string
+		do   func() error
+		want counts
+	}{
+		{"two on port 1 from .5", func() error {
+			for sp := uint16(1); sp <= 2; sp++ {
+				if _, _, err := tab.Upsert(ann("10.0.0.5", sp, p1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, counts{2, 0, 2, 0}},
+		{"one on port 2 from .6", func() error { _, _, err := tab.Upsert(ann("10.0.0.6", 1, p2)); return err }, counts{2, 1, 2, 1}},
+		{"refresh: no change", func() error { _, _, err := tab.Upsert(ann("10.0.0.5", 1, p1)); return err }, counts{2, 1, 2, 1}},
+		{"refresh from another port moves it", func() error { _, _, err := tab.Upsert(ann("10.0.0.5", 1, p2)); return err }, counts{1, 2, 2, 1}},
+		{"API connection: not counted", func() error {
+			c := conn("10.0.0.5", 9, 1)
+			c.Static = true
+			_, _, err := tab.Upsert(c)
+			return err
+		}, counts{1, 2, 2, 1}},
+		{"API call on an announced one makes it static", func() error {
+			c := conn("10.0.0.6", 1, 1)
+			c.Static = true
+			_, _, err := tab.Upsert(c)
+			return err
+		}, counts{1, 1, 2, 0}},
+		{"remove", func() error { _, err := tab.Remove(ann("10.0.0.5", 2, p1).ConnKey); return err }, counts{0, 1, 1, 0}},
+		{"expire", func() error {
+			if n := len(tab.Expire(time.Unix(1e6, 0), time.Second, time.Time{})); n != 1 {
+				return fmt.Errorf("%d expired, want 1", n)
+			}
+			return nil
+		}, counts{0, 0, 0, 0}},
+		{"restore", func() error {
+			c := ann("10.0.0.6", 7, p2)
+			c.Index = 100
+			return tab.Restore(c)
+		}, counts{0, 1, 0, 1}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got := counts{tab.PortConns(p1), tab.PortConns(p2), tab.SenderConns(s5), tab.SenderConns(s6)}
+		if got != st.want {
+			t.Fatalf("%s: counts (port 1, port 2, .5, .6) %+v, want %+v", st.name, got, st.want)
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math/big"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,6 +222,36 @@ func TestBufferOverflowCounted(t *testing.T) {
 	}
 	// Dropped digests were still acked, so the switch does not stall.
 	eventually(t, "10 acks", func() bool { return len(s.DigestAcks()) == 10 })
+}
+
+// TestPacketDropHandler: every packet-in dropped for a full Packets
+// buffer reaches the drop handler, with the running total, in order.
+func TestPacketDropHandler(t *testing.T) {
+	checkLeaks(t)
+	s := startServer(t)
+	var mu sync.Mutex
+	var payloads []byte
+	var totals []uint64
+	c := dial(t, s.Addr(), p4rt.WithBuffers(64, 2, 8, 8), p4rt.WithPacketDropHandler(func(p *p4rt.PacketIn, n uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		payloads = append(payloads, p.Payload[0])
+		totals = append(totals, n)
+	}))
+	for i := 0; i < 10; i++ {
+		if err := s.SendPacketIn(&p4v1.PacketIn{Payload: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "all packet-ins received", func() bool { return c.Stats().PacketsReceived == 10 })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(payloads, []byte{2, 3, 4, 5, 6, 7, 8, 9}) || !slices.Equal(totals, []uint64{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("dropped payloads %v totals %v, want 2..9 and 1..8", payloads, totals)
+	}
+	if st := c.Stats(); st.PacketsDropped != 8 {
+		t.Errorf("stats %+v, want 8 packets dropped", st)
+	}
 }
 
 func TestStreamErrorEvent(t *testing.T) {

@@ -86,6 +86,16 @@ type Config struct {
 	// NoAnnounce disables them.
 	AnnouncePort uint16
 	NoAnnounce   bool
+	// AnnounceInterval is how often the local sending connections are
+	// announced again while Run runs (0: agent.DefaultAnnounceInterval).
+	// The controller removes a connection that was not announced for its
+	// announce.idle_timeout, so this must stay well below that (a third
+	// or less: refreshes travel on a lossy priority).
+	AnnounceInterval time.Duration
+	// NoICRCCheck accepts received RoCEv2 frames whose ICRC is wrong
+	// (debugging). By default they are dropped and counted (BadICRC), as
+	// a RoCE NIC does.
+	NoICRCCheck bool
 	// NoCNPTarget clears the CNP-target flag of announcements (the sender
 	// then gets only receiver NP CNPs through an ECN-marking switch).
 	NoCNPTarget bool
@@ -181,6 +191,9 @@ type Agent struct {
 	// their priority to resume, oldest first.
 	gate      *agent.PauseGate
 	heldReply [8][][]byte
+	// refresh schedules the re-announcements of the sending connections
+	// (nil: none, set by Run after the first announcements).
+	refresh *agent.RefreshSchedule
 
 	ran     atomic.Bool
 	kick    chan struct{}
@@ -205,6 +218,13 @@ type RxCounters struct {
 	// goes: ACKs are cumulative, a newer one covers it).
 	RepliesHeld    uint64 `json:"replies_held"`
 	RepliesDropped uint64 `json:"replies_dropped"`
+	// BadICRC counts RoCEv2 frames to the agent's IP dropped because their
+	// ICRC did not match their content (Config.NoICRCCheck turns the check
+	// off), as a NIC drops them.
+	BadICRC uint64 `json:"bad_icrc"`
+	// AnnounceRefreshes counts the rounds of refresh announcements sent
+	// (one "up" per local sending connection every AnnounceInterval).
+	AnnounceRefreshes uint64 `json:"announce_refreshes"`
 }
 
 // MaxHeldReplies bounds the replies waiting per priority during a pause.
@@ -232,6 +252,13 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 	}
 	if cfg.RTTPerSample <= 0 {
 		cfg.RTTPerSample = 64
+	}
+	if cfg.AnnounceInterval < 0 {
+		return nil, fmt.Errorf("agent: announce interval %v: must not be negative (0: %v): %w",
+			cfg.AnnounceInterval, agent.DefaultAnnounceInterval, agent.ErrConfig)
+	}
+	if cfg.AnnounceInterval == 0 {
+		cfg.AnnounceInterval = agent.DefaultAnnounceInterval
 	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
@@ -400,6 +427,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.announce(ctx, wire.AnnounceUp); err != nil {
 		return err
 	}
+	if !a.cfg.NoAnnounce && len(a.senders) > 0 {
+		// From now on the send loop announces the connections again every
+		// AnnounceInterval, so the controller keeps them however long they
+		// live (it removes a connection not announced for its idle_timeout).
+		r, err := agent.NewRefreshSchedule(a.cfg.AnnounceInterval, a.now())
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		a.mu.Lock()
+		a.refresh = r
+		a.mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
 	wg.Add(2)
@@ -440,20 +479,12 @@ func (a *Agent) announce(ctx context.Context, typ uint8) error {
 	if a.cfg.NoAnnounce || len(a.senders) == 0 {
 		return nil
 	}
-	if err := a.waitResumed(ctx, a.senders[0].path.Priority(agent.CNPDSCP)); err != nil {
+	if err := a.waitResumed(ctx, a.announcePriority()); err != nil {
 		return fmt.Errorf("agent: announcements: %w", err)
 	}
-	buf := make([]byte, 128*len(a.senders))
-	var frames [][]byte
-	for i, f := range a.senders {
-		ann := f.ann
-		ann.Type = typ
-		b := buf[i*128 : (i+1)*128]
-		n, err := f.path.BuildAnnouncement(b, a.cfg.AnnouncePort, &ann)
-		if err != nil {
-			return fmt.Errorf("agent: flow %s: %w", f.cfg.Name, err)
-		}
-		frames = append(frames, b[:n])
+	frames, err := a.buildAnnouncements(typ, make([]byte, announceSlot*len(a.senders)))
+	if err != nil {
+		return err
 	}
 	if _, err := a.p.WriteBatch(ctx, frames); err != nil {
 		return fmt.Errorf("agent: send announcements: %w", err)
@@ -461,6 +492,53 @@ func (a *Agent) announce(ctx context.Context, typ uint8) error {
 	a.capture(frames, true)
 	a.log.WithFields(logrus.Fields{"type": typ, "count": len(frames), "port": a.cfg.AnnouncePort}).Info("announcements sent")
 	return nil
+}
+
+// announceSlot is the buffer space of one announcement frame.
+const announceSlot = 128
+
+// announcePriority is the priority announcements travel on (that of CNPs).
+func (a *Agent) announcePriority() uint8 { return a.senders[0].path.Priority(agent.CNPDSCP) }
+
+// buildAnnouncements builds one announcement of type typ per local sending
+// flow into buf (announceSlot bytes per flow).
+func (a *Agent) buildAnnouncements(typ uint8, buf []byte) ([][]byte, error) {
+	frames := make([][]byte, 0, len(a.senders))
+	for i, f := range a.senders {
+		ann := f.ann
+		ann.Type = typ
+		b := buf[i*announceSlot : (i+1)*announceSlot]
+		n, err := f.path.BuildAnnouncement(b, a.cfg.AnnouncePort, &ann)
+		if err != nil {
+			return nil, fmt.Errorf("agent: flow %s: %w", f.cfg.Name, err)
+		}
+		frames = append(frames, b[:n])
+	}
+	return frames, nil
+}
+
+// refreshLocked appends the refresh announcements to frames when they are
+// due at now (under a.mu) and returns the earliest time the send loop must
+// wake for them. A paused announcement priority (PFC) defers them until it
+// resumes.
+func (a *Agent) refreshLocked(now time.Duration, buf []byte, frames [][]byte) ([][]byte, time.Duration, error) {
+	if a.refresh == nil {
+		return frames, agent.NoWake, nil
+	}
+	if a.refresh.Next() <= now {
+		if until := a.gate.Until(a.announcePriority(), now); until > now {
+			return frames, until, nil
+		}
+		a.refresh.Due(now)
+		anns, err := a.buildAnnouncements(wire.AnnounceUp, buf)
+		if err != nil {
+			return frames, agent.NoWake, err
+		}
+		frames = append(frames, anns...)
+		a.rxStats.AnnounceRefreshes++
+		a.log.WithFields(logrus.Fields{"count": len(anns), "next": a.refresh.Next().String()}).Debug("connections announced again (refresh)")
+	}
+	return frames, a.refresh.Next(), nil
 }
 
 // waitResumed returns once priority prio is not paused (PFC), or with
@@ -502,6 +580,7 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 	const batch = 64
 	frameLen := a.p.MaxFrameLen()
 	store := make([]byte, batch*frameLen)
+	annStore := make([]byte, announceSlot*len(a.senders))
 	frames := make([][]byte, 0, batch)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -547,6 +626,16 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 			}
 			frames = append(frames, a.heldReply[prio]...)
 			a.heldReply[prio] = nil
+		}
+		// Refreshes of the announcements, when due: the controller keeps a
+		// connection only while it is announced again within its idle time.
+		if err == nil {
+			var w time.Duration
+			var e error
+			if frames, w, e = a.refreshLocked(now, annStore, frames); e != nil {
+				err = e
+			}
+			wake = min(wake, w)
 		}
 		nReplies := len(frames)
 		for err == nil && len(frames) < nReplies+batch {
@@ -791,6 +880,16 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 			if ev.Kind == agent.KindOther || ev.DstIP != a.cfg.IP {
 				a.rxStats.NotForUs++
 				continue
+			}
+			// A NIC drops a RoCEv2 packet whose ICRC does not match (it
+			// was corrupted on the way): so does the agent.
+			if !a.cfg.NoICRCCheck {
+				if ok, err := wire.VerifyICRC(frame[pf.Off[wire.LayerIPv4]:]); err != nil || !ok {
+					a.rxStats.BadICRC++
+					a.log.WithFields(logrus.Fields{"src": ev.SrcIP.String(), "dest_qp": ev.DestQP, "kind": ev.Kind.String()}).
+						Debug("RoCEv2 frame with a bad ICRC dropped")
+					continue
+				}
 			}
 			rb := replyStore[i*replySlot : (i+1)*replySlot]
 			var k bool
