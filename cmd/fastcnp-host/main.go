@@ -109,6 +109,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(out)
 	var (
 		ip, mac, gw, peer, mode, algo, params, level string
+		algoParams                                   string
 		lineRate, startRate, baseRTT, initWin, flows string
 		mss, ackEvery, burst                         int
 		ccScale                                      float64
@@ -125,7 +126,8 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&peer, "peer", "", "default peer IP[,MAC] for --flow specs without dst= / dst_mac=")
 	fs.StringVar(&mode, "mode", "both", "roles: sender, receiver, both or inc-worker")
 	fs.StringVar(&algo, "algo", "dcqcn-fastcnp", "sender algorithm: "+strings.Join(cc.Names(), ", "))
-	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", "))
+	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", ")+" (also the receiver's CNP interval for every algorithm)")
+	fs.StringVar(&algoParams, "algo-params", "", "parameter set of a non-DCQCN sender algorithm (timely, dctcp, hpcc); default hpcc-sim; see docs/host-cc.md")
 	fs.Float64Var(&ccScale, "cc-scale", 1, "run the DCQCN parameter set K times slower: its periods x K, its rates (R_AI, R_HAI, minRate) / K, byte counts unchanged (a 100 Mb/s testbed with millisecond RTTs runs 100 Gb/s, microsecond parameters with K = 1000)")
 	fs.StringVar(&lineRate, "line-rate", "1Gb/s", "sender line rate C_host (pacing ceiling)")
 	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
@@ -192,6 +194,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	}
 	if c.CC.DCQCN, err = c.CC.DCQCN.Scaled(ccScale); err != nil {
 		return o, fmt.Errorf("--cc-scale: %w", err)
+	}
+	if err := useAlgoParams(&c.CC, algo, algoParams, ccScale); err != nil {
+		return o, err
 	}
 	r, err := units.ParseRate(lineRate)
 	if err != nil {
@@ -301,3 +306,38 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 }
 
 func parseIP(s string) (wire.Addr4, error) { return live.ParseIPv4(s) }
+
+// defaultAlgoParams is the parameter set of timely, dctcp and hpcc when
+// --algo-params is not given: the HPCC simulator's, the one the spec 06
+// comparisons use.
+const defaultAlgoParams = "hpcc-sim"
+
+// useAlgoParams loads the parameter set of a sender algorithm that is not DCQCN
+// (DCQCN's comes from --params) and applies --cc-scale to it where the algorithm
+// has rates and periods to scale (TIMELY, HPCC; DCTCP counts windows only).
+func useAlgoParams(c *cc.Config, algo, set string, scale float64) error {
+	switch algo {
+	case "dcqcn", "dcqcn-fastcnp":
+		if set != "" {
+			return fmt.Errorf("--algo-params is for timely, dctcp and hpcc; %s takes --params", algo)
+		}
+		return nil
+	}
+	if set == "" {
+		set = defaultAlgoParams
+	}
+	if err := c.UseParamSet(algo, set); err != nil {
+		return fmt.Errorf("--algo %s --algo-params %s: %w", algo, set, err)
+	}
+	var err error
+	switch algo {
+	case "timely":
+		c.TIMELY, err = c.TIMELY.Scaled(scale)
+	case "hpcc":
+		c.HPCC, err = c.HPCC.Scaled(scale)
+	}
+	if err != nil {
+		return fmt.Errorf("--cc-scale: %w", err)
+	}
+	return nil
+}

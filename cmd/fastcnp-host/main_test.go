@@ -53,6 +53,32 @@ func TestParseArgs(t *testing.T) {
 				}
 			}},
 		{"bad cc scale", append(base, "--flows", file, "--cc-scale", "0"), "--cc-scale", nil},
+		{"timely default set", append(base, "--flows", file, "--algo", "timely"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Algo != "timely" || o.cfg.CC.TIMELY.Set != "hpcc-sim" {
+					t.Fatalf("algo %s, TIMELY %+v", o.cfg.Algo, o.cfg.CC.TIMELY)
+				}
+			}},
+		{"timely paper, scaled", append(base, "--flows", file, "--algo", "timely", "--algo-params", "paper2015", "--cc-scale", "10"), "",
+			func(t *testing.T, o options) {
+				if p := o.cfg.CC.TIMELY; p.Set != "paper2015 x10" || p.TLow != 500*time.Microsecond {
+					t.Fatalf("TIMELY %+v, want paper2015 with T_low 50us x 10", p)
+				}
+			}},
+		{"dctcp", append(base, "--flows", file, "--algo", "dctcp", "--algo-params", "spec03"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.CC.DCTCP.Set != "spec03" {
+					t.Fatalf("DCTCP %+v", o.cfg.CC.DCTCP)
+				}
+			}},
+		{"hpcc", append(base, "--flows", file, "--algo", "hpcc"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.CC.HPCC.Set != "hpcc-sim" {
+					t.Fatalf("HPCC %+v", o.cfg.CC.HPCC)
+				}
+			}},
+		{"unknown algo set", append(base, "--flows", file, "--algo", "hpcc", "--algo-params", "nope"), "--algo-params", nil},
+		{"algo params with dcqcn", append(base, "--flows", file, "--algo", "dcqcn", "--algo-params", "hpcc-sim"), "--algo-params", nil},
 		{"burst time", append(base, "--flows", file, "--burst-time", "2ms"), "",
 			func(t *testing.T, o options) {
 				if o.cfg.Sender.BurstTime != 2*time.Millisecond {
