@@ -295,6 +295,72 @@ func TestStatsAndKernelDrops(t *testing.T) {
 	t.Logf("received %d, kernel drops %d", len(got), sb.KernelDrops)
 }
 
+// TestBacklog: frames that wait in the receive queue show in Backlog (bytes
+// against the buffer, the kernel's drops) and in Stats.Queued, and disappear
+// from both once read; Backlog.Drops counts the same frames as KernelDrops.
+func TestBacklog(t *testing.T) {
+	checkGoroutines(t)
+	const rcvbuf = 64 << 10
+	p := newPair(t, 0, Options{}, Options{RecvBuffer: rcvbuf})
+	b0, err := p.b.Backlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b0.Capacity != 2*rcvbuf || b0.Bytes != 0 || b0.Drops != 0 {
+		t.Fatalf("fresh port: %+v, want capacity %d, nothing queued or dropped", b0, 2*rcvbuf)
+	}
+	// Fewer frames than the buffer holds: all wait, none dropped.
+	const few, size = 20, 200
+	frames := make([][]byte, few)
+	for i := range frames {
+		frames[i] = frame(macB, macA, 0x88b5, uint32(i), size)
+	}
+	if sent, err := p.a.WriteBatch(context.Background(), frames); err != nil || sent != few {
+		t.Fatalf("WriteBatch = %d, %v", sent, err)
+	}
+	b1, err := p.b.Backlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.b.Stats()
+	if b1.Bytes < few*size || b1.Drops != 0 || st.Queued != few || st.KernelDrops != 0 || st.RecvBuffer != 2*rcvbuf {
+		t.Errorf("%d frames queued: backlog %+v, stats %+v", few, b1, st)
+	}
+	t.Logf("%d frames of %d B hold %d B of the receive buffer (%.0f B each), fill %.3f", few, size, b1.Bytes, float64(b1.Bytes)/few, b1.Fill())
+	// Overflow it.
+	many := make([][]byte, 1000)
+	for i := range many {
+		many[i] = frames[0]
+	}
+	if _, err := p.a.WriteBatch(context.Background(), many); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := p.b.Backlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = p.b.Stats()
+	if b2.Drops == 0 || b2.Drops != st.KernelDrops || b2.Fill() < 0.9 {
+		t.Errorf("overflowed: backlog %+v (fill %.2f), stats %+v", b2, b2.Fill(), st)
+	}
+	queued := st.Queued
+	got := recvFrom(t, p.b, macA, int(queued), 2*time.Second)
+	b3, err := p.b.Backlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = p.b.Stats()
+	if uint64(len(got)) != queued || b3.Bytes != 0 || st.Queued != 0 || b3.Drops != b2.Drops {
+		t.Errorf("read %d of %d queued: backlog %+v, stats %+v", len(got), queued, b3, st)
+	}
+	if err := p.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.b.Backlog(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Backlog after Close: %v, want ErrClosed", err)
+	}
+}
+
 func TestDisableOffloads(t *testing.T) {
 	checkGoroutines(t)
 	p := newPair(t, 0, Options{DisableOffloads: true}, Options{})

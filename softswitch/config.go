@@ -100,8 +100,24 @@ type Config struct {
 	DebugAddr string
 	// DebugListener, when set, is served instead of listening on DebugAddr.
 	DebugListener net.Listener
-	// PortOptions are passed to port.Open (Log is set by New when nil).
+	// PortOptions are passed to port.Open (Log is set by New when nil; RecvBuffer 0
+	// means DefaultRecvBuffer). Batch is also the number of frames an RX goroutine
+	// reads at a time (0 = afpacket.DefaultBatch, at most 1024).
 	PortOptions afpacket.Options
+	// InputXoff and InputXon are the input backpressure thresholds, fractions of a
+	// port's receive buffer (input.go, docs/target.md): when the frames waiting in a
+	// port's socket fill InputXoff of it or more, the switch sends PFC XOFF for the
+	// lossless priorities out of that port; when they are down to InputXon, XON.
+	// 0 means DefaultInputXoff / DefaultInputXon (at most half of InputXoff); a
+	// negative InputXoff disables input backpressure.
+	InputXoff, InputXon float64
+	// NoLosslessDefer lets the TM drop the lossless frames read from a port that find
+	// their priority group's headroom full (a lossless drop, as on an ASIC whose
+	// headroom is too small). By default the switch keeps such a frame and stops
+	// reading that port until the TM has room, so that the frames behind it wait in the
+	// receive queue (and the input hold pauses the upstream): the headroom covers the
+	// wire, not the frames the switch has not read yet (input.go).
+	NoLosslessDefer bool
 	// PacketInQueue is the capacity of the packet-in channel (0 = DefaultPacketInQueue).
 	PacketInQueue int
 	// DigestPollInterval is the P4Runtime server's digest poll period (0 = default).
@@ -180,6 +196,22 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.PacketInQueue <= 0 {
 		c.PacketInQueue = DefaultPacketInQueue
+	}
+	if c.PortOptions.RecvBuffer <= 0 {
+		c.PortOptions.RecvBuffer = DefaultRecvBuffer
+	}
+	if c.PortOptions.Batch <= 0 {
+		c.PortOptions.Batch = afpacket.DefaultBatch
+	}
+	c.PortOptions.Batch = min(c.PortOptions.Batch, maxRxBatch)
+	if c.InputXoff == 0 {
+		c.InputXoff = DefaultInputXoff
+	}
+	if c.InputXon == 0 && c.InputXoff > 0 {
+		c.InputXon = min(DefaultInputXon, c.InputXoff/2)
+	}
+	if err := checkInputThresholds(c.InputXoff, c.InputXon); err != nil {
+		return c, err
 	}
 	if c.DigestPollInterval <= 0 {
 		c.DigestPollInterval = DefaultDigestPollInterval

@@ -3,6 +3,7 @@ package softswitch
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 	"unsafe"
 
@@ -39,6 +40,9 @@ type Counters struct {
 	PFCTxXoff          uint64 `json:"pfc_tx_xoff"`           // PFC XOFF frames built
 	PFCTxXon           uint64 `json:"pfc_tx_xon"`            // PFC XON frames built
 	PFCTxRefresh       uint64 `json:"pfc_tx_refresh"`        // PFC refresh frames built
+	InputDrops         uint64 `json:"input_drops"`           // frames the kernel dropped at the ports' full receive queues (never read)
+	InputHolds         uint64 `json:"input_holds"`           // input holds started: a receive queue above --rx-pfc-xoff (PFC XOFF out of that port)
+	InputDeferred      uint64 `json:"input_deferred"`        // lossless frames kept out of the TM for want of room, until it had some (their port stopped reading meanwhile)
 	SchedulerWakeups   uint64 `json:"scheduler_wakeups"`     // scheduler loop passes
 	LateDepartureMaxNs int64  `json:"late_departure_max_ns"` // worst lag of a departure behind its shaped time
 }
@@ -80,14 +84,18 @@ func (hooks) OnEgressPause(int, int, bool, int64) {}
 
 // rxLoop reads batches from one port and runs them through the data path.
 func (s *Switch) rxLoop(ctx context.Context, p *swPort) error {
-	msgs := make([]afpacket.Message, rxBatch)
+	msgs := make([]afpacket.Message, s.rxBatch)
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, s.maxFrame)
 	}
 	log := s.log.WithFields(logrus.Fields{"port": p.cfg.Num, "ifname": p.cfg.Ifname})
 	var urgent []*frame
+	bl, _ := p.link.(BacklogReporter)
+	lastFull, held := false, false
 	for {
-		n, err := p.link.ReadBatch(ctx, msgs)
+		// No context: Run closes the ports to stop the RX goroutines, and a read
+		// with a cancellable context would cost an allocation each.
+		n, err := p.link.ReadBatch(context.Background(), msgs)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, afpacket.ErrClosed) {
 				return nil
@@ -95,6 +103,15 @@ func (s *Switch) rxLoop(ctx context.Context, p *swPort) error {
 			log.WithError(err).Error("receive failed")
 			return err
 		}
+		// The receive queue behind this batch (input.go), measured outside the lock.
+		var b afpacket.Backlog
+		measured := false
+		full := n == len(msgs)
+		if bl != nil && measure(full, lastFull, held) {
+			b, err = bl.Backlog()
+			measured = err == nil // ErrClosed: the next read ends the loop
+		}
+		lastFull = full
 		var bytes uint64
 		now := s.lock()
 		s.advance(now)
@@ -103,11 +120,66 @@ func (s *Switch) rxLoop(ctx context.Context, p *swPort) error {
 			bytes += uint64(m.N)
 			s.process(m.Buf[:m.N], p.cfg.Num, now, m, nil)
 		}
+		if measured {
+			held = s.applyBacklog(p, b, now)
+		}
 		s.ctr.RxFrames += uint64(n)
+		stalled := len(p.pending) > 0
 		urgent = s.unlock(ctx, urgent)
 		p.rxFrames.Add(uint64(n))
 		p.rxBytes.Add(bytes)
 		s.kick()
+		if stalled {
+			if held, urgent, err = s.stall(ctx, p, bl, urgent); err != nil {
+				return nil // ctx ended
+			}
+		}
+	}
+}
+
+// stallRetry bounds how long a stalled RX goroutine waits for a departure signal
+// before it looks again.
+const stallRetry = time.Millisecond
+
+// stall is the RX goroutine of p while lossless frames it read wait for room in the
+// TM (p.pending, input.go): it reads nothing more, so that further frames wait in the
+// receive queue, and until the pending frames are in it retries them at each
+// departure of p's frames (or every stallRetry), measuring the receive queue each
+// time so that the input hold can start while it does not read. It returns the
+// port's hold state, or ctx.Err() when ctx ends.
+func (s *Switch) stall(ctx context.Context, p *swPort, bl BacklogReporter, urgent []*frame) (bool, []*frame, error) {
+	timer := time.NewTimer(stallRetry)
+	defer timer.Stop()
+	held := false
+	for {
+		var b afpacket.Backlog
+		measured := false
+		if bl != nil {
+			var err error
+			b, err = bl.Backlog()
+			measured = err == nil
+		}
+		now := s.lock()
+		s.advance(now)
+		s.retryPending(p, now)
+		if measured {
+			held = s.applyBacklog(p, b, now)
+		} else {
+			held = s.tm.InputHeld(p.tmIdx)
+		}
+		stalled := len(p.pending) > 0
+		urgent = s.unlock(ctx, urgent)
+		s.kick()
+		if !stalled {
+			return held, urgent, nil
+		}
+		timer.Reset(stallRetry)
+		select {
+		case <-ctx.Done():
+			return held, urgent, ctx.Err()
+		case <-p.drained:
+		case <-timer.C:
+		}
 	}
 }
 
@@ -135,7 +207,13 @@ func (s *Switch) process(data []byte, inPort uint16, now int64, m *afpacket.Mess
 			f.data = f.buf[:copy(f.buf, r.Frame)]
 		}
 		f.meta = r.Meta
-		s.enqueue(f, now)
+		var from *swPort // a frame read from a port may wait for room (input.go)
+		if m != nil {
+			if i := s.p4ToTM[inPort&(p4src.NumPorts-1)]; i >= 0 {
+				from = s.byTM[i]
+			}
+		}
+		s.enqueue(f, now, from)
 		return
 	case pipeline.VerdictMulticast:
 		// The packet replication engine: one copy per replica (the pipeline left
@@ -146,7 +224,7 @@ func (s *Switch) process(data []byte, inPort uint16, now int64, m *afpacket.Mess
 			c.meta = r.Meta
 			c.meta.EgressPort = rep.Port
 			s.ctr.MulticastCopies++
-			s.enqueue(c, now)
+			s.enqueue(c, now, nil)
 		}
 	case pipeline.VerdictToCPU:
 		s.ctr.ToCPU++
@@ -185,8 +263,11 @@ func (s *Switch) macControl(data []byte, inPort uint16, now int64) {
 	}
 }
 
-// enqueue offers f to the TM at now; a refused frame is released. Called with mu held.
-func (s *Switch) enqueue(f *frame, now int64) {
+// enqueue offers f to the TM at now; a refused frame is released. A lossless frame read
+// from port from (nil: a packet-out, a copy, a CNP) that the TM has no room for, or
+// that follows such a frame, waits in from.pending instead (deferLossless). Called with
+// mu held.
+func (s *Switch) enqueue(f *frame, now int64, from *swPort) {
 	m := &f.meta
 	eg := int32(-1)
 	if m.EgressPort < p4src.NumPorts {
@@ -202,10 +283,13 @@ func (s *Switch) enqueue(f *frame, now int64) {
 		in = int32(s.cpuTM)
 	}
 	prio := int(m.Priority & 7)
+	length := max(len(f.data), minWireFrame) + fcsBytes
+	if from != nil && s.deferLossless(f, from, length, int(in), int(eg), prio) {
+		return
+	}
 	if m.Lossless != (s.lossless&(1<<prio) != 0) {
 		s.ctr.ClassMismatch++
 	}
-	length := max(len(f.data), minWireFrame) + fcsBytes
 	res, err := s.tm.Enqueue(f, length, int(in), int(eg), prio, now)
 	if err != nil {
 		if errors.Is(err, tm.ErrLosslessDrop) {
@@ -306,13 +390,19 @@ func (s *Switch) advance(now int64) int {
 		}
 		s.ctr.Dequeued++
 		s.ctr.LateDepartureMaxNs = max(s.ctr.LateDepartureMaxNs, now-d.TxStart)
+		if ip := s.byTM[d.Ingress]; ip != nil && len(ip.pending) > 0 {
+			select { // room for the frames its RX goroutine holds back
+			case ip.drained <- struct{}{}:
+			default:
+			}
+		}
 		s.byTM[best].delay.Push(d.DeliverAt, d.Handle)
 		if d.PFC.Kind != tm.PFCNone {
 			s.sendPFC(&d.PFC)
 		}
 		for i, c := range s.pendingCNP {
 			s.ctr.SwitchCNPs++
-			s.enqueue(c, s.clk)
+			s.enqueue(c, s.clk, nil)
 			s.pendingCNP[i] = nil
 		}
 		s.pendingCNP = s.pendingCNP[:0]
@@ -400,11 +490,22 @@ func (s *Switch) schedLoop(ctx context.Context) {
 	}
 }
 
+// txChunk is the number of frames transmit writes before it lets other goroutines run.
+const txChunk = 256
+
 // transmit writes p's released frames and recycles them. A frame the kernel refuses
 // (e.g. longer than the interface MTU) is dropped and counted; the rest still go.
 func (s *Switch) transmit(ctx context.Context, p *swPort) {
 	for off := 0; off < len(p.txFrames); {
-		sent, err := p.link.WriteBatch(ctx, p.txFrames[off:])
+		// A chunk at a time, yielding in between: a long backlog written in one call
+		// keeps the RX goroutines off the CPU for milliseconds when GOMAXPROCS is 1
+		// (the goroutine keeps its P across the system calls), and with them the
+		// input measurements and the PFC refreshes they make.
+		if off > 0 {
+			runtime.Gosched()
+		}
+		chunk := min(len(p.txFrames), off+txChunk)
+		sent, err := p.link.WriteBatch(ctx, p.txFrames[off:chunk])
 		var bytes uint64
 		for _, b := range p.txFrames[off : off+sent] {
 			bytes += uint64(len(b))
@@ -413,7 +514,7 @@ func (s *Switch) transmit(ctx context.Context, p *swPort) {
 		p.txBytes.Add(bytes)
 		off += sent
 		if err == nil {
-			break
+			continue
 		}
 		if ctx.Err() != nil || errors.Is(err, afpacket.ErrClosed) {
 			p.txDropped.Add(uint64(len(p.txFrames) - off))

@@ -38,19 +38,46 @@ type Dump struct {
 
 // PortDump is one port in a Dump.
 type PortDump struct {
-	Num       uint16          `json:"num"`
-	Ifname    string          `json:"ifname"`
-	MAC       string          `json:"mac"`
-	RateBps   int64           `json:"rate_bps"`
-	TMIndex   int             `json:"tm_index"`
-	RxFrames  uint64          `json:"rx_frames"`
-	RxBytes   uint64          `json:"rx_bytes"`
-	TxFrames  uint64          `json:"tx_frames"`
-	TxBytes   uint64          `json:"tx_bytes"`
-	TxErrors  uint64          `json:"tx_errors"`
-	TxDropped uint64          `json:"tx_dropped"`
-	InDelay   int             `json:"in_delay_line"`
-	Socket    *afpacket.Stats `json:"socket,omitempty"`
+	Num       uint16 `json:"num"`
+	Ifname    string `json:"ifname"`
+	MAC       string `json:"mac"`
+	RateBps   int64  `json:"rate_bps"`
+	TMIndex   int    `json:"tm_index"`
+	RxFrames  uint64 `json:"rx_frames"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	TxFrames  uint64 `json:"tx_frames"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	TxErrors  uint64 `json:"tx_errors"`
+	TxDropped uint64 `json:"tx_dropped"`
+	InDelay   int    `json:"in_delay_line"`
+	// Input is the receive queue as the switch last measured it, and what it lost.
+	Input  InputDump       `json:"input"`
+	Socket *afpacket.Stats `json:"socket,omitempty"`
+}
+
+// InputDump is a port's input side in a Dump (docs/target.md, "Input backlog and PFC").
+type InputDump struct {
+	// Drops are the frames the kernel dropped at this port's full receive queue: they
+	// never reached the pipeline (also counted in the P4 counter dropped[port]).
+	Drops uint64 `json:"drops"`
+	// BacklogBytes is the receive queue at the last measurement (the kernel's
+	// accounting: a frame's buffer, ~830 B for 64 B on veth), BacklogMaxBytes the most
+	// measured, BufferBytes the receive buffer (the queue's capacity).
+	BacklogBytes    int64 `json:"backlog_bytes"`
+	BacklogMaxBytes int64 `json:"backlog_max_bytes"`
+	BufferBytes     int64 `json:"buffer_bytes"`
+	// Held: the port is under an input hold now (PFC XOFF sent for its lossless
+	// priorities); Holds counts the holds started.
+	Held  bool   `json:"held"`
+	Holds uint64 `json:"holds"`
+	// Measurements counts the times the RX goroutine measured the receive queue (a
+	// dump measures it too, uncounted).
+	Measurements uint64 `json:"measurements"`
+	// Deferred counts the lossless frames kept out of the TM for want of room, Pending
+	// those waiting now, Stalls the times the port stopped reading for them.
+	Deferred uint64 `json:"deferred"`
+	Pending  int    `json:"pending"`
+	Stalls   uint64 `json:"stalls"`
 }
 
 // DigestDump is one digest's queue in a Dump.
@@ -63,7 +90,22 @@ type DigestDump struct {
 func (s *Switch) Dump() Dump {
 	d := Dump{Pipeline: make(map[string][]pipeline.CounterValue), Digests: make(map[string]DigestDump)}
 	sc := pipeline.ProgramSchema()
+	// The receive queues now (system calls, outside the lock), so that the input
+	// drops are current.
+	backlogs := make([]*afpacket.Backlog, len(s.ports))
+	for i, p := range s.ports {
+		if bl, ok := p.link.(BacklogReporter); ok {
+			if b, err := bl.Backlog(); err == nil {
+				backlogs[i] = &b
+			}
+		}
+	}
 	now := s.lock()
+	for i, b := range backlogs {
+		if b != nil {
+			s.noteBacklog(s.ports[i], *b)
+		}
+	}
 	d.NowNs, d.Uptime = now, time.Duration(now).Round(time.Millisecond).String()
 	s.advance(now)
 	d.Runtime = s.ctr
@@ -86,14 +128,19 @@ func (s *Switch) Dump() Dump {
 		d.Digests[g.Name] = DigestDump{Pending: pend, Drops: drops}
 	}
 	inDelay := make([]int, len(s.ports))
+	inputs := make([]InputDump, len(s.ports))
 	for i, p := range s.ports {
 		inDelay[i] = p.delay.Len()
+		in := &p.input
+		inputs[i] = InputDump{Drops: in.drops, BacklogBytes: in.backlog, BacklogMaxBytes: in.backlogMax, BufferBytes: in.capacity,
+			Held: s.tm.InputHeld(p.tmIdx), Holds: in.holds, Measurements: in.measured,
+			Deferred: in.deferred, Pending: len(p.pending), Stalls: in.stalls}
 	}
 	s.unlock(context.Background(), nil)
 	for i, p := range s.ports {
 		pd := PortDump{Num: p.cfg.Num, Ifname: p.cfg.Ifname, MAC: p.mac.String(), RateBps: p.cfg.RateBps, TMIndex: p.tmIdx,
 			RxFrames: p.rxFrames.Load(), RxBytes: p.rxBytes.Load(), TxFrames: p.txPkts.Load(), TxBytes: p.txBytes.Load(),
-			TxErrors: p.txErrors.Load(), TxDropped: p.txDropped.Load(), InDelay: inDelay[i]}
+			TxErrors: p.txErrors.Load(), TxDropped: p.txDropped.Load(), InDelay: inDelay[i], Input: inputs[i]}
 		if pp, ok := p.link.(*afpacket.Port); ok {
 			st := pp.Stats()
 			pd.Socket = &st

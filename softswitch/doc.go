@@ -27,5 +27,14 @@
 // tm.DelayLine for the link delay and are then written to the socket by the
 // scheduler.
 //
+// Input (input.go): frames wait in each port's socket receive queue (32 MiB) until
+// its RX goroutine reads them. After a read that filled its batch it measures the
+// queue (afpacket.Port.Backlog); above a quarter of the buffer it holds the port
+// (tm.SetInputHold: PFC XOFF for the lossless priorities out of that port), below an
+// eighth it releases it. A lossless frame the TM has no room for (tm.Admits) is kept,
+// and the port is not read until it is in, so that the frames behind it wait in the
+// queue rather than overrun the headroom. Kernel drops at the queue are counted
+// (input_drops, and the P4 counter dropped[port]).
+//
 // See docs/target.md for the command, flags, P4Runtime support and limits.
 package softswitch

@@ -648,6 +648,10 @@ func runIncast(t *testing.T, n *incastNet, tc incastCase) (loss incastLoss) {
 	cfg.TM.BufferBytes = incastSenders*tc.headroom + 8<<20
 	cfg.TM.XoffBytes, cfg.TM.Threshold = incastXoff, tm.ThresholdStatic
 	cfg.TM.WireOverhead = true
+	// What the TM's PFC and headroom do is under test (the control counts its exact
+	// lossless drops): the switch must not keep frames without room in the receive
+	// queues instead (input.go, TestInputDeferLossless).
+	cfg.NoLosslessDefer = true
 	logger, hook := test.NewNullLogger()
 	cfg.Log = logger
 	sw, ctl := nsSwitch(t, n.sw, 1, cfg)

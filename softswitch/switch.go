@@ -19,8 +19,8 @@ import (
 	"github.com/fastcnp/fastcnp/wire"
 )
 
-// rxBatch is the number of frames an RX goroutine reads per system call.
-const rxBatch = afpacket.DefaultBatch
+// maxRxBatch bounds the frames an RX goroutine reads per system call (UIO_MAXIOV).
+const maxRxBatch = 1024
 
 // minBufLen is the least frame-buffer length (switch CNPs, PFC frames, packet-outs).
 const minBufLen = 2048
@@ -53,6 +53,13 @@ type swPort struct {
 	rxFrames, rxBytes   atomic.Uint64
 	txPkts, txBytes     atomic.Uint64
 	txErrors, txDropped atomic.Uint64
+
+	// input is the receive queue's state (guarded by Switch.mu).
+	input inputState
+	// pending are lossless frames read from this port that wait for room in the TM
+	// (guarded by Switch.mu); drained wakes the port's stalled RX goroutine.
+	pending []*frame
+	drained chan struct{}
 }
 
 // Switch is the software switch. Create it with New, run it with Run.
@@ -65,6 +72,7 @@ type Switch struct {
 	p4ToTM   [p4src.NumPorts]int32
 	cpuTM    int
 	maxFrame int
+	rxBatch  int // frames an RX goroutine reads per system call (PortOptions.Batch)
 	pool     sync.Pool
 	server   *p4rtserver.Server
 	wake     chan struct{}
@@ -89,6 +97,9 @@ type Switch struct {
 	blocked  []bool
 	lossless uint8 // the TM's lossless priority mask
 	ctr      Counters
+	// gate decides input holds from the ports' receive queues (input.go).
+	gate       inputGate
+	ctrScratch []pipeline.CounterValue
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -104,13 +115,14 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{
-		cfg:   c,
-		log:   c.Log.WithFields(logrus.Fields{"component": "fastcnp-switch", "device_id": c.DeviceID}),
-		start: time.Now(),
-		wake:  make(chan struct{}, 1),
-		pktIn: make(chan p4rtserver.PacketIn, c.PacketInQueue),
-		pl:    pipeline.New(pipeline.Options{Seed: c.Seed}),
-		cpuTM: len(c.Ports),
+		cfg:     c,
+		log:     c.Log.WithFields(logrus.Fields{"component": "fastcnp-switch", "device_id": c.DeviceID}),
+		start:   time.Now(),
+		wake:    make(chan struct{}, 1),
+		pktIn:   make(chan p4rtserver.PacketIn, c.PacketInQueue),
+		pl:      pipeline.New(pipeline.Options{Seed: c.Seed}),
+		cpuTM:   len(c.Ports),
+		rxBatch: c.PortOptions.Batch,
 	}
 	for i := range s.p4ToTM {
 		s.p4ToTM[i] = -1
@@ -121,7 +133,7 @@ func New(cfg Config) (*Switch, error) {
 	}
 	maxLinkFrame := 0
 	for i, pc := range c.Ports {
-		p := &swPort{cfg: pc, tmIdx: i}
+		p := &swPort{cfg: pc, tmIdx: i, drained: make(chan struct{}, 1)}
 		var hw net.HardwareAddr
 		if pc.Open != nil {
 			p.link, hw, err = pc.Open()
@@ -150,6 +162,7 @@ func New(cfg Config) (*Switch, error) {
 	}
 	s.blocked = make([]bool, len(s.ports)+1)
 	s.lossless = s.tm.Config().Lossless
+	s.gate = inputGate{xoff: c.InputXoff, xon: c.InputXon}
 	if c.GRPCAddr != "" || c.GRPCListener != nil {
 		s.server, err = p4rtserver.New(p4rtserver.Options{
 			DeviceID: c.DeviceID, DataPlane: s, Logger: c.Log, DigestPollInterval: c.DigestPollInterval,
@@ -163,6 +176,7 @@ func New(cfg Config) (*Switch, error) {
 	s.log.WithFields(logrus.Fields{
 		"ports": len(s.ports), "buffer_bytes": tcfg.BufferBytes, "lossless_mask": fmt.Sprintf("%#02x", tcfg.Lossless),
 		"threshold": thresholdName(tcfg.Threshold), "link_delay": c.LinkDelay,
+		"rx_buffer": c.PortOptions.RecvBuffer, "rx_pfc_xoff": c.InputXoff, "rx_pfc_xon": c.InputXon,
 	}).Info("switch configured")
 	return s, nil
 }
@@ -282,6 +296,11 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	s.log.Info("switch running")
 	<-ctx.Done()
+	// Closing the ports ends the RX goroutines' reads (they read without a context)
+	// and any write blocked in a full socket.
+	if err := s.Close(); err != nil {
+		s.log.WithError(err).Warn("closing the ports")
+	}
 	wg.Wait()
 	s.log.Info("switch stopped")
 	select {

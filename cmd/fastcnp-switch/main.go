@@ -203,7 +203,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(out)
 	var ifaces ifaceList
 	var rates rateList
-	var buffer, xoff, xonOffset sizeFlag
+	var buffer, xoff, xonOffset, rxBuffer sizeFlag
 	var delay, response durFlag
 	deviceID := fs.Uint64("device-id", 0, "P4Runtime device ID (non-zero)")
 	fs.Var(&ifaces, "i", "port: PORT@IFNAME (repeat for each port)")
@@ -221,6 +221,11 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	sched := fs.String("scheduler", "lossless-first", "egress scheduler: strict, lossless-first or lossless-first-dwrr")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "loopback HTTP address serving the counters as JSON at "+softswitch.DebugPath+" (e.g. 127.0.0.1:9560)")
+	fs.Var(&rxBuffer, "rx-buffer", "receive buffer of each port's socket (SO_RCVBUFFORCE; e.g. 64MiB; default 32MiB): the input burst it absorbs")
+	rxXoff := fs.String("rx-pfc-xoff", "", "input backpressure: PFC XOFF out of a port whose receive queue fills this fraction of --rx-buffer (default 0.25), or off")
+	rxXon := fs.Float64("rx-pfc-xon", 0, "input backpressure: XON once the queue is down to this fraction (default 0.125, at most half of --rx-pfc-xoff)")
+	rxBatch := fs.Int("rx-batch", 0, "frames read per system call on each port (default 64, at most 1024)")
+	rxDefer := fs.Bool("rx-defer-lossless", true, "keep a lossless frame the TM has no room for and stop reading its port until there is (false: the TM drops it, a lossless drop)")
 	// simple_switch_grpc options accepted for compatibility.
 	noP4 := fs.Bool("no-p4", false, "accepted for simple_switch_grpc compatibility (the switch always waits for SetForwardingPipelineConfig)")
 	thrift := fs.Int("thrift-port", 0, "accepted for simple_switch_grpc compatibility; ignored (no Thrift)")
@@ -340,6 +345,32 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	default:
 		return o, fmt.Errorf("--scheduler %q: want strict, lossless-first or lossless-first-dwrr", *sched)
 	}
+	if rxBuffer.set {
+		if rxBuffer.v < 64<<10 || rxBuffer.v > 1<<30 {
+			return o, fmt.Errorf("--rx-buffer %d B: want 64KiB .. 1GiB", rxBuffer.v)
+		}
+		c.PortOptions.RecvBuffer = int(rxBuffer.v)
+	}
+	switch *rxXoff {
+	case "":
+	case "off":
+		c.InputXoff = -1
+	default:
+		f, err := strconv.ParseFloat(*rxXoff, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return o, fmt.Errorf("--rx-pfc-xoff %q: want a fraction 0 < f <= 1 of --rx-buffer, or off", *rxXoff)
+		}
+		c.InputXoff = f
+	}
+	if *rxXon < 0 || *rxXon >= 1 {
+		return o, fmt.Errorf("--rx-pfc-xon %v: want a fraction 0 <= f < --rx-pfc-xoff", *rxXon)
+	}
+	c.InputXon = *rxXon
+	if *rxBatch < 0 || *rxBatch > 1024 {
+		return o, fmt.Errorf("--rx-batch %d: want 1 .. 1024", *rxBatch)
+	}
+	c.PortOptions.Batch = *rxBatch
+	c.NoLosslessDefer = !*rxDefer
 	if err := softswitch.Validate(*c); err != nil {
 		return o, err
 	}

@@ -100,6 +100,30 @@ func TestParseArgs(t *testing.T) {
 					t.Error("LosslessNone not set")
 				}
 			}},
+		{name: "input defaults", args: base,
+			check: func(t *testing.T, o options) {
+				c := o.cfg
+				if c.PortOptions.RecvBuffer != 0 || c.InputXoff != 0 || c.InputXon != 0 || c.PortOptions.Batch != 0 || c.NoLosslessDefer {
+					t.Errorf("input options %+v, XOFF %v XON %v: want zero (the softswitch defaults)", c.PortOptions, c.InputXoff, c.InputXon)
+				}
+			}},
+		{name: "input options", args: append(append([]string{}, base...), "--rx-buffer", "64MiB", "--rx-pfc-xoff", "0.5", "--rx-pfc-xon", "0.2", "--rx-batch", "256", "--rx-defer-lossless=false"),
+			check: func(t *testing.T, o options) {
+				c := o.cfg
+				if c.PortOptions.RecvBuffer != 64<<20 || c.InputXoff != 0.5 || c.InputXon != 0.2 || c.PortOptions.Batch != 256 || !c.NoLosslessDefer {
+					t.Errorf("input options %+v, XOFF %v XON %v", c.PortOptions, c.InputXoff, c.InputXon)
+				}
+			}},
+		{name: "input backpressure off", args: append(append([]string{}, base...), "--rx-pfc-xoff", "off"),
+			check: func(t *testing.T, o options) {
+				if o.cfg.InputXoff >= 0 {
+					t.Errorf("XOFF %v, want negative (off)", o.cfg.InputXoff)
+				}
+			}},
+		{name: "rx buffer too small", args: append(append([]string{}, base...), "--rx-buffer", "4KiB"), err: "--rx-buffer"},
+		{name: "rx xoff not a fraction", args: append(append([]string{}, base...), "--rx-pfc-xoff", "2"), err: "--rx-pfc-xoff"},
+		{name: "rx xon above xoff", args: append(append([]string{}, base...), "--rx-pfc-xoff", "0.2", "--rx-pfc-xon", "0.3"), err: "input backpressure"},
+		{name: "rx batch", args: append(append([]string{}, base...), "--rx-batch", "5000"), err: "--rx-batch"},
 		{name: "no device id", args: []string{"-i", "1@a"}, err: "--device-id"},
 		{name: "no ports", args: []string{"--device-id", "1"}, err: "no ports"},
 		{name: "bad interface", args: []string{"--device-id", "1", "-i", "veth1"}, err: "PORT@IFNAME"},

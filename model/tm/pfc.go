@@ -107,6 +107,77 @@ func (t *TM[H]) EgressPaused(portIdx, prio int, now int64) (bool, error) {
 	return (q.paused && q.pausedUntil > now) || (p.linkPaused && p.linkUntil > now), nil
 }
 
+// upstreamPaused is the mask of priorities p's upstream is paused for: the priority
+// groups in XOFF and, under an input hold, every lossless priority.
+func (t *TM[H]) upstreamPaused(p *port[H]) uint8 {
+	if p.hold {
+		return p.xoffMask | t.cfg.Lossless
+	}
+	return p.xoffMask
+}
+
+// SetInputHold starts (hold true) or ends (hold false) an input hold on ingress port
+// at now: a pause of every lossless priority of that port's upstream for a reason the
+// buffer does not see, such as frames waiting in the runtime's receive queue before
+// they reach Enqueue (the real-time switch's input backlog, docs/target.md). The hold
+// and the priority groups' own XOFF combine: the upstream of a lossless priority is
+// paused while its group is in XOFF or the port is held, so
+//   - starting a hold sends XOFF for the lossless priorities whose group is not in XOFF
+//     (none: PFCNone), and refreshes cover them as long as the hold lasts;
+//   - a group that crosses XOFF during a hold sends no frame of its own, and one that
+//     drains to XON during a hold sends no XON;
+//   - ending the hold sends XON for the lossless priorities whose group is not in XOFF;
+//     the others stay paused until their group drains.
+//
+// Setting the state the port already has does nothing. The returned event (Kind
+// PFCXoff or PFCXon, or PFCNone) is to be sent like Enqueue's. Without lossless
+// priorities a hold is recorded (time, count) but sends nothing.
+func (t *TM[H]) SetInputHold(portIdx int, hold bool, now int64) (PFCEvent, error) {
+	if err := t.checkPort(portIdx); err != nil {
+		return PFCEvent{}, fmt.Errorf("input hold: %w", err)
+	}
+	p := &t.ports[portIdx]
+	if p.hold == hold {
+		return PFCEvent{}, nil
+	}
+	p.hold = hold
+	kind := PFCXoff
+	if hold {
+		p.holdSince = now
+		p.holds++
+	} else {
+		p.holdNs += now - p.holdSince
+		kind = PFCXon
+	}
+	mask := t.cfg.Lossless &^ p.xoffMask
+	if mask == 0 {
+		return PFCEvent{}, nil
+	}
+	ev := t.pfcFrame(portIdx, uint16(mask), kind, now)
+	for pr := range NumPriorities {
+		if mask&(1<<pr) == 0 {
+			continue
+		}
+		if hold {
+			p.pg[pr].txXoff++
+			p.pg[pr].lastSent = ev.SendAt
+		} else {
+			p.pg[pr].txXon++
+		}
+	}
+	if hold {
+		p.holdXoff++
+	} else {
+		p.holdXon++
+	}
+	return ev, nil
+}
+
+// InputHeld reports whether port is under an input hold (SetInputHold).
+func (t *TM[H]) InputHeld(portIdx int) bool {
+	return portIdx >= 0 && portIdx < len(t.ports) && t.ports[portIdx].hold
+}
+
 // Advance runs the timers due at now: it reports expired received pauses to the hooks
 // and appends to dst one refresh PFC frame per ingress port that has priorities in
 // XOFF whose last XOFF was sent RefreshPercent of the pause time ago. Call it at
@@ -117,12 +188,13 @@ func (t *TM[H]) Advance(now int64, dst []PFCEvent) []PFCEvent {
 		if p.pausedMask != 0 || p.linkPaused {
 			t.settle(p, i, now)
 		}
-		if p.xoffMask == 0 {
+		up := t.upstreamPaused(p)
+		if up == 0 {
 			continue
 		}
 		var ce uint16
 		for pr := range NumPriorities {
-			if p.xoffMask&(1<<pr) != 0 && now >= p.pg[pr].lastSent+p.refresh {
+			if up&(1<<pr) != 0 && now >= p.pg[pr].lastSent+p.refresh {
 				ce |= 1 << pr
 			}
 		}
@@ -152,8 +224,9 @@ func (t *TM[H]) NextTimer() (at int64, ok bool) {
 	}
 	for i := range t.ports {
 		p := &t.ports[i]
+		up := t.upstreamPaused(p)
 		for pr := range NumPriorities {
-			if p.xoffMask&(1<<pr) != 0 {
+			if up&(1<<pr) != 0 {
 				take(p.pg[pr].lastSent + p.refresh)
 			}
 			if p.pausedMask&(1<<pr) != 0 {

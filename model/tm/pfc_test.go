@@ -2,6 +2,8 @@ package tm
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -84,7 +86,23 @@ func TestHeadroomExhaustedIsLosslessDrop(t *testing.T) {
 	cfg.Ports[1].HeadroomBytes = 2000
 	m := mustNew(t, cfg, nil)
 	for i := 1; i <= 7; i++ { // 5 shared, 2 headroom
+		want := Accepted
+		if i > 5 {
+			want = AcceptedHeadroom
+		}
+		if v, err := m.Admits(1000, 1, 0, 3); v != want || err != nil {
+			t.Fatalf("frame %d: Admits %v, %v; want %v", i, v, err, want)
+		}
 		mustEnq(t, m, i, 1000, 1, 0, 3, 0)
+	}
+	// Asking changes nothing: the 8th frame would be a lossless drop.
+	for range 2 {
+		if v, err := m.Admits(1000, 1, 0, 3); v != DroppedLossless || err != nil || m.LosslessDrops() != 0 {
+			t.Fatalf("8th frame: Admits %v, %v, %d lossless drops counted; want DroppedLossless, none counted", v, err, m.LosslessDrops())
+		}
+	}
+	if _, err := m.Admits(1000, 1, 0, 9); !errors.Is(err, ErrBadPriority) {
+		t.Fatalf("Admits of priority 9: %v", err)
 	}
 	r, err := m.Enqueue(8, 1000, 1, 0, 3, 0)
 	if !errors.Is(err, ErrLosslessDrop) || r.Verdict != DroppedLossless {
@@ -435,5 +453,165 @@ func TestDynamicXonUsesResumeOffset(t *testing.T) {
 		if (d.PFC.Kind == PFCXon) != (k == 3) {
 			t.Fatalf("dequeue %d: PFC %v, want XON at 3", k, d.PFC.Kind)
 		}
+	}
+}
+
+// TestInputHold: an input hold (the runtime's input backlog) and the priority groups'
+// own XOFF combine into one upstream pause per lossless priority: the hold pauses
+// the lossless priorities not yet paused, a group crossing or draining during the
+// hold sends nothing, the end of the hold resumes only the priorities whose group is
+// not in XOFF, and refreshes cover every paused priority on its own timer.
+func TestInputHold(t *testing.T) {
+	const refresh = 65535 * 512 / 2 // ns: 50% of a 65535-quanta pause at 1 Gb/s
+	type step struct {
+		op   string // hold, release, enq3, enq4 (one 1000-B frame), deq, advance (to at)
+		at   int64  // advance: absolute time; others run at the previous time + 1000
+		want string // the PFC frames the step makes: "kind:classEnable" (hex), space separated
+	}
+	cases := []struct {
+		name     string
+		lossless uint8
+		steps    []step
+		holdXoff uint64 // frames the holds' starts sent
+		holdXon  uint64
+	}{
+		{"hold and release, no group in XOFF", 1<<3 | 1<<4, []step{
+			{op: "hold", want: "xoff:18"}, {op: "release", want: "xon:18"},
+		}, 1, 1},
+		{"setting the state it has does nothing", 1<<3 | 1<<4, []step{
+			{op: "release"}, {op: "hold", want: "xoff:18"}, {op: "hold"}, {op: "release", want: "xon:18"}, {op: "release"},
+		}, 1, 1},
+		{"a group in XOFF before the hold keeps its own XON", 1<<3 | 1<<4, []step{
+			{op: "enq3"}, {op: "enq3"}, {op: "enq3", want: "xoff:8"},
+			{op: "hold", want: "xoff:10"}, {op: "release", want: "xon:10"},
+			{op: "deq"}, {op: "deq", want: "xon:8"},
+		}, 1, 1},
+		{"a group crossing and draining during the hold sends nothing", 1<<3 | 1<<4, []step{
+			{op: "hold", want: "xoff:18"},
+			{op: "enq3"}, {op: "enq3"}, {op: "enq3"}, {op: "deq"}, {op: "deq"},
+			{op: "release", want: "xon:18"},
+		}, 1, 1},
+		{"a group still in XOFF when the hold ends stays paused until it drains", 1<<3 | 1<<4, []step{
+			{op: "hold", want: "xoff:18"},
+			{op: "enq4"}, {op: "enq4"}, {op: "enq4"},
+			{op: "release", want: "xon:8"},
+			{op: "deq"}, {op: "deq", want: "xon:10"},
+		}, 1, 1},
+		{"refreshes cover the held priorities", 1<<3 | 1<<4, []step{
+			{op: "hold", want: "xoff:18"}, // at 1000
+			{op: "advance", at: 1000 + refresh - 1},
+			{op: "advance", at: 1000 + refresh, want: "refresh:18"},
+			{op: "release", want: "xon:18"},
+			{op: "advance", at: 1000 + 3*refresh},
+		}, 1, 1},
+		{"each priority refreshes on its own timer", 1<<3 | 1<<4, []step{
+			{op: "enq3"}, {op: "enq3"}, {op: "enq3", want: "xoff:8"}, // at 3000
+			{op: "hold", want: "xoff:10"}, // at 4000
+			{op: "advance", at: 3000 + refresh, want: "refresh:8"},
+			{op: "advance", at: 4000 + refresh, want: "refresh:10"},
+		}, 1, 0},
+		{"one lossless priority", 1 << 3, []step{
+			{op: "hold", want: "xoff:8"}, {op: "enq4"}, {op: "enq4"}, {op: "enq4"}, {op: "release", want: "xon:8"},
+		}, 1, 1},
+		{"no lossless priority: nothing to pause", 0, []step{
+			{op: "hold"}, {op: "enq3"}, {op: "release"},
+		}, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := staticCfg(3000, 1000)
+			cfg.Lossless = tc.lossless
+			m := mustNew(t, cfg, nil)
+			now, h := int64(0), 0
+			var heldNs, holdStart int64
+			held := false
+			for i, st := range tc.steps {
+				if st.op == "advance" {
+					now = st.at
+				} else {
+					now += 1000
+				}
+				var evs []PFCEvent
+				add := func(ev PFCEvent) {
+					if ev.Kind != PFCNone {
+						evs = append(evs, ev)
+					}
+				}
+				switch st.op {
+				case "hold", "release":
+					ev, err := m.SetInputHold(1, st.op == "hold", now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					add(ev)
+					if on := st.op == "hold"; on != held {
+						if held {
+							heldNs += now - holdStart
+						}
+						held, holdStart = on, now
+					}
+					if m.InputHeld(1) != held {
+						t.Fatalf("step %d: InputHeld %v, want %v", i, m.InputHeld(1), held)
+					}
+				case "enq3", "enq4":
+					h++
+					add(mustEnq(t, m, h, 1000, 1, 0, int(st.op[3]-'0'), now).PFC)
+				case "deq":
+					d := mustDeq(t, m, 0, now)
+					now = d.TxEnd
+					add(d.PFC)
+				case "advance":
+					if at, ok := m.NextTimer(); ok && at < now && st.want == "" {
+						t.Fatalf("step %d: a timer due at %d before %d made nothing", i, at, now)
+					}
+					evs = m.Advance(now, evs)
+				default:
+					t.Fatalf("bad op %q", st.op)
+				}
+				var got []string
+				for _, ev := range evs {
+					got = append(got, fmt.Sprintf("%v:%x", ev.Kind, ev.ClassEnable))
+					if ev.Port != 1 {
+						t.Errorf("step %d: %+v out of port %d, want 1 (the held ingress)", i, ev, ev.Port)
+					}
+					for pr := range NumPriorities {
+						want := uint16(0)
+						if ev.ClassEnable&(1<<pr) != 0 && ev.Kind != PFCXon {
+							want = 0xFFFF
+						}
+						if ev.Quanta[pr] != want {
+							t.Errorf("step %d: %+v: quanta[%d] %d, want %d", i, ev, pr, ev.Quanta[pr], want)
+						}
+					}
+				}
+				if g := strings.Join(got, " "); g != st.want {
+					t.Fatalf("step %d (%s at %d): PFC %q, want %q", i, st.op, now, g, st.want)
+				}
+			}
+			s := m.Snapshot(now)
+			ps := s.Ports[1]
+			if held {
+				heldNs += now - holdStart
+			}
+			if ps.InputHold != held || ps.InputHoldNs != heldNs || ps.InputHoldXoff != tc.holdXoff || ps.InputHoldXon != tc.holdXon {
+				t.Errorf("snapshot: hold %v %d ns, frames %d/%d; want %v %d ns, %d/%d",
+					ps.InputHold, ps.InputHoldNs, ps.InputHoldXoff, ps.InputHoldXon, held, heldNs, tc.holdXoff, tc.holdXon)
+			}
+			var frames uint64
+			for pr := range NumPriorities {
+				g := ps.Ingress[pr]
+				frames += g.PFCTxXoff + g.PFCTxXon + g.PFCTxRefresh
+			}
+			if tc.lossless != 0 && frames == 0 || ps.PFCTxFrames > frames {
+				t.Errorf("port 1 sent %d PFC frames, its groups count %d frame-priorities", ps.PFCTxFrames, frames)
+			}
+		})
+	}
+	m := mustNew(t, staticCfg(3000, 1000), nil)
+	if _, err := m.SetInputHold(7, true, 0); !errors.Is(err, ErrUnknownPort) {
+		t.Errorf("hold of port 7: %v, want ErrUnknownPort", err)
+	}
+	if m.InputHeld(7) || m.InputHeld(-1) {
+		t.Error("InputHeld of a port that does not exist")
 	}
 }

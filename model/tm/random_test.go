@@ -1,6 +1,7 @@
 package tm
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -26,7 +27,12 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 				now += rng.Int64N(3000)
 				switch op := rng.IntN(10); {
 				case op < 5:
-					_, _ = m.Enqueue(step, rng.IntN(1600)-10, rng.IntN(6)-1, rng.IntN(6)-1, rng.IntN(10)-1, now)
+					length, in, eg, pr := rng.IntN(1600)-10, rng.IntN(6)-1, rng.IntN(6)-1, rng.IntN(10)-1
+					want, werr := m.Admits(length, in, eg, pr)
+					r, err := m.Enqueue(step, length, in, eg, pr, now)
+					if (werr != nil) != (err != nil && !errors.Is(err, ErrLosslessDrop)) || (werr == nil && want != r.Verdict) {
+						t.Fatalf("step %d: Admits said %v (%v), Enqueue did %v (%v)", step, want, werr, r.Verdict, err)
+					}
 				case op < 8:
 					_, _, _ = m.Dequeue(rng.IntN(6)-1, now)
 				case op == 8:
@@ -36,16 +42,23 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 					}
 					_ = m.ReceivePFC(rng.IntN(6)-1, uint16(rng.IntN(1<<9)), q, now)
 				default:
-					if rng.IntN(2) == 0 {
+					switch rng.IntN(3) {
+					case 0:
 						_ = m.ReceivePause(rng.IntN(6)-1, uint16(rng.IntN(2)*30), now)
-					} else {
+					case 1:
 						evs = m.Advance(now, evs[:0])
+					default:
+						_, _ = m.SetInputHold(rng.IntN(6)-1, rng.IntN(2) == 0, now)
 					}
 				}
 				checkInvariants(t, m, step)
 			}
 			s := m.Snapshot(now)
-			if s.TotalEnqueuedPkts == 0 || s.TotalDequeuedPkts == 0 || s.TotalPFCTxFrames == 0 || s.TotalPFCRxPauseXoff == 0 {
+			holds := uint64(0)
+			for _, p := range s.Ports {
+				holds += p.InputHoldXoff
+			}
+			if s.TotalEnqueuedPkts == 0 || s.TotalDequeuedPkts == 0 || s.TotalPFCTxFrames == 0 || s.TotalPFCRxPauseXoff == 0 || holds == 0 {
 				t.Fatalf("sched %d thr %d: the random run exercised too little: %+v", sched, thr, s)
 			}
 		}
@@ -71,6 +84,9 @@ func checkInvariants(t *testing.T, m *TM[int], step int) {
 			held += g.shared + g.headroom
 			shared += g.shared
 			hdrm += g.headroom
+			if g.xoff != (p.xoffMask&(1<<pr) != 0) || (g.xoff && !m.lossless(pr)) {
+				t.Fatalf("step %d: PG %d/%d xoff %v, port mask %#x", step, i, pr, g.xoff, p.xoffMask)
+			}
 		}
 		if portBytes != p.bytes {
 			t.Fatalf("step %d: port %d bytes %d, queues hold %d", step, i, p.bytes, portBytes)

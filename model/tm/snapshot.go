@@ -29,7 +29,9 @@ type IngressStats struct {
 	HighWater                   int64  // of shared+headroom
 	HeadroomHighWater           int64  // of the headroom part
 	HeadroomReserved            int64  // 0 for lossy priorities
-	// Xoff: the upstream is paused for this priority (we sent XOFF, no XON yet).
+	// Xoff: the group is in XOFF (it crossed XOFF and has not drained to XON): its
+	// upstream is paused for this priority (by the group's XOFF, or by an input hold
+	// that was there first: SetInputHold).
 	Xoff bool
 	// XoffNs is the time spent in XOFF.
 	XoffNs int64
@@ -51,6 +53,14 @@ type PortStats struct {
 	// LinkPausedNs is the time held by 802.3x PAUSE; LinkPaused: held now.
 	LinkPausedNs int64
 	LinkPaused   bool
+	// InputHold: the port is under an input hold now (SetInputHold); InputHoldNs is
+	// the time held, InputHolds the holds started, InputHoldXoff / InputHoldXon the
+	// PFC frames a hold's start / end sent (its refreshes count in the groups'
+	// PFCTxRefresh).
+	InputHold                   bool
+	InputHoldNs                 int64
+	InputHolds                  uint64
+	InputHoldXoff, InputHoldXon uint64
 }
 
 // BufferStats describe the shared buffer.
@@ -116,6 +126,11 @@ func (t *TM[H]) Snapshot(now int64) Snapshot {
 			ps.LinkPaused = p.linkUntil > now
 		}
 		s.TotalPFCTxFrames += p.pfcTxFrames
+		ps.InputHold, ps.InputHoldNs, ps.InputHolds = p.hold, p.holdNs, p.holds
+		ps.InputHoldXoff, ps.InputHoldXon = p.holdXoff, p.holdXon
+		if p.hold {
+			ps.InputHoldNs += now - p.holdSince
+		}
 		for pr := range NumPriorities {
 			q := &p.q[pr]
 			qs := &ps.Egress[pr]

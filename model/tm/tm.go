@@ -250,6 +250,13 @@ type port[H any] struct {
 	pausedMask uint8 // priorities with q.paused
 	xoffMask   uint8 // priorities with pg.xoff
 
+	// input hold (SetInputHold): the caller's input backlog pauses every lossless
+	// priority of this ingress port upstream, whatever its priority groups hold
+	hold              bool
+	holdSince, holdNs int64
+	holds             uint64 // holds started
+	holdXoff, holdXon uint64 // PFC frames sent because a hold started / ended
+
 	linkPaused   bool
 	linkFrom     int64
 	linkUntil    int64
@@ -404,28 +411,7 @@ func (t *TM[H]) Enqueue(h H, length, ingress, egress, prio int, now int64) (Enqu
 	n := int64(length)
 	lossless := t.lossless(prio)
 
-	var v Verdict
-	if lossless {
-		switch {
-		case t.sharedUsed+n <= t.sharedSize && g.shared+n <= t.XoffThreshold():
-			v = Accepted
-		case g.headroom+n <= ip.headroom:
-			v = AcceptedHeadroom
-		default:
-			v = DroppedLossless
-		}
-	} else {
-		switch {
-		case t.sharedUsed+n > t.sharedSize:
-			v = DroppedBufferFull
-		case t.cfg.QueueCapBytes[prio] > 0 && q.bytes+n > t.cfg.QueueCapBytes[prio]:
-			v = DroppedQueueCap
-		case t.cfg.LossyAlpha > 0 && float64(q.bytes+n) > t.cfg.LossyAlpha*float64(t.sharedSize-t.sharedUsed):
-			v = DroppedQueueCap
-		default:
-			v = Accepted
-		}
-	}
+	v := t.admit(n, q, ip, g, prio)
 	if !v.IsAccepted() {
 		q.dropPkts++
 		q.dropBytes += uint64(n)
@@ -470,13 +456,17 @@ func (t *TM[H]) Enqueue(h H, length, ingress, egress, prio int, now int64) (Enqu
 	res := EnqueueResult{Verdict: v, QueueBytes: q.bytes}
 	// XOFF when the shared part reaches the threshold (re-evaluated now: dynamic
 	// thresholds shrink as the buffer fills) or anything spilled into headroom.
+	// Under an input hold the upstream is already paused for every lossless priority:
+	// the group goes into XOFF without a frame (the hold's refreshes cover it).
 	if lossless && !g.xoff && (g.headroom > 0 || g.shared >= t.XoffThreshold()) {
 		g.xoff = true
 		g.xoffSince = now
 		ip.xoffMask |= 1 << prio
-		g.txXoff++
-		res.PFC = t.pfcFrame(ingress, 1<<prio, PFCXoff, now)
-		g.lastSent = res.PFC.SendAt
+		if !ip.hold {
+			g.txXoff++
+			res.PFC = t.pfcFrame(ingress, 1<<prio, PFCXoff, now)
+			g.lastSent = res.PFC.SendAt
+		}
 	}
 
 	ei := &t.enqInfo
@@ -489,6 +479,49 @@ func (t *TM[H]) Enqueue(h H, length, ingress, egress, prio int, now int64) (Enqu
 	var zero H
 	ei.Handle = zero
 	return res, nil
+}
+
+// admit is Enqueue's admission decision for a frame of n bytes into egress queue q and
+// priority group g of ingress port ip, at priority prio. It changes nothing.
+func (t *TM[H]) admit(n int64, q *queue[H], ip *port[H], g *pgState, prio int) Verdict {
+	if t.lossless(prio) {
+		switch {
+		case t.sharedUsed+n <= t.sharedSize && g.shared+n <= t.XoffThreshold():
+			return Accepted
+		case g.headroom+n <= ip.headroom:
+			return AcceptedHeadroom
+		default:
+			return DroppedLossless
+		}
+	}
+	switch {
+	case t.sharedUsed+n > t.sharedSize:
+		return DroppedBufferFull
+	case t.cfg.QueueCapBytes[prio] > 0 && q.bytes+n > t.cfg.QueueCapBytes[prio]:
+		return DroppedQueueCap
+	case t.cfg.LossyAlpha > 0 && float64(q.bytes+n) > t.cfg.LossyAlpha*float64(t.sharedSize-t.sharedUsed):
+		return DroppedQueueCap
+	}
+	return Accepted
+}
+
+// Admits returns the verdict Enqueue would give a frame of length bytes from ingress
+// to egress at priority prio now, without enqueueing, counting or changing anything:
+// a caller that can hold a frame elsewhere (the real-time switch keeps the lossless
+// frames that would find their headroom full in its receive queue, docs/target.md)
+// asks before it offers. Invalid arguments return an error, as Enqueue's.
+func (t *TM[H]) Admits(length, ingress, egress, prio int) (Verdict, error) {
+	if err := t.checkPortPrio(egress, prio); err != nil {
+		return 0, fmt.Errorf("admits egress: %w", err)
+	}
+	if err := t.checkPort(ingress); err != nil {
+		return 0, fmt.Errorf("admits ingress: %w", err)
+	}
+	if length <= 0 || length > t.cfg.MaxFrameBytes {
+		return 0, fmt.Errorf("admits: %w: %d (max %d)", ErrBadLength, length, t.cfg.MaxFrameBytes)
+	}
+	ip := &t.ports[ingress]
+	return t.admit(int64(length), &t.ports[egress].q[prio], ip, &ip.pg[prio], prio), nil
 }
 
 // eligible reports whether queue prio of p may be served at now.
@@ -649,13 +682,16 @@ func (t *TM[H]) Dequeue(portIdx int, now int64) (d Departure[H], ok bool, err er
 	var zero H
 	di.Handle = zero
 
+	// Under an input hold the upstream stays paused: no XON until the hold ends.
 	if g.xoff && g.headroom == 0 && (g.shared == 0 || g.shared <= t.XonThreshold()) {
 		g.xoff = false
 		g.xoffNs += now - g.xoffSince
 		ip := &t.ports[ingress]
 		ip.xoffMask &^= 1 << prio
-		g.txXon++
-		d.PFC = t.pfcFrame(ingress, 1<<prio, PFCXon, now)
+		if !ip.hold {
+			g.txXon++
+			d.PFC = t.pfcFrame(ingress, 1<<prio, PFCXon, now)
+		}
 	}
 	return d, true, nil
 }
