@@ -39,10 +39,10 @@ const (
 // ErrConfig reports an invalid Config.
 var ErrConfig = errors.New("softswitch: invalid config")
 
-// Link is what the switch needs of a port: *port.Port implements it. Tests and
+// Link is what the switch needs of a port: *afpacket.Port implements it. Tests and
 // tools may substitute other implementations through PortConfig.Open.
 type Link interface {
-	// ReadBatch blocks until frames arrive and fills msgs[:n] (see port.Port).
+	// ReadBatch blocks until frames arrive and fills msgs[:n] (see afpacket.Port).
 	ReadBatch(ctx context.Context, msgs []afpacket.Message) (int, error)
 	// WriteBatch sends frames in order.
 	WriteBatch(ctx context.Context, frames [][]byte) (int, error)

@@ -5,7 +5,7 @@
 //
 // The package is pure: no I/O, no goroutines, no wall clock. Time is always
 // an argument, a time.Duration measured from an epoch the runtime chooses
-// (process start for the host agent, 0 for the simulator). Events given to
+// (process start for the host agent, 0 in the trace tests). Events given to
 // one Algorithm must carry non-decreasing times; an event that goes back in
 // time is rejected with ErrTimeBackwards and changes nothing.
 //
@@ -57,7 +57,7 @@ var (
 )
 
 // Algorithm is a per-flow sender congestion-control algorithm. The runtime
-// (host agent or simulator) feeds it events and reads back three outputs:
+// (the host agent, or a test) feeds it events and reads back three outputs:
 // the pacing rate, the cap on bytes in flight, and when to call OnTimer next.
 //
 // Contract:

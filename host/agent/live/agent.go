@@ -44,7 +44,7 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("mode %q: want sender, receiver, both or inc-worker: %w", s, ErrFlowConfig)
 }
 
-// PortIO is what the agent needs from a port (*port.Port implements it).
+// PortIO is what the agent needs from a port (*afpacket.Port implements it).
 type PortIO interface {
 	ReadBatch(ctx context.Context, msgs []afpacket.Message) (int, error)
 	WriteBatch(ctx context.Context, frames [][]byte) (int, error)
