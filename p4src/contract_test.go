@@ -124,6 +124,7 @@ func TestIDsMatchP4Info(t *testing.T) {
 		{CounterPFCXoffSent, "FastcnpIngress.pfc_xoff_sent"},
 		{CounterPFCXonSent, "FastcnpIngress.pfc_xon_sent"},
 		{CounterIncSlotTakeovers, "FastcnpIngress.inc_slot_takeovers"},
+		{CounterInputDropped, "FastcnpIngress.input_dropped"},
 		{RegPortPaused, "port_paused"},
 		{RegPortPauseStart, "port_pause_start_ns"},
 		{RegPortPauseExpire, "port_pause_expire_ns"},

@@ -81,6 +81,9 @@ const (
 	CounterPFCXonSent   uint32 = 0x12000011
 	// CounterIncSlotTakeovers counts INC slots taken over from abandoned messages.
 	CounterIncSlotTakeovers uint32 = 0x12000012
+	// CounterInputDropped counts frames a target lost at a port's input, before
+	// the parser (filled by the target, like CounterQueueDropped).
+	CounterInputDropped uint32 = 0x12000013
 
 	RegPortPaused       uint32 = 0x16000001
 	RegPortPauseStart   uint32 = 0x16000002

@@ -140,20 +140,10 @@ func (s *Switch) noteBacklog(p *swPort, b afpacket.Backlog) {
 	}
 }
 
-// countInputDrops adds n frames to the P4 counter FastcnpIngress.dropped[port] (the
-// packets dropped on that ingress port; these never reached the pipeline, and their
-// bytes are unknown: the kernel counts frames). Called with mu held.
-func (s *Switch) countInputDrops(port uint16, n uint64) {
-	if port >= p4src.NumPorts {
-		return
-	}
-	cells, err := s.pl.ReadCounter(p4src.CounterDropped, int(port), s.ctrScratch[:0])
-	if err != nil || len(cells) != 1 {
-		return
-	}
-	s.ctrScratch = cells
-	_ = s.pl.WriteCounter(p4src.CounterDropped, int(port), cells[0].Packets+n, cells[0].Bytes)
-}
+// countInputDrops adds n frames to the P4 counter FastcnpIngress.input_dropped[port]:
+// frames lost at the port's socket, which never reached the pipeline (their bytes
+// are unknown: the kernel counts frames). Called with mu held.
+func (s *Switch) countInputDrops(port uint16, n uint64) { s.pl.CountInputDrops(port, n) }
 
 // deferLossless keeps a lossless frame read from port from out of the TM when the TM
 // has no room for it (it would be a lossless drop: its priority group is past XOFF

@@ -177,9 +177,13 @@ func TestInputHoldPFC(t *testing.T) {
 	if d.Ports[1].Input != (InputDump{}) {
 		t.Errorf("port 2 (no backlog reports) input %+v, want zero", d.Ports[1].Input)
 	}
-	// Over P4Runtime: the input drops in dropped[1]; the PFC frames per priority.
-	if c := m.ctl.counter("FastcnpIngress.dropped", 1); c.Packets != 7 {
-		t.Errorf("dropped[1] = %d packets, want the 7 input drops", c.Packets)
+	// Over P4Runtime: the input drops in input_dropped[1] (and not in the pipeline's
+	// dropped[1]); the PFC frames per priority.
+	if c := m.ctl.counter("FastcnpIngress.input_dropped", 1); c.Packets != 7 || c.Bytes != 0 {
+		t.Errorf("input_dropped[1] = %d packets %d bytes, want the 7 input drops, bytes unknown (0)", c.Packets, c.Bytes)
+	}
+	if c := m.ctl.counter("FastcnpIngress.dropped", 1); c.Packets != 0 {
+		t.Errorf("dropped[1] = %d packets, want 0 (input drops go to input_dropped)", c.Packets)
 	}
 	if c := m.ctl.counter("FastcnpIngress.pfc_xoff_sent", 1*8+3); c.Packets != 1 {
 		t.Errorf("pfc_xoff_sent[1*8+3] = %d, want 1", c.Packets)

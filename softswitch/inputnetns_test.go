@@ -193,8 +193,8 @@ func runInputBurst(t *testing.T, final bool) (lapsed int, lost uint64) {
 	if in.Drops != r.InputDrops || d.Ports[0].Socket.KernelDrops != r.InputDrops {
 		t.Errorf("input drops disagree: runtime %d, port %d, socket %d", r.InputDrops, in.Drops, d.Ports[0].Socket.KernelDrops)
 	}
-	if c := ctl.counter("FastcnpIngress.dropped", 1); c.Packets != int64(r.InputDrops) {
-		t.Errorf("dropped[1] = %d, the switch counted %d input drops", c.Packets, r.InputDrops)
+	if c := ctl.counter("FastcnpIngress.input_dropped", 1); c.Packets != int64(r.InputDrops) {
+		t.Errorf("input_dropped[1] = %d, the switch counted %d input drops", c.Packets, r.InputDrops)
 	}
 	if lost != 0 && lapsed > 0 && !final {
 		return lapsed, lost

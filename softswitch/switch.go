@@ -99,7 +99,6 @@ type Switch struct {
 	ctr      Counters
 	// gate decides input holds from the ports' receive queues (input.go).
 	gate       inputGate
-	ctrScratch []pipeline.CounterValue
 
 	runOnce   sync.Once
 	closeOnce sync.Once

@@ -25,7 +25,7 @@ type portCounters map[string]p4rt.CounterCell
 // Counters whose increase is logged at warning level (packets lost), and at
 // info level (PFC activity); the others' changes are logged at debug level.
 var (
-	counterWarn = map[string]bool{"dropped": true, "malformed": true}
+	counterWarn = map[string]bool{"dropped": true, "malformed": true, "input_dropped": true}
 	counterInfo = map[string]bool{"pfc_pause_rx": true, "pfc_resume_rx": true}
 )
 

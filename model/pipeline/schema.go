@@ -251,6 +251,7 @@ var schema = &Schema{
 		{p4src.CounterPFCXoffSent, "FastcnpIngress.pfc_xoff_sent", p4src.NumQueues},
 		{p4src.CounterPFCXonSent, "FastcnpIngress.pfc_xon_sent", p4src.NumQueues},
 		{p4src.CounterIncSlotTakeovers, "FastcnpIngress.inc_slot_takeovers", p4src.NumPorts},
+		{p4src.CounterInputDropped, "FastcnpIngress.input_dropped", p4src.NumPorts},
 	},
 	Registers: registerList(),
 	Digests: []DigestInfo{

@@ -79,7 +79,7 @@ type counterCell struct{ packets, bytes uint64 }
 
 // numCounters is the number of counter arrays; their IDs are consecutive from
 // CounterSwitchCNPSent.
-const numCounters = 18
+const numCounters = 19
 
 // RegisterValue is one register cell.
 type RegisterValue struct {
@@ -229,6 +229,18 @@ func (p *Pipeline) CountQueueDrop(port uint16, priority uint8, bytes uint32) {
 	if port < p4src.NumPorts {
 		p.count(p4src.CounterQueueDropped, p4src.QueueIndex(port, priority), bytes)
 	}
+}
+
+// CountInputDrops adds n frames, lost at port's input before the parser saw them,
+// to input_dropped (packets only: a target that loses frames at input does not
+// know their bytes). Maintained by the target (the P4 program declares the
+// counter). Ports >= NUM_PORTS are ignored.
+func (p *Pipeline) CountInputDrops(port uint16, n uint64) {
+	if port >= p4src.NumPorts || n == 0 {
+		return
+	}
+	c := &p.counters[p4src.CounterInputDropped-p4src.CounterSwitchCNPSent][port]
+	c.packets += n
 }
 
 // CountPFCSent counts a PFC frame of bytes sent out of port for priority: in

@@ -273,6 +273,11 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
     @id(0x1200000B) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_results;
     @id(0x1200000C) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_slot_busy;
     @id(0x12000012) counter(NUM_PORTS, CounterType.packets_and_bytes) inc_slot_takeovers;
+    // Maintained by the target, never counted by this program: frames the target
+    // lost at port p's input before the parser saw them (fastcnp-switch: the
+    // kernel's drops at the port's socket, packets only; docs/target.md "Input
+    // backlog and PFC"). BMv2 leaves it at 0.
+    @id(0x12000013) counter(NUM_PORTS, CounterType.packets_and_bytes) input_dropped;
 
     // Counters indexed by egress queue, port * 8 + priority (NUM_QUEUES cells;
     // docs/dataplane.md "Counters indexed by queue").

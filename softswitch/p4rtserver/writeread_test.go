@@ -109,7 +109,7 @@ func TestCounterRoundTrip(t *testing.T) {
 	for _, c := range pipeline.ProgramSchema().Counters {
 		cells += c.Size
 	}
-	if got := h.mustRead(t, counterEnt(0, -1, 0, 0)); len(got) != cells || cells != 13*p4src.NumPorts+5*p4src.NumQueues {
+	if got := h.mustRead(t, counterEnt(0, -1, 0, 0)); len(got) != cells || cells != 14*p4src.NumPorts+5*p4src.NumQueues {
 		t.Fatalf("every counter: %d cells, want %d", len(got), cells)
 	}
 	// A counter indexed by queue: its last cell.
