@@ -98,7 +98,7 @@ type Switch struct {
 	lossless uint8 // the TM's lossless priority mask
 	ctr      Counters
 	// gate decides input holds from the ports' receive queues (input.go).
-	gate       inputGate
+	gate inputGate
 
 	runOnce   sync.Once
 	closeOnce sync.Once
