@@ -23,8 +23,9 @@ const (
 	// DefaultLossless is the lossless priority mask: priority 3 (the RoCE set-up of
 	// docs/dataplane.md, DSCP 26 -> priority 3).
 	DefaultLossless uint8 = 1 << 3
-	// DefaultPacketInQueue is the capacity of the packet-in channel.
-	DefaultPacketInQueue = 1024
+	// DefaultPacketInQueue is the capacity of the packet-in channel: a burst of
+	// 10,000 announcements fits (docs/performance.md, "Announcement bursts").
+	DefaultPacketInQueue = 16384
 	// DefaultDigestPollInterval is how often the P4Runtime server polls digests.
 	DefaultDigestPollInterval = time.Millisecond
 	// cpuTMPortRate is the rate of the TM's internal CPU port (packet-outs enter the

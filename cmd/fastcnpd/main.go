@@ -104,7 +104,10 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	default:
 		return usagef("--log-format %q: want text or json", *format)
 	}
-	data, err := os.ReadFile(*cfgPath)
+	data, err := config.ReadFileLimited(*cfgPath, "config file", config.MaxConfigSize)
+	if config.IsTooLarge(err) {
+		return err // a config problem (exit 1), not a usage one
+	}
 	if err != nil {
 		return usagef("--config: %w", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
@@ -404,7 +403,10 @@ func DefaultPCPPriority() map[uint8]uint8 {
 
 // Load reads and parses the config file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileLimited(path, "config file", MaxConfigSize)
+	if IsTooLarge(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -414,8 +416,13 @@ func Load(path string) (*Config, error) {
 // Parse parses config bytes; errors name the source as "config".
 func Parse(data []byte) (*Config, error) { return ParseFile("config", data) }
 
-// ParseFile parses config bytes; errors name the source as name.
+// ParseFile parses config bytes; errors name the source as name. Bytes
+// beyond MaxConfigSize are refused with a *TooLargeError, unparsed; at
+// most MaxErrors problems are listed, the rest counted.
 func ParseFile(name string, data []byte) (*Config, error) {
+	if len(data) > MaxConfigSize {
+		return nil, &TooLargeError{What: "config", Name: name, Size: int64(len(data)), Limit: MaxConfigSize}
+	}
 	d := &decoder{file: name}
 	c := d.decodeDocument(data)
 	if err := d.err(); err != nil {

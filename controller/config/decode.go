@@ -39,7 +39,14 @@ func (e *Error) Error() string {
 
 type decoder struct {
 	file string
-	errs []*Error
+	// errs holds the first MaxErrors problems in line order (limits.go);
+	// total counts them all.
+	errs  errHeap
+	total int
+	// values counts the fields and list items decoded, aliases expanded
+	// each time they are used; past MaxValues, decoding stops (stopped).
+	values  int
+	stopped *Error
 	// nodes remembers the value node of every field path, so that checks
 	// across fields can point at the right line.
 	nodes map[string]*yaml.Node
@@ -61,20 +68,11 @@ func (d *decoder) addf(n *yaml.Node, path, format string, args ...any) {
 	if path == "" {
 		path = "(top)"
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
-}
-
-// err returns all problems in line order, joined.
-func (d *decoder) err() error {
-	if len(d.errs) == 0 {
-		return nil
+	if !d.wants(line) {
+		d.total++ // counted, not formatted
+		return
 	}
-	sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
-	errs := make([]error, len(d.errs))
-	for i, e := range d.errs {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
+	d.add(&Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 func join(path, key string) string {
@@ -117,6 +115,9 @@ type fields map[string]func(n *yaml.Node, path string)
 // fields are errors. Null values count as absent, so defaults apply.
 func (d *decoder) mapping(n *yaml.Node, path string, fs fields) bool {
 	n = deref(n)
+	if !d.budget(n, path, len(n.Content)/2) {
+		return false
+	}
 	if n.Kind != yaml.MappingNode {
 		d.addf(n, path, "want a mapping, got %s", kindName(n))
 		return false
@@ -152,9 +153,36 @@ func (d *decoder) mapping(n *yaml.Node, path string, fs fields) bool {
 	return true
 }
 
-func (d *decoder) list(n *yaml.Node, path string, fn func(n *yaml.Node, path string)) {
+// budget counts k more values to decode at n; past MaxValues it reports
+// one error and stops the decoding (false), so that YAML aliases used over
+// and over (a 14 kB file can name a billion values) cost little.
+func (d *decoder) budget(n *yaml.Node, path string, k int) bool {
+	if d.stopped != nil {
+		return false
+	}
+	d.values += k
+	if d.values <= MaxValues {
+		return true
+	}
+	// Reported first, whatever its line (err).
+	d.stopped = &Error{File: d.file, Line: n.Line, Path: path,
+		Msg: fmt.Sprintf("the config holds more than %d values (YAML aliases count each time they are used): not decoded further", MaxValues)}
+	d.total++
+	return false
+}
+
+// list calls fn for each item of a list of at most max items; a longer
+// list is one error ("N items: at most max" + why), its items not looked at.
+func (d *decoder) list(n *yaml.Node, path string, max int, why string, fn func(n *yaml.Node, path string)) {
 	if n.Kind != yaml.SequenceNode {
 		d.addf(n, path, "want a list, got %s", kindName(n))
+		return
+	}
+	if len(n.Content) > max {
+		d.addf(n, path, "%d items: at most %d%s", len(n.Content), max, why)
+		return
+	}
+	if !d.budget(n, path, len(n.Content)) {
 		return
 	}
 	for i, item := range n.Content {
@@ -195,9 +223,20 @@ func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
 	}
 }
 
+// number is a scalar of at most MaxNumberLen characters: the value of a
+// number, size, rate or duration (a longer one is refused before parsing).
+func (d *decoder) number(n *yaml.Node, path string) (string, bool) {
+	v, ok := d.scalar(n, path)
+	if ok && len(v) > MaxNumberLen {
+		d.addf(n, path, "a value of %d characters: want a number of at most %d", len(v), MaxNumberLen)
+		return "", false
+	}
+	return v, ok
+}
+
 // uint parses an unsigned integer in [lo, hi].
 func (d *decoder) uint(n *yaml.Node, path string, lo, hi uint64) (uint64, bool) {
-	v, ok := d.scalar(n, path)
+	v, ok := d.number(n, path)
 	if !ok {
 		return 0, false
 	}
@@ -231,7 +270,7 @@ func (d *decoder) port(n *yaml.Node, path string) (uint16, bool) {
 }
 
 func (d *decoder) size(n *yaml.Node, path string, lo, hi units.Size) (units.Size, bool) {
-	v, ok := d.scalar(n, path)
+	v, ok := d.number(n, path)
 	if !ok {
 		return 0, false
 	}
@@ -248,7 +287,7 @@ func (d *decoder) size(n *yaml.Node, path string, lo, hi units.Size) (units.Size
 }
 
 func (d *decoder) rate(n *yaml.Node, path string, lo, hi units.Rate) (units.Rate, bool) {
-	v, ok := d.scalar(n, path)
+	v, ok := d.number(n, path)
 	if !ok {
 		return 0, false
 	}
@@ -265,7 +304,7 @@ func (d *decoder) rate(n *yaml.Node, path string, lo, hi units.Rate) (units.Rate
 }
 
 func (d *decoder) duration(n *yaml.Node, path string, lo, hi time.Duration) (time.Duration, bool) {
-	v, ok := d.scalar(n, path)
+	v, ok := d.number(n, path)
 	if !ok {
 		return 0, false
 	}
@@ -369,7 +408,7 @@ func (d *decoder) syntaxError(err error, suffix string) {
 			line, _ = strconv.Atoi(num)
 		}
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: "(syntax)", Msg: msg + suffix})
+	d.add(&Error{File: d.file, Line: line, Path: "(syntax)", Msg: msg + suffix})
 }
 
 // decodeDocument decodes the whole file and runs the cross-field checks.
@@ -489,7 +528,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 	if swNode == nil {
 		d.addf(root, "switches", "required: at least one switch")
 	} else {
-		d.list(swNode, "switches", func(n *yaml.Node, p string) {
+		d.list(swNode, "switches", MaxSwitches, " switches (config.MaxSwitches)", func(n *yaml.Node, p string) {
 			c.Switches = append(c.Switches, d.decodeSwitch(n, p, c.INC))
 		})
 		if swNode.Kind == yaml.SequenceNode && len(swNode.Content) == 0 {
@@ -556,7 +595,7 @@ func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {
 						return
 					}
 					seen := map[string]bool{}
-					d.list(n, p, func(n *yaml.Node, p string) {
+					d.list(n, p, MaxListItems, " names", func(n *yaml.Node, p string) {
 						var v string
 						d.str(n, p, &v)
 						switch {
@@ -835,9 +874,9 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		"role":        func(n *yaml.Node, p string) { d.str(n, p, &s.Role) },
 		"tls": mark("tls", func(n *yaml.Node, p string) {
 			tlsNode = n
-			before := len(d.errs)
+			before := d.total
 			defer func() {
-				if len(d.errs) > before {
+				if d.total > before {
 					tlsNode = nil // already reported; skip the combination check
 				}
 			}()
@@ -920,7 +959,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 	d.checkRED(s.Defaults, &defaults, join(p, "defaults"))
 	defQthSet, defTcheckSet := defaults.qth != nil, defaults.tcheck != nil
 	if portsNode != nil {
-		d.list(portsNode, join(p, "ports"), func(n *yaml.Node, pp string) {
+		d.list(portsNode, join(p, "ports"), MaxPorts, " (NUM_PORTS)", func(n *yaml.Node, pp string) {
 			rp := &rawPort{node: n, path: pp}
 			rp.settings.node = n
 			seenPort := false
@@ -937,7 +976,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 					}
 				},
 				"subnets": func(n *yaml.Node, p string) {
-					d.list(n, p, func(n *yaml.Node, p string) {
+					d.list(n, p, MaxSubnets, " subnets per switch", func(n *yaml.Node, p string) {
 						if v, ok := d.prefix(n, p); ok {
 							rp.subnets = append(rp.subnets, v)
 							rp.subNodes = append(rp.subNodes, n)
@@ -960,6 +999,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		path   string
 	}
 	var subnets []subnetOwner
+	subnetsFull := false
 	for _, rp := range ports {
 		settings := resolve(s.Defaults, defQthSet, defTcheckSet, &rp.settings)
 		d.checkRED(settings, &rp.settings, rp.path)
@@ -972,6 +1012,14 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		}
 		for i, sn := range rp.subnets {
 			sp := index(join(rp.path, "subnets"), i)
+			if len(subnets) == MaxSubnets {
+				if subnetsFull {
+					break
+				}
+				subnetsFull = true
+				d.addf(rp.subNodes[i], sp, "more than %d subnets on this switch (config.MaxSubnets): the rest are not checked", MaxSubnets)
+				break
+			}
 			for _, o := range subnets {
 				if o.prefix.Overlaps(sn) {
 					d.addf(rp.subNodes[i], sp, "%s overlaps %s at %s", sn, o.prefix, o.path)
@@ -1032,7 +1080,7 @@ func (d *decoder) decodeRoutes(n *yaml.Node, p string, s *Switch) {
 	seen := map[netip.Prefix]string{}
 	ecmpRoutes := 0
 	var ecmpWeight uint64
-	d.list(n, p, func(n *yaml.Node, rp string) {
+	d.list(n, p, MaxRoutes, " (ROUTE_TABLE_SIZE)", func(n *yaml.Node, rp string) {
 		var r Route
 		var portNode, hopsNode *yaml.Node
 		got := map[string]bool{}
@@ -1153,11 +1201,11 @@ func (d *decoder) decodeRouteHops(n *yaml.Node, p string, s *Switch, r *Route) {
 	var hops []NextHop
 	var total uint64
 	ok := true
-	d.list(n, p, func(n *yaml.Node, hp string) {
+	d.list(n, p, MaxECMPWeight, " (NEXT_HOP_GROUP_MEMBERS: every hop weighs at least 1)", func(n *yaml.Node, hp string) {
 		h := NextHop{Weight: 1}
 		var portNode *yaml.Node
 		got := map[string]bool{}
-		before := len(d.errs)
+		before := d.total
 		fs := d.hopFields(&h.Port, &h.MAC, got, &portNode)
 		fs["weight"] = func(n *yaml.Node, p string) {
 			if v, ok := d.uint(n, p, 1, MaxECMPWeight); ok {
@@ -1184,7 +1232,7 @@ func (d *decoder) decodeRouteHops(n *yaml.Node, p string, s *Switch, r *Route) {
 			}
 			seen[k] = hp
 		}
-		if len(d.errs) > before {
+		if d.total > before {
 			ok = false
 		}
 		total += uint64(h.Weight)
@@ -1236,8 +1284,8 @@ func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
 	seen := map[uint16]string{}
 	var total uint64
 	overflow := false
-	before := len(d.errs)
-	d.list(hopsNode, join(p, "next_hops"), func(n *yaml.Node, hp string) {
+	before := d.total
+	d.list(hopsNode, join(p, "next_hops"), MaxPorts, " (NUM_PORTS: one per port)", func(n *yaml.Node, hp string) {
 		var h INCNextHop
 		var portNode *yaml.Node
 		got := map[string]bool{}
@@ -1277,7 +1325,7 @@ func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
 		d.addf(hopsNode, join(p, "next_hops"), "weights add up to more than 2^64-1")
 	case hopsNode.Kind == yaml.SequenceNode && len(hopsNode.Content) == 0:
 		d.addf(hopsNode, join(p, "next_hops"), "at least one next hop is required")
-	case total == 0 && hopsNode.Kind == yaml.SequenceNode && len(d.errs) == before:
+	case total == 0 && hopsNode.Kind == yaml.SequenceNode && d.total == before:
 		d.addf(hopsNode, join(p, "next_hops"), "at least one next hop needs a positive weight")
 	}
 	s.INC = inc

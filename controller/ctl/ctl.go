@@ -47,6 +47,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"gopkg.in/yaml.v3"
 
+	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/daemon"
 	"github.com/fastcnp/fastcnp/internal/units"
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
@@ -315,7 +316,7 @@ func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
 	if g.ca != "" || g.cert != "" {
 		tc := &tls.Config{ServerName: g.srvName, MinVersion: tls.VersionTLS12}
 		if g.ca != "" {
-			pem, err := os.ReadFile(g.ca)
+			pem, err := config.ReadFileLimited(g.ca, "CA file", maxPEMFileSize)
 			if err != nil {
 				return nil, nil, usageErr("--ca: %v", err)
 			}
@@ -326,7 +327,7 @@ func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
 			tc.RootCAs = pool
 		}
 		if g.cert != "" || g.key != "" {
-			c, err := tls.LoadX509KeyPair(g.cert, g.key)
+			c, err := loadKeyPair(g.cert, g.key)
 			if err != nil {
 				return nil, nil, usageErr("--cert/--key: %v", err)
 			}
@@ -346,7 +347,7 @@ func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
 func (g *globals) rpcCtx(ctx context.Context, follow bool) (context.Context, context.CancelFunc, error) {
 	tok := g.token
 	if g.tokenFile != "" {
-		b, err := os.ReadFile(g.tokenFile)
+		b, err := config.ReadFileLimited(g.tokenFile, "token file", config.MaxTokenFileSize)
 		if err != nil {
 			return nil, nil, usageErr("--token-file: %v", err)
 		}
@@ -1070,7 +1071,10 @@ func cmdConfig(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 	}
-	data, err := os.ReadFile(pos[0])
+	data, err := config.ReadFileLimited(pos[0], "config file", config.MaxConfigSize)
+	if config.IsTooLarge(err) {
+		return &exitError{ExitConfig, fmt.Errorf("config validate: %w", err)}
+	}
 	if err != nil {
 		return &exitError{ExitUsage, fmt.Errorf("config validate: %w", err)}
 	}
@@ -1102,7 +1106,7 @@ func cmdConfig(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if !res.GetValid() {
-		return &exitError{ExitConfig, fmt.Errorf("%s: %d problem(s)", pos[0], len(res.GetErrors()))}
+		return &exitError{ExitConfig, fmt.Errorf("%s: %d problem(s)", pos[0], problems(res.GetErrors()))}
 	}
 	return nil
 }
@@ -1112,3 +1116,35 @@ var eventKinds = []string{daemon.EventPortState, daemon.EventCNP, daemon.EventCo
 	daemon.EventAnnounceRejected, daemon.EventConnectionAdded, daemon.EventConnectionRemoved,
 	daemon.EventSwitchConnected, daemon.EventSwitchDisconnected, daemon.EventPrimary, daemon.EventBackup,
 	daemon.EventRepaired, daemon.EventPortSettings}
+
+// maxPEMFileSize bounds the --ca, --cert and --key files.
+const maxPEMFileSize = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair with bounded reads.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := config.ReadFileLimited(certFile, "certificate file", maxPEMFileSize)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := config.ReadFileLimited(keyFile, "key file", maxPEMFileSize)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// problems counts the errors of a ValidateConfig answer: its lines, the
+// last one possibly counting those not listed ("... and N more errors").
+func problems(errs []string) int {
+	if len(errs) == 0 {
+		return 0
+	}
+	last := errs[len(errs)-1]
+	if i := strings.LastIndex(last, ": ... and "); i >= 0 {
+		var n int
+		if _, err := fmt.Sscanf(last[i:], ": ... and %d more", &n); err == nil {
+			return len(errs) - 1 + n
+		}
+	}
+	return len(errs)
+}

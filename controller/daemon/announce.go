@@ -97,7 +97,50 @@ func (d *Daemon) checkQuotaLocked(c fabric.Connection) error {
 // to the connection table. It never panics on any input; accepted changes
 // are persisted and scheduled for installation on every switch.
 func (d *Daemon) HandleAnnouncement(sw string, port uint16, reason uint8, frame []byte) AnnounceResult {
-	res := d.announce(sw, port, reason, frame)
+	return d.handleAnnouncements(sw, []punted{{port: port, reason: reason, frame: frame}})[0]
+}
+
+// punted is a packet-in: the ingress port, the reason and the frame.
+type punted struct {
+	port   uint16
+	reason uint8
+	frame  []byte
+}
+
+// maxAnnounceBatch bounds the packet-ins a switch runner handles together
+// (handleAnnouncements): one state file append and fsync, one install.
+const maxAnnounceBatch = 512
+
+// handleAnnouncements is HandleAnnouncement for packet-ins of switch sw
+// handled together, in order: each is validated, the valid ones are
+// applied under one lock, their changes are appended to the state file
+// with one fsync (group commit) and installed with one kick of every
+// switch. Every result is what HandleAnnouncement would have returned for
+// the packet-in alone, except that a failed state file write rejects every
+// change of the batch (state_file).
+func (d *Daemon) handleAnnouncements(sw string, pkts []punted) []AnnounceResult {
+	results := make([]AnnounceResult, len(pkts))
+	valid := make([]bool, len(pkts))
+	types := make([]uint8, len(pkts))
+	n := 0
+	for i, p := range pkts {
+		results[i], types[i], valid[i] = d.checkAnnouncement(sw, p.port, p.reason, p.frame)
+		if valid[i] {
+			n++
+		}
+	}
+	if n > 0 && d.applyAnnouncements(results, types, valid) {
+		d.kickAll()
+	}
+	for i, p := range pkts {
+		d.reportAnnouncement(sw, p.port, results[i])
+	}
+	return results
+}
+
+// reportAnnouncement counts, logs and publishes the outcome of an
+// announcement.
+func (d *Daemon) reportAnnouncement(sw string, port uint16, res AnnounceResult) {
 	result := "rejected"
 	if res.Accepted {
 		result = "accepted"
@@ -123,45 +166,47 @@ func (d *Daemon) HandleAnnouncement(sw string, port uint16, reason uint8, frame 
 		d.log.WithFields(lf).WithField("detail", res.Detail).Warn("announcement rejected")
 		d.publish(Event{Kind: EventAnnounceRejected, Switch: sw, Port: port, Message: res.Detail, Fields: fields})
 	}
-	return res
 }
 
 func reject(reason, format string, a ...any) AnnounceResult {
 	return AnnounceResult{Reason: reason, Detail: fmt.Sprintf(format, a...)}
 }
 
-func (d *Daemon) announce(sw string, port uint16, reason uint8, frame []byte) AnnounceResult {
+// checkAnnouncement validates a punted announcement up to the connection
+// table: ok with the connection in res.Conn and the announcement type, or
+// the rejection.
+func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame []byte) (res AnnounceResult, typ uint8, ok bool) {
 	if reason != wire.ReasonAnnouncement {
-		return reject(ReasonNotAnnouncement, "packet-in reason %d", reason)
+		return reject(ReasonNotAnnouncement, "packet-in reason %d", reason), 0, false
 	}
 	var f wire.Frame
 	if err := wire.Parse(frame, wire.ParseOptions{}, &f); err != nil {
-		return reject(ReasonMalformed, "parse: %v", err)
+		return reject(ReasonMalformed, "parse: %v", err), 0, false
 	}
 	if !f.Has(wire.LayerIPv4) || !f.Has(wire.LayerUDP) {
-		return reject(ReasonMalformed, "not IPv4/UDP")
+		return reject(ReasonMalformed, "not IPv4/UDP"), 0, false
 	}
 	d.mu.RLock()
 	udpPort := d.cfg.Announce.UDPPort
 	d.mu.RUnlock()
 	if f.UDP.DstPort != udpPort {
-		return reject(ReasonWrongPort, "UDP destination %d, want %d", f.UDP.DstPort, udpPort)
+		return reject(ReasonWrongPort, "UDP destination %d, want %d", f.UDP.DstPort, udpPort), 0, false
 	}
 	payload := frame[f.End:]
 	if len(payload) < wire.AnnouncementLen {
-		return reject(ReasonMalformed, "announcement of %d bytes, want %d", len(payload), wire.AnnouncementLen)
+		return reject(ReasonMalformed, "announcement of %d bytes, want %d", len(payload), wire.AnnouncementLen), 0, false
 	}
 	var a wire.Announcement
 	if err := a.Decode(payload); err != nil {
-		return reject(ReasonMalformed, "decode: %v", err)
+		return reject(ReasonMalformed, "decode: %v", err), 0, false
 	}
 	switch {
 	case a.Magic != wire.AnnouncementMagic:
-		return reject(ReasonBadMagic, "magic %#08x", a.Magic)
+		return reject(ReasonBadMagic, "magic %#08x", a.Magic), 0, false
 	case a.Version != wire.AnnouncementVersion:
-		return reject(ReasonBadVersion, "version %d", a.Version)
+		return reject(ReasonBadVersion, "version %d", a.Version), 0, false
 	case a.Type != wire.AnnounceUp && a.Type != wire.AnnounceDown:
-		return reject(ReasonUnknownType, "type %d", a.Type)
+		return reject(ReasonUnknownType, "type %d", a.Type), 0, false
 	}
 	c := fabric.Connection{
 		ConnKey:    fabric.ConnKey{SenderIP: a.SenderIP.Netip(), UDPSrcPort: a.UDPSrcPort, ReceiverQPN: a.ReceiverQPN},
@@ -172,60 +217,113 @@ func (d *Daemon) announce(sw string, port uint16, reason uint8, frame []byte) An
 	if a.SenderIP != f.IPv4.Src {
 		r := reject(ReasonSenderMismatch, "IPv4 source %s announces sender %s", f.IPv4.Src, a.SenderIP)
 		r.Conn = c
-		return r
+		return r, 0, false
 	}
 	d.mu.RLock()
 	s := d.cfg.Switch(sw)
-	var ok bool
+	var inSubnet bool
 	if s != nil {
 		if p := s.Port(port); p != nil {
-			ok = subnetOf(c.SenderIP, p.Subnets)
+			inSubnet = subnetOf(c.SenderIP, p.Subnets)
 		}
 	}
 	d.mu.RUnlock()
-	if !ok {
+	if !inSubnet {
 		r := reject(ReasonSpoofed, "sender %s is not in a subnet behind %s port %d", c.SenderIP, sw, port)
 		r.Conn = c
-		return r
+		return r, 0, false
 	}
 	if !d.writer.Load() {
 		// Switches send packet-ins to their primary only; a standby that
 		// got one anyway must not change the shared state.
 		r := reject(ReasonNotPrimary, "this fastcnpd is not the primary controller")
 		r.Conn = c
-		return r
+		return r, 0, false
 	}
-	if a.Type == wire.AnnounceDown {
-		if err := d.RemoveConnectionAsync(c.ConnKey); err != nil {
-			r := reject(ReasonUnknownConn, "%v", err)
-			if !errors.Is(err, fabric.ErrNoConn) {
+	return AnnounceResult{Conn: c}, a.Type, true
+}
+
+// applyAnnouncements applies the valid announcements (results[i].Conn, of
+// type types[i]) to the connection table in order, writes their changes to
+// the state file at once and fills in their results; it reports whether
+// the table changed.
+func (d *Daemon) applyAnnouncements(results []AnnounceResult, types []uint8, valid []bool) bool {
+	var recs []logRecord
+	changes := make([]bool, len(results))
+	var added, removed []fabric.Connection
+	d.mu.Lock()
+	for i := range results {
+		if !valid[i] {
+			continue
+		}
+		c := results[i].Conn
+		if types[i] == wire.AnnounceDown {
+			gone, err := d.conns.Remove(c.ConnKey)
+			if err != nil {
+				r := reject(ReasonUnknownConn, "%v", err)
+				r.Conn = c
+				results[i] = r
+				continue
+			}
+			d.metrics.connections.Set(float64(d.conns.Len()))
+			recs = append(recs, deleteRecord(c.ConnKey))
+			results[i] = AnnounceResult{Accepted: true, Reason: AcceptDown, Conn: c}
+			changes[i] = true
+			removed = append(removed, gone)
+			continue
+		}
+		got, changed, rec, err := d.upsertLocked(c)
+		if err != nil {
+			r := reject(ReasonInvalid, "%v", err)
+			var qe *quotaError
+			switch {
+			case errors.As(err, &qe):
+				r.Reason, r.Held, r.Limit = qe.reason, qe.held, qe.limit
+			case errors.Is(err, fabric.ErrTableFull):
+				r.Reason = ReasonTableFull
+			case !errors.Is(err, fabric.ErrInvalidConn):
 				r.Reason = ReasonStateFile
 			}
 			r.Conn = c
-			return r
+			results[i] = r
+			continue
 		}
-		return AnnounceResult{Accepted: true, Reason: AcceptDown, Conn: c}
+		if rec != nil {
+			recs = append(recs, *rec)
+		}
+		if !changed {
+			results[i] = AnnounceResult{Accepted: true, Reason: AcceptRefresh, Conn: got}
+			continue
+		}
+		results[i] = AnnounceResult{Accepted: true, Reason: AcceptUp, Conn: got}
+		changes[i] = true
+		added = append(added, got)
 	}
-	got, changed, err := d.upsert(c)
+	err := d.appendLocked(recs)
+	d.mu.Unlock()
+	anyChange := len(added)+len(removed) > 0
 	if err != nil {
-		r := reject(ReasonInvalid, "%v", err)
-		var qe *quotaError
-		switch {
-		case errors.As(err, &qe):
-			r.Reason, r.Held, r.Limit = qe.reason, qe.held, qe.limit
-		case errors.Is(err, fabric.ErrTableFull):
-			r.Reason = ReasonTableFull
-		case !errors.Is(err, fabric.ErrInvalidConn):
-			r.Reason = ReasonStateFile
+		// The changes hold in memory (and are installed), as a failed
+		// write always left them; the announcements that made them are
+		// refused, so that their hosts announce them again. A refresh
+		// holds either way: the next one tries again.
+		d.log.WithError(err).Error("saving announced connections")
+		for i := range results {
+			if changes[i] {
+				r := reject(ReasonStateFile, "%v", err)
+				r.Conn = results[i].Conn
+				results[i] = r
+			}
 		}
-		r.Conn = c
-		return r
+		return false // not kicked, as before: written before installed
 	}
-	if !changed {
-		return AnnounceResult{Accepted: true, Reason: AcceptRefresh, Conn: got}
+	for _, c := range added {
+		d.publish(Event{Kind: EventConnectionAdded, Message: c.Source, Fields: connFields(c)})
 	}
-	d.kickAll()
-	return AnnounceResult{Accepted: true, Reason: AcceptUp, Conn: got}
+	for _, c := range removed {
+		d.publish(Event{Kind: EventConnectionRemoved, Message: "down", Fields: connFields(c)})
+	}
+	return anyChange
 }
 
 // RemoveConnectionAsync removes a connection and schedules the removal on
@@ -235,7 +333,7 @@ func (d *Daemon) RemoveConnectionAsync(k fabric.ConnKey) error {
 	c, err := d.conns.Remove(k)
 	if err == nil {
 		d.metrics.connections.Set(float64(d.conns.Len()))
-		err = d.saveLocked()
+		err = d.appendLocked([]logRecord{deleteRecord(k)})
 	}
 	d.mu.Unlock()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -158,7 +159,7 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 		}
 		return auth, []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
 	case a.TokenFile != "":
-		data, err := os.ReadFile(a.TokenFile)
+		data, err := config.ReadFileLimited(a.TokenFile, "token file", config.MaxTokenFileSize)
 		if err != nil {
 			return nil, nil, fmt.Errorf("api: token file: %w", err)
 		}
@@ -182,7 +183,15 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 // serverTLS is the API server's TLS config: its certificate and, with a
 // client CA, required client certificates signed by it.
 func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, err := config.ReadFileLimited(certFile, "certificate file", maxPEMFileSize)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := config.ReadFileLimited(keyFile, "key file", maxPEMFileSize)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +199,7 @@ func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 	if clientCA == "" {
 		return tc, nil
 	}
-	ca, err := os.ReadFile(clientCA)
+	ca, err := config.ReadFileLimited(clientCA, "CA file", maxPEMFileSize)
 	if err != nil {
 		return nil, err
 	}
@@ -226,38 +235,60 @@ func SecurityWarnings(api config.API) []string {
 
 // role returns the caller's role.
 func (a *Authenticator) role(ctx context.Context) (Role, error) {
+	r, _, err := a.caller(ctx)
+	return r, err
+}
+
+// caller returns the caller's role and identity, the key of its rate
+// limits: which token it sent, the name of its certificate, or without
+// authentication its peer's IP address.
+func (a *Authenticator) caller(ctx context.Context) (Role, string, error) {
 	if a.insecure {
-		return RoleAdmin, nil
+		return RoleAdmin, peerKey(ctx), nil
 	}
 	if a.mtls {
 		p, ok := peer.FromContext(ctx)
 		if ok {
 			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 &&
 				len(ti.State.VerifiedChains[0]) > 0 {
-				return a.certRole(ti.State.VerifiedChains[0][0]), nil
+				c := ti.State.VerifiedChains[0][0]
+				return a.certRole(c), "cert:" + c.Subject.CommonName, nil
 			}
 		}
-		return RoleNone, status.Error(codes.Unauthenticated, "client certificate required")
+		return RoleNone, "", status.Error(codes.Unauthenticated, "client certificate required")
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
-		return RoleNone, status.Error(codes.Unauthenticated, "missing bearer token")
+		return RoleNone, "", status.Error(codes.Unauthenticated, "missing bearer token")
 	}
 	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
 	if !ok {
-		return RoleNone, status.Error(codes.Unauthenticated, "authorization is not a bearer token")
+		return RoleNone, "", status.Error(codes.Unauthenticated, "authorization is not a bearer token")
 	}
-	role := RoleNone
-	for _, t := range a.tokens { // compare with every token: no early exit
+	role, which := RoleNone, -1
+	for i, t := range a.tokens { // compare with every token: no early exit
 		if subtle.ConstantTimeCompare(t.token, []byte(tok)) == 1 && t.role > role {
-			role = t.role
+			role, which = t.role, i
 		}
 	}
 	if role == RoleNone {
-		return RoleNone, status.Error(codes.Unauthenticated, "invalid token")
+		return RoleNone, "", status.Error(codes.Unauthenticated, "invalid token")
 	}
-	return role, nil
+	return role, fmt.Sprintf("token:%d", which), nil
+}
+
+// peerKey is the caller's IP address (its port changes with every
+// connection), or its whole address when it has no IP.
+func peerKey(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return "peer:?"
+	}
+	if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+		return "peer:" + host
+	}
+	return "peer:" + p.Addr.String()
 }
 
 // certRole is the role of a verified client certificate: admin when no
@@ -276,14 +307,20 @@ func (a *Authenticator) certRole(c *x509.Certificate) Role {
 }
 
 func (a *Authenticator) check(ctx context.Context, method string) error {
-	r, err := a.role(ctx)
+	_, err := a.checkCaller(ctx, method)
+	return err
+}
+
+// checkCaller is check, returning the caller's identity (caller).
+func (a *Authenticator) checkCaller(ctx context.Context, method string) (string, error) {
+	r, key, err := a.caller(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if adminMethods[method] && r < RoleAdmin {
-		return status.Errorf(codes.PermissionDenied, "%s needs an admin token", method)
+		return "", status.Errorf(codes.PermissionDenied, "%s needs an admin token", method)
 	}
-	return nil
+	return key, nil
 }
 
 // NewGRPCServer returns a gRPC server with the fastcnp API of d registered,
@@ -302,10 +339,24 @@ func NewGRPCServer(d *Daemon, auth config.Auth) (*grpc.Server, error) {
 			d.log.WithField("token_file", auth.TokenFile).Warn(w)
 		}
 	}
+	now := time.Now
+	if d != nil && d.opts.Now != nil {
+		now = d.opts.Now
+	}
+	validateLimit := newRateLimiter(now, ValidateConfigEvery, ValidateConfigBurst, maxRateKeys)
 	opts = append(opts,
+		grpc.MaxRecvMsgSize(MaxAPIMessageSize),
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := a.check(ctx, info.FullMethod); err != nil {
+			key, err := a.checkCaller(ctx, info.FullMethod)
+			if err != nil {
 				return nil, err
+			}
+			if info.FullMethod == fastcnpv1.Fastcnp_ValidateConfig_FullMethodName {
+				if ok, wait := validateLimit.allow(key); !ok {
+					return nil, status.Errorf(codes.ResourceExhausted,
+						"ValidateConfig rate limit: %d calls at once, then one every %s per caller; retry in %s",
+						ValidateConfigBurst, ValidateConfigEvery, wait.Round(time.Millisecond))
+				}
 			}
 			return h(ctx, req)
 		}),
@@ -587,6 +638,13 @@ func (s *apiServer) WatchEvents(req *fastcnpv1.WatchEventsRequest, stream grpc.S
 }
 
 func (s *apiServer) ValidateConfig(_ context.Context, req *fastcnpv1.ValidateConfigRequest) (*fastcnpv1.ValidateConfigResponse, error) {
+	if n := len(req.GetConfig()); n > config.MaxConfigSize {
+		return nil, status.Errorf(codes.InvalidArgument, "config of %d bytes: larger than the limit of %s (fastcnpd reads no larger config)",
+			n, config.FormatLimit(config.MaxConfigSize))
+	}
+	if n := len(req.GetName()); n > maxAnswerLineLen {
+		return nil, status.Errorf(codes.InvalidArgument, "name of %d bytes: at most %d", n, maxAnswerLineLen)
+	}
 	return ValidateConfig(req.GetName(), req.GetConfig()), nil
 }
 
@@ -598,6 +656,12 @@ func ValidateConfig(name string, data []byte) *fastcnpv1.ValidateConfigResponse 
 		name = "config"
 	}
 	out := &fastcnpv1.ValidateConfigResponse{}
+	defer func() {
+		// At most config.MaxErrors errors and as many warnings, each line
+		// bounded: the answer stays small whatever the config.
+		out.Errors = boundLines(name, "errors", out.Errors)
+		out.Warnings = boundLines(name, "warnings", out.Warnings)
+	}()
 	cfg, err := config.ParseFile(name, data)
 	if err != nil {
 		out.Errors = strings.Split(err.Error(), "\n")

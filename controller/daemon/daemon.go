@@ -84,6 +84,7 @@ type Daemon struct {
 
 	saveMu   sync.Mutex // serialises state file writes
 	stamp    fileStamp  // the state file as last read or written (saveMu)
+	slog     stateLog   // the state file's log (saveMu)
 	switches []*switchRunner
 	byName   map[string]*switchRunner
 }
@@ -162,9 +163,12 @@ func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
 // loadState reads the state file and rebuilds the connections and port
 // overrides from it.
 func (d *Daemon) loadState() error {
-	fs, err := loadStateFile(d.base.StateFile)
+	fs, warnings, err := readState(d.base.StateFile)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
+	}
+	for _, w := range warnings {
+		d.log.WithField("state_file", d.base.StateFile).Warn(w)
 	}
 	conns := fabric.NewConnTable(0)
 	for i, fc := range fs.Connections {
@@ -182,6 +186,10 @@ func (d *Daemon) loadState() error {
 	}
 	d.saveMu.Lock()
 	d.stamp = statStamp(d.base.StateFile)
+	if err := d.slog.closeLocked(false); err != nil {
+		d.log.WithError(err).Warn("closing the state log")
+	}
+	d.slog.gen = fs.LogGeneration // the next change starts the next generation
 	d.saveMu.Unlock()
 	d.mu.Lock()
 	d.cfg, d.conns, d.overrides = cfg, conns, fs.Ports
@@ -198,27 +206,18 @@ func (d *Daemon) loadState() error {
 	return nil
 }
 
-// saveLocked writes the state file; d.mu must be held for writing. Only
-// the writer (an instance that is or was primary, not demoted since) may:
-// a standby's view is stale and the file is shared.
+// saveLocked writes the whole state file (a new snapshot, the log
+// compacted into it); d.mu must be held for writing. Only the writer (an
+// instance that is or was primary, not demoted since) may: a standby's
+// view is stale and the file is shared. Connection changes go to the log
+// instead (appendLocked).
 func (d *Daemon) saveLocked() error {
 	if !d.writer.Load() {
 		return fmt.Errorf("daemon: state file not written: %w", ErrNotPrimary)
 	}
-	fs := &fileState{Version: stateVersion, Ports: d.overrides}
-	seen := make(map[fabric.ConnKey]time.Time, d.conns.Len())
-	for _, c := range d.conns.List() {
-		fs.Connections = append(fs.Connections, toFile(c))
-		seen[c.ConnKey] = c.LastSeen
-	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
-	if err := saveStateFile(d.base.StateFile, fs); err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	d.stamp = statStamp(d.base.StateFile)
-	d.savedSeen = seen
-	return nil
+	return d.compactLocked()
 }
 
 // claimWriter makes this instance the state file's writer when one of its
@@ -239,22 +238,26 @@ func (d *Daemon) releaseWriter() {
 	if d.primaryAnywhere() || !d.writer.Swap(false) {
 		return
 	}
+	d.disownLog()
 	d.log.Info("standby: this instance no longer writes the state file")
 }
 
-// fileStamp identifies a version of the state file.
+// fileStamp identifies a version of the state file and its log.
 type fileStamp struct {
-	mod  time.Time
-	size int64
-	ok   bool
+	mod, logMod   time.Time
+	size, logSize int64
+	ok, logOK     bool
 }
 
 func statStamp(path string) fileStamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}
+	var st fileStamp
+	if fi, err := os.Stat(path); err == nil {
+		st.mod, st.size, st.ok = fi.ModTime(), fi.Size(), true
 	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
+	if fi, err := os.Stat(logPath(path)); err == nil {
+		st.logMod, st.logSize, st.logOK = fi.ModTime(), fi.Size(), true
+	}
+	return st
 }
 
 // reloadIfChanged rereads the state file when another fastcnpd instance
@@ -282,6 +285,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if !d.writer.Load() {
 		return nil
 	}
+	// The final write compacts the log into the snapshot.
 	d.mu.Lock()
 	err := d.saveLocked()
 	d.mu.Unlock()
@@ -311,6 +315,7 @@ func (d *Daemon) run(ctx context.Context) {
 		d.expiryLoop(ctx)
 	}()
 	wg.Wait()
+	d.closeLog()
 }
 
 func (d *Daemon) expiryLoop(ctx context.Context) {
@@ -334,7 +339,11 @@ func (d *Daemon) expire() {
 	gone := d.conns.Expire(d.opts.Now(), d.cfg.Announce.IdleTimeout, d.since)
 	var err error
 	if len(gone) > 0 {
-		err = d.saveLocked()
+		recs := make([]logRecord, 0, len(gone))
+		for _, c := range gone {
+			recs = append(recs, deleteRecord(c.ConnKey))
+		}
+		err = d.appendLocked(recs)
 		d.metrics.connections.Set(float64(d.conns.Len()))
 	}
 	d.mu.Unlock()
@@ -536,7 +545,7 @@ func (d *Daemon) RemoveConnection(ctx context.Context, k fabric.ConnKey) error {
 	c, err := d.conns.Remove(k)
 	if err == nil {
 		d.metrics.connections.Set(float64(d.conns.Len()))
-		err = d.saveLocked()
+		err = d.appendLocked([]logRecord{deleteRecord(k)})
 	}
 	d.mu.Unlock()
 	if err != nil {
@@ -547,29 +556,20 @@ func (d *Daemon) RemoveConnection(ctx context.Context, k fabric.ConnKey) error {
 }
 
 // upsert adds or refreshes a connection (a new announced one within the
-// quotas of its ingress port and sender) and saves the state file when the
-// table changed, or when the refresh time saved for the connection is
-// idle_timeout/4 old (so that a restarted or standby instance, which reads
-// the file, does not take a live connection for idle; refreshes in between
-// are not written).
+// quotas of its ingress port and sender) and logs it to the state file
+// (upsertLocked says when).
 func (d *Daemon) upsert(c fabric.Connection) (fabric.Connection, bool, error) {
 	d.mu.Lock()
-	var got fabric.Connection
-	var changed bool
-	err := d.checkQuotaLocked(c)
-	if err == nil {
-		got, changed, err = d.conns.Upsert(c)
-	}
-	switch {
-	case err != nil:
-	case changed:
-		d.metrics.connections.Set(float64(d.conns.Len()))
-		err = d.saveLocked()
-	case !got.Static && got.LastSeen.Sub(d.savedSeen[got.ConnKey]) >= d.cfg.Announce.IdleTimeout/4:
-		// The refresh holds in memory either way: a failed write is only
-		// logged, and the next refresh tries again.
-		if serr := d.saveLocked(); serr != nil {
-			d.log.WithError(serr).WithField("connection", got.ConnKey.String()).Warn("saving a refresh time")
+	got, changed, rec, err := d.upsertLocked(c)
+	if rec != nil {
+		if serr := d.appendLocked([]logRecord{*rec}); serr != nil {
+			if changed {
+				err = serr
+			} else {
+				// The refresh holds in memory either way: a failed write is
+				// only logged, and the next refresh tries again.
+				d.log.WithError(serr).WithField("connection", got.ConnKey.String()).Warn("saving a refresh time")
+			}
 		}
 	}
 	d.mu.Unlock()
@@ -577,6 +577,33 @@ func (d *Daemon) upsert(c fabric.Connection) (fabric.Connection, bool, error) {
 		d.publish(Event{Kind: EventConnectionAdded, Message: got.Source, Fields: connFields(got)})
 	}
 	return got, changed, err
+}
+
+// upsertLocked adds or refreshes a connection in the table (d.mu held for
+// writing) and returns the state file record to write: when the table
+// changed, or when the refresh time saved for the connection is
+// idle_timeout/4 old (so that a restarted or standby instance, which reads
+// the file, does not take a live connection for idle; refreshes in between
+// are not written).
+func (d *Daemon) upsertLocked(c fabric.Connection) (fabric.Connection, bool, *logRecord, error) {
+	var got fabric.Connection
+	var changed bool
+	err := d.checkQuotaLocked(c)
+	if err == nil {
+		got, changed, err = d.conns.Upsert(c)
+	}
+	var rec *logRecord
+	switch {
+	case err != nil:
+	case changed:
+		d.metrics.connections.Set(float64(d.conns.Len()))
+		r := putRecord(got)
+		rec = &r
+	case !got.Static && got.LastSeen.Sub(d.savedSeen[got.ConnKey]) >= d.cfg.Announce.IdleTimeout/4:
+		r := putRecord(got)
+		rec = &r
+	}
+	return got, changed, rec, err
 }
 
 // syncAll installs the current desired state on every switch and waits.

@@ -35,10 +35,11 @@ func refreshFor(t *testing.T, dm *Daemon, clk *clock, d time.Duration) {
 }
 
 // savedLastSeen returns the last_seen of the only connection in the state
-// file (zero time and false when it holds none).
+// file, as a restarted instance reads it (the snapshot and its log; zero
+// time and false when it holds none).
 func savedLastSeen(t *testing.T, path string) (time.Time, bool) {
 	t.Helper()
-	fs, err := loadStateFile(path)
+	fs, _, err := readState(path)
 	if err != nil {
 		t.Fatal(err)
 	}

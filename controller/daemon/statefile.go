@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 )
 
@@ -22,6 +23,9 @@ type fileState struct {
 	// Ports are the port settings changed through the API, by switch then
 	// port number; they override the config file.
 	Ports map[string]map[uint16]PortOverride `json:"ports,omitempty"`
+	// LogGeneration is the generation of this snapshot: the log next to
+	// it (persist.go) continues it when its header names the same one.
+	LogGeneration uint64 `json:"log_generation,omitempty"`
 }
 
 type fileConnection struct {
@@ -85,7 +89,7 @@ func fromFile(fc fileConnection) (fabric.Connection, error) {
 
 // loadStateFile reads the state file; a missing file is an empty state.
 func loadStateFile(path string) (*fileState, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFileLimited(path, "state file", MaxStateFileSize) // limits.go
 	if errors.Is(err, os.ErrNotExist) {
 		return &fileState{Version: stateVersion}, nil
 	}

@@ -27,6 +27,11 @@ import (
 // retryDelay is how soon a failed install is retried.
 const retryDelay = time.Second
 
+// PacketInBuffer is the capacity of each switch's packet-in buffer (the
+// p4rt client's Packets channel): a burst of announcements waits there
+// while the runner installs the previous ones.
+const PacketInBuffer = 16384
+
 type portRuntime struct {
 	state     string
 	lastEvent string
@@ -119,6 +124,9 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 		p4rt.WithElectionID(p4rt.Uint128{High: sw.ElectionID.High, Low: sw.ElectionID.Low + d.opts.ElectionOffset}),
 		p4rt.WithRole(sw.Role), p4rt.WithInfo(r.info), p4rt.WithLogger(r.log),
 		p4rt.WithPacketDropHandler(r.packetDropped),
+		// A packet-in buffer that takes a burst of announcements while the
+		// runner installs (the other buffers are p4rt's defaults).
+		p4rt.WithBuffers(64, PacketInBuffer, 256, 256),
 	}
 	if !sw.TLS.Insecure {
 		r.opts = append(r.opts, p4rt.WithTLSFiles(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName))
@@ -390,7 +398,7 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 			if !ok {
 				return
 			}
-			r.handlePacket(p)
+			r.handlePackets(p, c.Packets())
 		case dl, ok := <-c.Digests():
 			if !ok {
 				return
@@ -398,6 +406,11 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 			r.handleDigest(dl)
 		case <-r.kick:
 			if r.isPrimary() {
+				r.catchUp(c)
+				select {
+				case <-r.kick: // this install takes the changes of the packet-ins just handled
+				default:
+				}
 				resync(false)
 			} else {
 				r.failWaiters(errors.New("this fastcnpd is not the switch's primary controller"))
@@ -720,15 +733,66 @@ func (r *switchRunner) packetDropped(p *p4rt.PacketIn, total uint64) {
 	r.log.WithFields(lf).Warn("packet-in dropped: fastcnpd's packet-in buffer is full (the announcement in it is lost until the host refreshes it)")
 }
 
-func (r *switchRunner) handlePacket(p *p4rt.PacketIn) {
-	port, err1 := p.Uint("ingress_port")
-	reason, err2 := p.Uint("reason")
-	if err := errors.Join(err1, err2); err != nil {
-		r.d.metrics.announcements.WithLabelValues("rejected", ReasonMalformed).Inc()
-		r.log.WithError(err).Warn("packet-in without packet_in metadata")
-		return
+// Catching up before an install (catchUp): at most catchUpPackets
+// packet-ins, for at most catchUpTime.
+const (
+	catchUpPackets = 8192
+	catchUpTime    = 20 * time.Millisecond
+)
+
+// catchUp handles the packet-ins waiting when an install is due, so that
+// the announcements of a burst are installed together (one diff, one
+// batched Write) rather than one install per handled batch: every install
+// recomputes and diffs the switch's whole desired state. It is bounded
+// (catchUpPackets, catchUpTime), so the install waits at most that long.
+func (r *switchRunner) catchUp(c *p4rt.Client) {
+	start := time.Now()
+	for n := 0; n < catchUpPackets && time.Since(start) < catchUpTime; {
+		select {
+		case p, ok := <-c.Packets():
+			if !ok {
+				return // the serve loop sees the channel closed
+			}
+			n += r.handlePackets(p, c.Packets())
+		default:
+			return
+		}
 	}
-	r.d.HandleAnnouncement(r.name, uint16(port), uint8(reason), p.Payload)
+}
+
+// handlePackets handles packet-in first and those waiting behind it in
+// more (up to maxAnnounceBatch in all) together: one state file append,
+// one install for the batch. It returns the number of packet-ins taken.
+func (r *switchRunner) handlePackets(first *p4rt.PacketIn, more <-chan *p4rt.PacketIn) int {
+	batch := make([]punted, 0, 16)
+	add := func(p *p4rt.PacketIn) {
+		port, err1 := p.Uint("ingress_port")
+		reason, err2 := p.Uint("reason")
+		if err := errors.Join(err1, err2); err != nil {
+			r.d.metrics.announcements.WithLabelValues("rejected", ReasonMalformed).Inc()
+			r.log.WithError(err).Warn("packet-in without packet_in metadata")
+			return
+		}
+		batch = append(batch, punted{port: uint16(port), reason: uint8(reason), frame: p.Payload})
+	}
+	add(first)
+	n := 1
+drain:
+	for ; n < maxAnnounceBatch; n++ {
+		select {
+		case p, ok := <-more:
+			if !ok {
+				break drain // the serve loop sees the channel closed
+			}
+			add(p)
+		default:
+			break drain
+		}
+	}
+	if len(batch) > 0 {
+		r.d.handleAnnouncements(r.name, batch)
+	}
+	return n
 }
 
 // Port event names (docs/dataplane.md, "Port events").

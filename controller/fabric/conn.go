@@ -73,9 +73,13 @@ var (
 // ingress port and by sender IP, for the controller's quotas. It is not
 // safe for concurrent use.
 type ConnTable struct {
-	size      int
-	conns     map[ConnKey]*Connection
-	used      map[uint16]bool
+	size  int
+	conns map[ConnKey]*Connection
+	used  map[uint16]bool
+	// free is at most the lowest free conn_index: the search for one
+	// starts there (a burst of new connections costs O(1) each, not a
+	// scan of the table).
+	free      int
 	perPort   map[PortRef]int
 	perSender map[netip.Addr]int
 }
@@ -168,12 +172,16 @@ func (t *ConnTable) Upsert(c Connection) (Connection, bool, error) {
 		return Connection{}, false, fmt.Errorf("%w: %d connections", ErrTableFull, t.size)
 	}
 	idx := -1
-	for i := 0; i < t.size; i++ {
+	for i := t.free; i < t.size; i++ {
 		if !t.used[uint16(i)] {
 			idx = i
 			break
 		}
 	}
+	if idx < 0 { // cannot happen: fewer than size connections
+		return Connection{}, false, fmt.Errorf("%w: no free conn_index", ErrTableFull)
+	}
+	t.free = idx + 1
 	c.Index = uint16(idx)
 	t.used[c.Index] = true
 	cc := c
@@ -207,7 +215,7 @@ func (t *ConnTable) Remove(k ConnKey) (Connection, error) {
 		return Connection{}, fmt.Errorf("%w: %s", ErrNoConn, k)
 	}
 	delete(t.conns, k)
-	delete(t.used, c.Index)
+	t.release(c.Index)
 	t.count(c, -1)
 	return *c, nil
 }
@@ -228,12 +236,18 @@ func (t *ConnTable) Expire(now time.Time, idle time.Duration, since time.Time) [
 		if !c.Static && now.Sub(seen) > idle {
 			out = append(out, *c)
 			delete(t.conns, k)
-			delete(t.used, c.Index)
+			t.release(c.Index)
 			t.count(c, -1)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out
+}
+
+// release frees conn_index i.
+func (t *ConnTable) release(i uint16) {
+	delete(t.used, i)
+	t.free = min(t.free, int(i))
 }
 
 // Len returns the number of connections.

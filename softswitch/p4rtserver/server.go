@@ -28,7 +28,7 @@ const APIVersion = "1.5.0"
 // Defaults of Options.
 const (
 	DefaultMaxStreams         = 16
-	DefaultStreamQueue        = 1024
+	DefaultStreamQueue        = 16384
 	DefaultDigestPollInterval = time.Millisecond
 	// maxListsPerPoll bounds the digest lists taken from the pipeline per poll so that
 	// a burst does not hold the pipeline for long.
