@@ -146,6 +146,10 @@ func (g *goTarget) apply(s *Stmt) error {
 				return fmt.Errorf("window tables: %w", err)
 			}
 		}
+	case OpRegister:
+		if err := p.WriteRegister(s.ID, s.Index, s.Values[0]); err != nil {
+			return fmt.Errorf("write register %s[%d]: %w", s.Name, s.Index, err)
+		}
 	case OpAt:
 		g.now = s.Time
 	case OpWait:

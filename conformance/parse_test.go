@@ -44,7 +44,15 @@ func TestParseErrors(t *testing.T) {
 		{"odd hex", "in port=1 hex 012", 1, "odd number"},
 		{"port too big", "in port=512 roce", 1, "bad port"},
 		{"register without tag", "expect register port_paused[2] value=1", 1, "without @requires registers"},
-		{"registers tag unused", "@requires registers\nat 1", 1, "no register expectation"},
+		{"registers tag unused", "@requires registers\nat 1", 1, "no register statement"},
+		{"register write without tag", "register port_paused[2] value=1", 1, "register write without @requires registers"},
+		{"register write syntax", "@requires registers\nregister port_paused[2]", 2, "register NAME[INDEX] value=V"},
+		{"register write bad key", "@requires registers\nregister port_paused[2] val=1", 2, `unknown key "val"`},
+		{"register write unknown", "@requires registers\nregister port_pasued[2] value=1", 2, "port_pasued"},
+		{"register write too wide", "@requires registers\nregister port_paused[2] value=2", 2, "does not fit in 1 bits"},
+		{"register write 48 bits", "@requires registers\nregister port_check_at_ns[2] value=0x1000000000000", 2, "does not fit in 48 bits"},
+		{"register write index", "@requires registers\nregister flow_bytes[4096] value=1", 2, "index 4096 >= its size 4096"},
+		{"register expect index", "@requires registers\nexpect register port_paused[512] value=0", 2, "index 512 >= its size 512"},
 		{"dequeue without tag", "at 1\ndequeue port=2", 2, "dequeue-control"},
 		{"timestamp without tag", "expect digest cnp_digest_t timestamp_ns=5", 1, "exact-timing"},
 		{"unknown feature", "@requires teleportation", 1, "unknown feature"},
@@ -156,5 +164,36 @@ expect counter dropped[1] packets=0
 	}
 	if r := v.SkipReason(nil); !strings.Contains(r, "dequeue-control") {
 		t.Errorf("skip reason %q", r)
+	}
+}
+
+// TestParseRegisterWrite checks what a register write resolves to: the P4Info name
+// and ID, the cell and the value (48-bit registers take 48-bit values).
+func TestParseRegisterWrite(t *testing.T) {
+	info, err := Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "@requires registers\nregister port_check_at_ns[511] value=0xffffffffffff\nregister flow_key[2584] value=0x512a5a18\nexpect register flow_key[2584] value=0x512a5a18\n"
+	v, err := Parse("reg", "reg.vec", []byte(src), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Stmt{
+		{Op: OpRegister, Name: "port_check_at_ns", ID: 0x16000007, Index: 511, Values: []uint64{1<<48 - 1}},
+		{Op: OpRegister, Name: "flow_key", ID: 0x1600000B, Index: 2584, Values: []uint64{0x512a5a18}},
+		{Op: OpExpectRegister, Name: "flow_key", ID: 0x1600000B, Index: 2584, Values: []uint64{0x512a5a18}},
+	}
+	if len(v.Stmts) != len(want) {
+		t.Fatalf("%d statements, want %d", len(v.Stmts), len(want))
+	}
+	for i, w := range want {
+		g := v.Stmts[i]
+		if g.Op != w.Op || g.Name != w.Name || g.ID != w.ID || g.Index != w.Index || len(g.Values) != 1 || g.Values[0] != w.Values[0] {
+			t.Errorf("statement %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if IsWriteOp(OpRegister) {
+		t.Error("a register write is not a P4Runtime write (BMv2 makes it through Thrift)")
 	}
 }

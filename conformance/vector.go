@@ -42,20 +42,23 @@ const (
 	OpExpectDigest                  // digest
 	OpExpectNoDigests               // no unmatched digest so far
 	OpExpectCounter                 // counter cell
-	OpExpectRegister                // register cell (Go target only)
+	OpExpectRegister                // register cell
 	OpMember                        // action profile member insert
 	OpGroup                         // action profile group insert
 	OpDeleteMember                  // action profile member delete
 	OpDeleteGroup                   // action profile group delete
+	OpRegister                      // register cell write (a control-plane preset)
 )
 
 // RefusalCodes are the canonical codes a "refused CODE" write may name.
 var RefusalCodes = []string{"INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED",
 	"FAILED_PRECONDITION", "PERMISSION_DENIED"}
 
-// Features a vector may require (@requires). The BMv2 runner supports none of them.
+// Features a vector may require (@requires). The Go target supports all of them; the
+// BMv2 runner supports "registers" when BMv2's Thrift CLI (simple_switch_CLI) works
+// (or the switch implements registers over P4Runtime), none of the others.
 var Features = map[string]string{
-	"registers":       "register reads (P4Runtime cannot read BMv2 registers)",
+	"registers":       "register writes and reads (BMv2's P4Runtime server cannot do them; the BMv2 runner makes them through simple_switch_CLI, or over P4Runtime on a switch that can, and neither works here)",
 	"dequeue-control": "the vector decides when packets leave their queue (BMv2's traffic manager decides)",
 	"exact-timing":    "exact nanosecond timestamps (BMv2 has microseconds and its own clock)",
 	"pfc-timing":      "PFC pause expiry at an exact time (BMv2 neither obeys PFC nor lets time be set)",
@@ -98,12 +101,13 @@ type Stmt struct {
 	ActionID uint32
 	Params   []ParamValue
 
-	// Object name and ID: OpValueSet, OpExpectDigest, OpExpectCounter, OpExpectRegister.
+	// Object name and ID: OpValueSet, OpExpectDigest, OpExpectCounter, OpRegister,
+	// OpExpectRegister (registers: the P4Info name, which is BMv2's name too).
 	Name  string
 	ID    uint32
 	Index int
 	// OpValueSet members; OpExpectCounter packets/bytes (-1 = don't care);
-	// OpExpectRegister value.
+	// OpRegister, OpExpectRegister: the value.
 	Values []uint64
 	// Fields of OpExpectDigest (only those given are compared).
 	Fields []KV
@@ -478,6 +482,8 @@ func (p *parser) stmt(text string, depth int) error {
 		p.add(Stmt{Op: OpDequeue, Port: uint16(n["port"]), Count: c})
 	case "flush":
 		p.add(Stmt{Op: OpFlush})
+	case "register":
+		return p.register(w)
 	case "expect":
 		return p.expect(w)
 	default:
@@ -870,6 +876,53 @@ func (p *parser) nameIndex(s string) (string, int, error) {
 	return name, i, nil
 }
 
+// register parses "register NAME[INDEX] value=V": a control-plane write of one
+// register cell (a preset of the data plane's state).
+func (p *parser) register(w []string) error {
+	if len(w) != 3 {
+		return p.errf("register NAME[INDEX] value=V")
+	}
+	name, idx, err := p.nameIndex(w[1])
+	if err != nil {
+		return err
+	}
+	kv, err := p.kvs(w[2:])
+	if err != nil {
+		return err
+	}
+	s, err := p.registerCell(name, idx, kv)
+	if err != nil {
+		return err
+	}
+	s.Op = OpRegister
+	p.add(s)
+	return nil
+}
+
+// registerCell resolves a register cell and its value=V: the index must be below the
+// register's size and the value must fit its width.
+func (p *parser) registerCell(name string, idx int, kv []KV) (Stmt, error) {
+	id, err := p.info.RegisterID(name)
+	if err != nil {
+		return Stmt{}, p.errf("%v", err)
+	}
+	n, err := p.takeNums(kv, []string{"value"})
+	if err != nil {
+		return Stmt{}, err
+	}
+	ri, ok := pipeline.ProgramSchema().Register(id)
+	if !ok {
+		return Stmt{}, p.errf("register %s is not in the program's schema", name)
+	}
+	if idx >= ri.Size {
+		return Stmt{}, p.errf("register %s index %d >= its size %d", ri.Name, idx, ri.Size)
+	}
+	if err := fitWidth(n["value"], ri.Bitwidth); err != nil {
+		return Stmt{}, p.errf("register %s value: %v", ri.Name, err)
+	}
+	return Stmt{Name: p.info.RegisterName(id), ID: id, Index: idx, Values: []uint64{n["value"]}}, nil
+}
+
 func (p *parser) expect(w []string) error {
 	if len(w) < 2 {
 		return p.errf("expect WHAT")
@@ -974,15 +1027,12 @@ func (p *parser) expect(w []string) error {
 			p.add(Stmt{Op: OpExpectCounter, Name: p.info.CounterName(id), ID: id, Index: idx, Values: vals})
 			return nil
 		}
-		id, err := p.info.RegisterID(name)
-		if err != nil {
-			return p.errf("%v", err)
-		}
-		n, err := p.takeNums(kv, []string{"value"})
+		s, err := p.registerCell(name, idx, kv)
 		if err != nil {
 			return err
 		}
-		p.add(Stmt{Op: OpExpectRegister, Name: p.info.RegisterName(id), ID: id, Index: idx, Values: []uint64{n["value"]}})
+		s.Op = OpExpectRegister
+		p.add(s)
 	default:
 		return p.errf("unknown expectation %q (out, cpu, no-packets, digest, no-digests, counter, register)", w[1])
 	}
@@ -990,7 +1040,8 @@ func (p *parser) expect(w []string) error {
 }
 
 // check applies the rules that span statements: time never goes backwards, and what
-// BMv2 cannot do is tagged: register expectations need @requires registers, dequeue
+// BMv2 cannot always do is tagged: register writes and expectations need @requires
+// registers, dequeue
 // needs @requires dequeue-control, digest timestamps need @requires exact-timing (or
 // the vector is @go-only).
 func (p *parser) check() error {
@@ -1006,10 +1057,14 @@ func (p *parser) check() error {
 			if !p.requires("value-set") && p.v.GoOnly == "" {
 				return &ParseError{File: s.File, Line: s.Line, Err: errors.New("valueset without @requires value-set")}
 			}
-		case OpExpectRegister:
+		case OpExpectRegister, OpRegister:
 			needsReg = true
+			what := "register expectation"
+			if s.Op == OpRegister {
+				what = "register write"
+			}
 			if !p.requires("registers") && p.v.GoOnly == "" {
-				return &ParseError{File: s.File, Line: s.Line, Err: errors.New("register expectation without @requires registers")}
+				return &ParseError{File: s.File, Line: s.Line, Err: errors.New(what + " without @requires registers")}
 			}
 		case OpAt:
 			if s.Time < now {
@@ -1032,7 +1087,7 @@ func (p *parser) check() error {
 		}
 	}
 	if p.requires("registers") && !needsReg {
-		return &ParseError{File: p.v.File, Line: 1, Err: errors.New("@requires registers but no register expectation")}
+		return &ParseError{File: p.v.File, Line: 1, Err: errors.New("@requires registers but no register statement (write or expectation)")}
 	}
 	return nil
 }

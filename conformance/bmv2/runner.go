@@ -47,6 +47,14 @@ type Config struct {
 	// Timeout bounds the wait for one expected packet, digest or counter value;
 	// default 2 s.
 	Timeout time.Duration
+	// CLI is BMv2's Thrift runtime client, through which the runner writes and reads
+	// registers when the switch does not implement them over P4Runtime (BMv2): a
+	// path, "" for simple_switch_CLI on PATH, or "none". Without either, vectors
+	// that @requires registers are skipped.
+	CLI string
+	// ThriftPort is the switch's Thrift port: given to the switch (--thrift-port)
+	// and to the CLI when not 0; 0 leaves both at their default, 9090.
+	ThriftPort int
 	// Log receives diagnostics; nil: logrus.StandardLogger.
 	Log logrus.FieldLogger
 }
@@ -70,6 +78,7 @@ type Switch struct {
 	p4info *p4configv1.P4Info
 	json   []byte
 	ports  map[uint16]*afpacket.Port
+	regs   RegisterAccess // nil: registers cannot be written or read
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -132,6 +141,9 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 		return sw, fmt.Errorf("bmv2: %w", err)
 	}
 	args := []string{"--device-id", fmt.Sprint(DeviceID), "--no-p4"}
+	if cfg.ThriftPort != 0 {
+		args = append(args, "--thrift-port", fmt.Sprint(cfg.ThriftPort))
+	}
 	for _, p := range cfg.Ports {
 		swName, peer := sw.tb.IfName(fmt.Sprintf("sw%d-", p)), fmt.Sprintf("h%d", p)
 		if _, err := sw.tb.Veth(ctx, netns.LinkConfig{Name: swName, DisableIPv6: true},
@@ -157,6 +169,7 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 	if sw.client, err = p4rt.Dial(dctx, cfg.GRPCAddr, DeviceID); err != nil {
 		return sw, fmt.Errorf("bmv2: %w", err)
 	}
+	sw.regs = sw.probeRegisters(ctx)
 	for _, p := range cfg.Ports {
 		name := fmt.Sprintf("h%d", p)
 		err := peers.Do(func() error {
@@ -177,6 +190,61 @@ func Start(ctx context.Context, cfg Config) (sw *Switch, err error) {
 	sw.wg.Add(1)
 	go sw.stream(rctx)
 	return sw, nil
+}
+
+// probeRegisters finds a way to write and read registers: P4Runtime when the switch
+// implements RegisterEntry (fastcnp-switch), else BMv2's Thrift CLI when it is found
+// and reaches the switch. It pushes the program first (a register needs one) and
+// reads, then writes back, cell 0 of the first register. nil when neither works:
+// vectors that @requires registers are then skipped.
+func (sw *Switch) probeRegisters(ctx context.Context) RegisterAccess {
+	regs := sw.p4info.GetRegisters()
+	if len(regs) == 0 {
+		return nil
+	}
+	if err := sw.client.SetPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, sw.p4info, sw.json, 0); err != nil {
+		sw.cfg.Log.WithError(err).Warn("bmv2: push pipeline for the register probe: vectors that @requires registers are skipped")
+		return nil
+	}
+	probe := func(ra RegisterAccess) error {
+		cells := []RegisterCell{{Name: regs[0].GetPreamble().GetName()}}
+		v, err := ra.ReadRegisters(ctx, cells)
+		if err != nil {
+			return err
+		}
+		cells[0].Value = v[0]
+		return ra.WriteRegisters(ctx, cells)
+	}
+	pr := P4RuntimeRegisters{Client: sw.client}
+	err := probe(pr)
+	if err == nil {
+		sw.cfg.Log.Info("bmv2: registers over P4Runtime")
+		return pr
+	}
+	log := sw.cfg.Log.WithField("p4runtime", err.Error())
+	if sw.cfg.CLI == "none" {
+		log.Warn("bmv2: no register access over P4Runtime and no Thrift CLI (Config.CLI none): vectors that @requires registers are skipped")
+		return nil
+	}
+	path, err := FindCLI(sw.cfg.CLI)
+	if err != nil {
+		log.WithError(err).Warn("bmv2: no register access: vectors that @requires registers are skipped")
+		return nil
+	}
+	cli := &CLI{Path: path, ThriftPort: sw.cfg.ThriftPort, JSON: sw.cfg.JSON}
+	if err := probe(cli); err != nil {
+		log.WithError(err).Warn("bmv2: the Thrift CLI does not work: vectors that @requires registers are skipped")
+		return nil
+	}
+	sw.cfg.Log.WithField("cli", path).Info("bmv2: registers through the Thrift CLI")
+	return cli
+}
+
+// Features returns the conformance features (Vector.SkipReason) this switch
+// supports: "registers" when the register probe found a way (P4Runtime or the
+// Thrift CLI).
+func (sw *Switch) Features() map[string]bool {
+	return map[string]bool{"registers": sw.regs != nil}
 }
 
 // capture records every frame the switch sends on port p.
@@ -254,8 +322,8 @@ func (sw *Switch) Close() error {
 // counter), then runs the vector's statements. Vectors with a SkipReason must not be
 // given to it. Time statements are ignored (BMv2 keeps its own clock); flush waits
 // until the switch is quiet.
-func (sw *Switch) Run(ctx context.Context, v *conformance.Vector) error {
-	if r := v.SkipReason(nil); r != "" {
+func (sw *Switch) Run(ctx context.Context, v *conformance.Vector) (err error) {
+	if r := v.SkipReason(sw.Features()); r != "" {
 		return fmt.Errorf("bmv2: vector %s cannot run on BMv2: %s", v.Name, r)
 	}
 	if err := sw.client.SetPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, sw.p4info, sw.json, 0); err != nil {
@@ -267,17 +335,89 @@ func (sw *Switch) Run(ctx context.Context, v *conformance.Vector) error {
 	sw.out, sw.cpu, sw.digests = map[uint16][][]byte{}, nil, map[string][]map[string][]byte{}
 	sw.mu.Unlock()
 	var errs []error
-	for i := range v.Stmts {
+	var written []conformance.Stmt // PRE writes that succeeded, deleted at the end
+	defer func() {
+		if cerr := sw.deletePRE(ctx, info, written); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("%s: at the end: %w", v.File, cerr))
+		}
+	}()
+	for i := 0; i < len(v.Stmts); {
 		s := &v.Stmts[i]
+		if s.Op == conformance.OpRegister || s.Op == conformance.OpExpectRegister {
+			// A run of register writes (or expectations): one CLI run.
+			j := i + 1
+			for j < len(v.Stmts) && v.Stmts[j].Op == s.Op {
+				j++
+			}
+			errs = append(errs, sw.registers(ctx, v.Stmts[i:j])...)
+			i = j
+			continue
+		}
 		if err := sw.step(ctx, info, s); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Where(), err))
+		} else if s.Op == conformance.OpClone || s.Op == conformance.OpMulticast {
+			written = append(written, *s)
 		}
+		i++
 	}
 	time.Sleep(sw.cfg.Settle)
 	if err := sw.leftovers(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: at the end: %w", v.File, err))
 	}
 	return errors.Join(errs...)
+}
+
+// deletePRE deletes the clone sessions and multicast groups a vector wrote
+// (PREDeletes says why), one update at a time so that one failure does not keep
+// the others.
+func (sw *Switch) deletePRE(ctx context.Context, info *p4rt.Info, written []conformance.Stmt) error {
+	ups, err := PREDeletes(info, written)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range ups {
+		if err := sw.client.Write(ctx, []*p4v1.Update{u}); err != nil {
+			errs = append(errs, fmt.Errorf("delete %v: %w", u.GetEntity(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// registers runs a run of register statements of one kind: writes at once (one CLI
+// run); expectations read at once, again until every cell has its value (packets
+// may still be in flight) or the timeout passes.
+func (sw *Switch) registers(ctx context.Context, stmts []conformance.Stmt) []error {
+	if sw.regs == nil {
+		return []error{fmt.Errorf("%s: no register access (P4Runtime or the Thrift CLI)", stmts[0].Where())}
+	}
+	cells := make([]RegisterCell, len(stmts))
+	for i, s := range stmts {
+		cells[i] = RegisterCell{Name: s.Name, Index: s.Index, Value: s.Values[0]}
+	}
+	if stmts[0].Op == conformance.OpRegister {
+		if err := sw.regs.WriteRegisters(ctx, cells); err != nil {
+			return []error{fmt.Errorf("%s: %w", stmts[0].Where(), err)}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(sw.cfg.Timeout)
+	for {
+		vals, err := sw.regs.ReadRegisters(ctx, cells)
+		if err != nil {
+			return []error{fmt.Errorf("%s: %w", stmts[0].Where(), err)}
+		}
+		var errs []error
+		for i, c := range cells {
+			if vals[i] != c.Value {
+				errs = append(errs, fmt.Errorf("%s: register %s[%d] = %d, want %d", stmts[i].Where(), c.Name, c.Index, vals[i], c.Value))
+			}
+		}
+		if errs == nil || time.Now().After(deadline) {
+			return errs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // refusal checks that a write that must be refused with code (a canonical code

@@ -153,3 +153,53 @@ func tableEntity(info *p4rt.Info, s *conformance.Stmt) (*p4v1.Entity, error) {
 	}
 	return e, nil
 }
+
+// PREDeletes returns the P4Runtime DELETEs that remove the packet replication
+// engine's entries that the writes in stmts created: every clone session and
+// multicast group, each once (with the replicas of its last write), the last
+// created first. stmts are the writes that succeeded; refused ones are skipped.
+//
+// The BMv2 runner sends them at the end of every vector. A pipeline push (once per
+// vector) makes PI's P4Runtime server start a new, empty record of multicast groups
+// and clone sessions (DeviceMgr creates a new PreMcMgr and PreCloneMgr), while BMv2's
+// packet replication engine is not part of the pipeline and keeps its groups. The
+// next vector's INSERT of the same group then succeeds in PI, and BMv2's
+// mc_mgrp_create keeps the existing group with its nodes and attaches a new node
+// with the replicas: every vector that writes group 1 adds one more copy of each
+// flood (l2-vlan-arp, the fifth such vector, saw 5 copies on each port), and every
+// vector that writes clone session 100 (PI implements it as multicast group
+// 32768 + 100) one more clone of each switch CNP. Deleting them while PI still knows
+// them removes the nodes and the group from BMv2.
+func PREDeletes(info *p4rt.Info, stmts []conformance.Stmt) ([]*p4v1.Update, error) {
+	type key struct {
+		op conformance.Op
+		id uint32
+	}
+	last := map[key]int{}
+	var order []key
+	for i := range stmts {
+		s := &stmts[i]
+		if s.Refused != "" || (s.Op != conformance.OpClone && s.Op != conformance.OpMulticast) {
+			continue
+		}
+		k := key{s.Op, s.Session}
+		if s.Op == conformance.OpMulticast {
+			k.id = s.Group
+		}
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = i
+	}
+	out := make([]*p4v1.Update, 0, len(order))
+	for j := len(order) - 1; j >= 0; j-- {
+		ups, err := Updates(info, &stmts[last[order[j]]])
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range ups {
+			out = append(out, p4rt.Delete(u.GetEntity())...)
+		}
+	}
+	return out, nil
+}

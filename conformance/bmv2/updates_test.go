@@ -188,3 +188,67 @@ func TestAllVectorWritesEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestPREDeletes checks what the runner sends at the end of a vector: a DELETE of
+// every clone session and multicast group the vector wrote, each once, the last
+// created first; refused writes and other entities are left alone.
+func TestPREDeletes(t *testing.T) {
+	info, err := conformance.Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := parse(t, `
+@requires refusal-codes
+include ../vectors/include/base.inc
+include ../vectors/include/l2.inc
+multicast group=7 ports=4,5
+refused ALREADY_EXISTS multicast group=9 ports=1
+`)
+	ups, err := PREDeletes(info, v.Stmts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 3 {
+		t.Fatalf("%d updates, want 3 (group 7, group 1, clone session 100): %v", len(ups), ups)
+	}
+	for _, u := range ups {
+		if u.Type != p4v1.Update_DELETE {
+			t.Errorf("update %v, want a DELETE", u)
+		}
+	}
+	g7 := ups[0].GetEntity().GetPacketReplicationEngineEntry().GetMulticastGroupEntry()
+	g1 := ups[1].GetEntity().GetPacketReplicationEngineEntry().GetMulticastGroupEntry()
+	cs := ups[2].GetEntity().GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+	if g7.GetMulticastGroupId() != 7 || len(g7.GetReplicas()) != 2 || g1.GetMulticastGroupId() != 1 || len(g1.GetReplicas()) != 3 {
+		t.Errorf("multicast deletes %v, %v", g7, g1)
+	}
+	if cs.GetSessionId() != 100 || len(cs.GetReplicas()) != 1 || cs.GetReplicas()[0].GetEgressPort() != 255 {
+		t.Errorf("clone session delete %v", cs)
+	}
+	// The same group written twice (a MODIFY after ALREADY_EXISTS on a switch that
+	// kept it): deleted once, as last written.
+	v = parse(t, "multicast group=3 ports=1\nmulticast group=3 ports=2,3\nclone session=100 port=255\nclone session=100 port=254\n")
+	ups, err = PREDeletes(info, v.Stmts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 2 {
+		t.Fatalf("%d updates, want 2", len(ups))
+	}
+	if cs := ups[0].GetEntity().GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs.GetReplicas()[0].GetEgressPort() != 254 {
+		t.Errorf("clone session delete %v, want the last write's replica 254", cs)
+	}
+	if g := ups[1].GetEntity().GetPacketReplicationEngineEntry().GetMulticastGroupEntry(); len(g.GetReplicas()) != 2 {
+		t.Errorf("group delete %v, want the last write's 2 replicas", g)
+	}
+	// Every vector's PRE writes can be deleted.
+	vs, err := conformance.LoadDir("../vectors", info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if _, err := PREDeletes(info, v.Stmts); err != nil {
+			t.Errorf("%s: %v", v.Name, err)
+		}
+	}
+}

@@ -6,7 +6,9 @@
 // PFC events) and egress (dequeue accounting, the port state machine, CNPs)
 // share them; p4c names them without a control prefix. The controller never
 // reads or writes them (BMv2 answers register RPCs with UNIMPLEMENTED):
-// telemetry leaves through counters and digests.
+// telemetry leaves through counters and digests. (The conformance suite's BMv2
+// runner presets and reads them through BMv2's Thrift CLI, simple_switch_CLI,
+// by these names: docs/conformance.md, "Register presets".)
 // Cells are indexed by port number (NUM_PORTS), flow slot (FLOW_SLOTS),
 // connection index (CONN_TABLE_SIZE) or aggregation slot (INC_SLOTS).
 
