@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/internal/testfs"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"github.com/fastcnp/fastcnp/controller/ctl"
 	"github.com/fastcnp/fastcnp/model/pipeline"
@@ -206,47 +206,6 @@ switches:
 	}
 }
 
-// fsImmutableFL is FS_IMMUTABLE_FL (linux/fs.h).
-const fsImmutableFL = 0x10
-
-// readOnlyDir returns a directory nobody can create files in (mode 0555,
-// and the immutable attribute for root); it skips the test where that
-// cannot be had.
-func readOnlyDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-	if os.Geteuid() == 0 {
-		f, err := os.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-		if err == nil {
-			err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL))
-		}
-		if err != nil {
-			t.Skipf("cannot make %s read-only for root: %v", dir, err)
-		}
-		t.Cleanup(func() {
-			if g, err := os.Open(dir); err == nil {
-				_ = unix.IoctlSetPointerInt(int(g.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
-				g.Close()
-			}
-		})
-	}
-	if f, err := os.CreateTemp(dir, "probe"); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		t.Skipf("%s is still writable", dir)
-	}
-	return dir
-}
-
 // TestExitCodes: fastcnpd exits 2 on every bad flag or argument (a missing
 // config file included), 1 when it cannot start with what it was given
 // (invalid config, unwritable state directory, bad token file), 0 for
@@ -287,7 +246,7 @@ func TestExitCodes(t *testing.T) {
 			"bad.yaml:9: switches[0].ports[0].port: 255 is the CPU port"},
 		{"second document", []string{"--config", cfg("two.yaml", state, "{insecure: true}", "---\nswitches: []\n")}, 1,
 			"two.yaml:9: (document): a second YAML document starts here"},
-		{"state directory not writable", []string{"--config", cfg("ro.yaml", filepath.Join(readOnlyDir(t), "state.json"), "{insecure: true}", "")}, 1,
+		{"state directory not writable", []string{"--config", cfg("ro.yaml", filepath.Join(testfs.ReadOnlyDir(t), "state.json"), "{insecure: true}", "")}, 1,
 			"is not writable"},
 		{"1-character token", []string{"--config", cfg("tok.yaml", state, "{token_file: "+shortTok+"}", "")}, 1,
 			"line 2: admin token of 1 characters: at least 16 required"},

@@ -7,52 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/fastcnp/fastcnp/internal/testfs"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 )
-
-// fsImmutableFL is FS_IMMUTABLE_FL (linux/fs.h): nobody, root included,
-// may create files in a directory that has it.
-const fsImmutableFL = 0x10
-
-// readOnlyDir returns a directory nobody can create files in: mode 0555,
-// and for root (whom modes do not stop) the immutable attribute. It skips
-// the test where neither holds (a file system without the attribute).
-func readOnlyDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-	if os.Geteuid() == 0 {
-		f, err := os.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-		if err == nil {
-			err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL))
-		}
-		if err != nil {
-			t.Skipf("cannot make %s read-only for root: %v", dir, err)
-		}
-		t.Cleanup(func() {
-			if g, err := os.Open(dir); err == nil {
-				_ = unix.IoctlSetPointerInt(int(g.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
-				g.Close()
-			}
-		})
-	}
-	if f, err := os.CreateTemp(dir, "probe"); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		t.Skipf("%s is still writable", dir)
-	}
-	return dir
-}
 
 // TestStateDirChecked: fastcnpd refuses to start when it could not write
 // its state file, instead of failing at the first announcement or change;
@@ -68,7 +26,7 @@ func TestStateDirChecked(t *testing.T) {
 		state func(t *testing.T) string
 		want  string // error substring; "" = starts
 	}{
-		{"read-only directory", func(t *testing.T) string { return filepath.Join(readOnlyDir(t), "state.json") }, "is not writable"},
+		{"read-only directory", func(t *testing.T) string { return filepath.Join(testfs.ReadOnlyDir(t), "state.json") }, "is not writable"},
 		{"directory under a file", func(*testing.T) string { return filepath.Join(file, "state.json") }, "cannot create its directory"},
 		{"missing directory created", func(*testing.T) string { return filepath.Join(tmp, "new", "sub", "state.json") }, ""},
 	}
