@@ -21,7 +21,7 @@ import (
 func TestKeepaliveApplied(t *testing.T) {
 	checkLeaks(t)
 	s := startServer(t)
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name   string
 		opts   []p4rt.Option
 		wantMS int
@@ -30,6 +30,9 @@ func TestKeepaliveApplied(t *testing.T) {
 		{"explicit", []p4rt.Option{p4rt.WithKeepalive(30*time.Second, 7*time.Second)}, 7000},
 		{"off", []p4rt.Option{p4rt.WithKeepalive(0, 0)}, 0},
 	} {
+		// A distinct election ID per case: the server may not yet have seen the
+		// previous case's stream close, and refuses an ID still in use.
+		tc.opts = append(tc.opts, p4rt.WithElectionID(p4rt.Uint128{Low: uint64(10 + i)}))
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var conns []net.Conn
