@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/afpacket"
-	"github.com/fastcnp/fastcnp/internal/netns"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -258,21 +257,7 @@ func TestInputBench(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := tb.Namespace(ctx, "gen")
-	must(err)
-	swNS, err := tb.Namespace(ctx, "sw")
-	must(err)
-	sink, err := tb.Namespace(ctx, "sink")
-	must(err)
-	_, err = tb.Veth(ctx, netns.LinkConfig{NS: gen, Name: "eth0", MAC: hostMAC1, DisableIPv6: true},
-		netns.LinkConfig{NS: swNS, Name: "p1", MAC: swMAC1, DisableIPv6: true})
-	must(err)
-	_, err = tb.Veth(ctx, netns.LinkConfig{NS: swNS, Name: "p2", MAC: swMAC2, DisableIPv6: true},
-		netns.LinkConfig{NS: sink, Name: "eth0", MAC: hostMAC2, DisableIPv6: true})
-	must(err)
-	for _, ns := range []*netns.NS{gen, sink} {
-		must(ns.Do(func() error { return afpacket.DisableOffloads("eth0") }))
-	}
+	gen, swNS, sink := genSwitchSink(ctx, t, tb)
 	cfg := Config{DefaultRateBps: *inputBenchRate, Ports: []PortConfig{{Num: 1, Ifname: "p1"}, {Num: 2, Ifname: "p2"}}}
 	cfg.PortOptions.Batch = *inputBenchBatch
 	cfg.PortOptions.RecvBuffer = *inputBenchRcvBuf

@@ -42,6 +42,36 @@ func devRxPackets(ns *netns.NS, dev string) (uint64, error) {
 	return v, err
 }
 
+// genSwitchSink makes the input tests' line: namespace gen (eth0, hostMAC1) to the
+// switch's p1, the switch's p2 to namespace sink (eth0, hostMAC2), offloads off on
+// the host ends.
+func genSwitchSink(ctx context.Context, t *testing.T, tb *netns.Testbed) (gen, sw, sink *netns.NS) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	gen, err = tb.Namespace(ctx, "gen")
+	must(err)
+	sw, err = tb.Namespace(ctx, "sw")
+	must(err)
+	sink, err = tb.Namespace(ctx, "sink")
+	must(err)
+	_, err = tb.Veth(ctx, netns.LinkConfig{NS: gen, Name: "eth0", MAC: hostMAC1, DisableIPv6: true},
+		netns.LinkConfig{NS: sw, Name: "p1", MAC: swMAC1, DisableIPv6: true})
+	must(err)
+	_, err = tb.Veth(ctx, netns.LinkConfig{NS: sw, Name: "p2", MAC: swMAC2, DisableIPv6: true},
+		netns.LinkConfig{NS: sink, Name: "eth0", MAC: hostMAC2, DisableIPv6: true})
+	must(err)
+	for _, ns := range []*netns.NS{gen, sink} {
+		must(ns.Do(func() error { return afpacket.DisableOffloads("eth0") }))
+	}
+	return gen, sw, sink
+}
+
 // TestInputBurstPFC: a sender bursts lossless frames into a switch port (sendmmsg
 // batches of 256) much faster than the switch forwards them, and sends more than
 // the port's receive queue could ever hold. The switch must turn its input backlog
@@ -80,21 +110,7 @@ func runInputBurst(t *testing.T, final bool) (lapsed int, lost uint64) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := tb.Namespace(ctx, "gen")
-	must(err)
-	swNS, err := tb.Namespace(ctx, "sw")
-	must(err)
-	sink, err := tb.Namespace(ctx, "sink")
-	must(err)
-	_, err = tb.Veth(ctx, netns.LinkConfig{NS: gen, Name: "eth0", MAC: hostMAC1, DisableIPv6: true},
-		netns.LinkConfig{NS: swNS, Name: "p1", MAC: swMAC1, DisableIPv6: true})
-	must(err)
-	_, err = tb.Veth(ctx, netns.LinkConfig{NS: swNS, Name: "p2", MAC: swMAC2, DisableIPv6: true},
-		netns.LinkConfig{NS: sink, Name: "eth0", MAC: hostMAC2, DisableIPv6: true})
-	must(err)
-	for _, ns := range []*netns.NS{gen, sink} {
-		must(ns.Do(func() error { return afpacket.DisableOffloads("eth0") }))
-	}
+	gen, swNS, sink := genSwitchSink(ctx, t, tb)
 	netDevBase, err := netDevDrops(gen, swNS, sink)
 	must(err)
 
