@@ -839,13 +839,15 @@ func (r *switchRunner) handleDigest(dl *p4rt.DigestList) {
 			}
 			pr.state, pr.lastEvent, pr.at, pr.queue = portStateAfter(ev), name, now, q
 			r.mu.Unlock()
-			r.d.metrics.portEvents.WithLabelValues(r.name, ps, name).Inc()
+			// Gauges first, the event count last: whoever sees the event counted
+			// (a scrape, a test) sees the state it left.
 			r.d.metrics.portQueue.WithLabelValues(r.name, ps).Set(float64(q))
 			paused := 0.0
 			if ev == p4src.PortEventPause {
 				paused = 1
 			}
 			r.d.metrics.portPaused.WithLabelValues(r.name, ps).Set(paused)
+			r.d.metrics.portEvents.WithLabelValues(r.name, ps, name).Inc()
 			r.log.WithFields(logrus.Fields{"port": port, "event": name, "queue_bytes": q,
 				"rx_bytes": u("rx_bytes"), "timestamp_ns": u("timestamp_ns")}).Debug("port state")
 			r.d.publish(Event{Kind: EventPortState, Switch: r.name, Port: uint16(port), Message: name,
