@@ -140,6 +140,8 @@ const (
 	PortModeECN = 1
 	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<2>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
+	// PortModeFastcnpNoPFCState is PORT_MODE_FASTCNP_NO_PFC_STATE (bit<2>).
+	PortModeFastcnpNoPFCState = 3
 	// PortDetermined is PORT_DETERMINED (bit<1>).
 	PortDetermined = 0
 	// PortUndetermined is PORT_UNDETERMINED (bit<1>).
