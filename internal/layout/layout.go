@@ -2,7 +2,7 @@
 // against it. The rule (README "Layout"): dependencies flow one way,
 //
 //	wire <- p4src (the P4 program's contract) <- pure models and algorithms
-//	     <- runtimes (software switch, controller, host agent) <- testbed, commands
+//	     <- runtimes (software switch, controller, host agent, simulator) <- testbed, commands
 //
 // and no runtime reaches into another: the controller and the host agent never
 // depend on the software switch, its models or each other.
@@ -46,6 +46,8 @@ var Rules = []Rule{
 		"the software switch runtime is driven only through P4Runtime"},
 	{"conformance", []string{"softswitch", "testbed", "host"},
 		"conformance vectors are target-neutral"},
+	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "conformance", "host/agent/live", "internal/netns"},
+		"the simulator is a runtime of the pure models and algorithms (model, host/cc, host/agent's state machines) in virtual time; it reaches no other runtime"},
 }
 
 // under reports whether pkg (relative to Module) is dir or below it; "" is the whole module.

@@ -63,6 +63,8 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"allowed: switch on models and ports", m("softswitch"), []string{m("model/pipeline"), m("model/tm"), m("afpacket")}, 0},
 		{"allowed: testbed on everything", m("testbed"), []string{m("softswitch"), m("controller/daemon"), m("host/agent")}, 0},
 		{"prefix is by path element", m("hostile"), []string{m("softswitch")}, 0},
+		{"simulator on a runtime", m("sim/network"), []string{m("softswitch"), m("controller/fabric"), m("host/agent/live")}, 3},
+		{"allowed: simulator on the pure packages", m("sim/network"), []string{m("model/pipeline"), m("model/tm"), m("host/cc"), m("host/agent"), m("p4src/portcfg"), m("wire")}, 0},
 	}
 	for _, tc := range tests {
 		got := Check(map[string][]string{tc.pkg: tc.deps})
