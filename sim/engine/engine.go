@@ -11,10 +11,11 @@ type Handler interface {
 // Not safe for concurrent use (a simulation is one goroutine; independent runs are
 // independent engines).
 type Engine struct {
-	q      Queue
-	now    int64
-	seq    uint64
-	events uint64
+	q       Queue
+	now     int64
+	seq     uint64
+	events  uint64
+	stopped bool
 }
 
 // New returns an engine at time 0 with an empty queue q.
@@ -41,13 +42,21 @@ func (e *Engine) Schedule(ev Event) error {
 	return nil
 }
 
-// Run hands the events to h in time order until the queue is empty or the next
+// Stop makes Run return after the event being handled; later calls of Run run
+// nothing.
+func (e *Engine) Stop() { e.stopped = true }
+
+// Stopped reports whether Stop was called.
+func (e *Engine) Stopped() bool { return e.stopped }
+
+// Run hands the events to h in time order until the queue is empty, the next
 // event is later than until (that event stays queued; Now becomes until when
-// until < Never). budget > 0 bounds the events run in this call (0: no bound), so a
-// caller can report progress between calls. It returns the events run.
+// until < Never) or a handler calls Stop. budget > 0 bounds the events run in this
+// call (0: no bound), so a caller can report progress between calls. It returns
+// the events run.
 func (e *Engine) Run(h Handler, until int64, budget uint64) uint64 {
 	var n uint64
-	for budget == 0 || n < budget {
+	for (budget == 0 || n < budget) && !e.stopped {
 		ev, ok := e.q.Pop()
 		if !ok {
 			break
@@ -62,7 +71,7 @@ func (e *Engine) Run(h Handler, until int64, budget uint64) uint64 {
 		e.events++
 		h.Handle(&ev)
 	}
-	if n < budget || budget == 0 {
+	if !e.stopped && (n < budget || budget == 0) {
 		if _, ok := e.q.Peek(); !ok && until < Never && until > e.now {
 			e.now = until
 		}

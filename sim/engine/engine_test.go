@@ -188,6 +188,23 @@ func TestEngineOrder(t *testing.T) {
 			if n := e.Run(r, Never, 0); n != 2 || e.Now() != 30 {
 				t.Fatalf("second run: %d events, now %d; want 2 and 30", n, e.Now())
 			}
+			// Stop ends Run after the event that called it.
+			r.more = func(r *recorder, ev *Event) {
+				if ev.Kind == 2 {
+					e.Stop()
+				}
+			}
+			for _, k := range []uint16{2, 3} {
+				if err := e.Schedule(Event{At: 40, Kind: k}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := e.Run(r, Never, 0); n != 1 || !e.Stopped() || e.Pending() != 1 {
+				t.Fatalf("run with Stop: %d events, stopped %v, %d pending; want 1, true, 1", n, e.Stopped(), e.Pending())
+			}
+			if n := e.Run(r, Never, 0); n != 0 {
+				t.Fatalf("run after Stop ran %d events", n)
+			}
 		})
 	}
 }
