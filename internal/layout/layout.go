@@ -28,7 +28,7 @@ type Rule struct {
 // Rules is the dependency rule of the tree.
 var Rules = []Rule{
 	{"wire", []string{""}, "wire is the bottom layer: packet formats only"},
-	{"internal", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto"},
+	{"internal", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "sim"},
 		"internal/ holds generic helpers"},
 	{"p4src", []string{"model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "internal"},
 		"the P4 program's contract depends on nothing but wire and the P4Runtime schema"},
@@ -46,8 +46,14 @@ var Rules = []Rule{
 		"the software switch runtime is driven only through P4Runtime"},
 	{"conformance", []string{"softswitch", "testbed", "host"},
 		"conformance vectors are target-neutral"},
-	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "conformance", "host/agent/live", "internal/netns"},
-		"the simulator is a runtime of the pure models and algorithms (model, host/cc, host/agent's state machines) in virtual time; it reaches no other runtime"},
+	{"sim/hpcc", []string{""},
+		"the HPCC simulator's file formats are pure data and parsing"},
+	{"sim/traffic", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "internal", "sim/analysis", "sim/sweep"},
+		"the traffic generator is pure: flows from a seed, no runtime"},
+	{"sim/analysis", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "internal/netns", "internal/testfs", "sim/traffic", "sim/sweep"},
+		"FCT analysis is pure: records in, tables and plots out"},
+	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "host/agent/live", "conformance", "internal/netns"},
+		"the simulator drives the pure models and algorithms in virtual time (model, host/cc, and host/agent's transport state machines), never a runtime"},
 }
 
 // under reports whether pkg (relative to Module) is dir or below it; "" is the whole module.
