@@ -226,6 +226,8 @@ func TestExitCodes(t *testing.T) {
 			"  - name: s1\n    address: %q\n    device_id: 1\n    tls: {insecure: true}\n%s", freeAddr(t), auth, state, freeAddr(t), extra))
 	}
 	state := filepath.Join(dir, "state.json")
+	badTLS := write("tls.yaml", fmt.Sprintf("api: {listen: %q, auth: {insecure: true}}\nstate_file: %s\nmetrics: {listen: \"\"}\n"+
+		"switches:\n  - {name: s1, address: %q, device_id: 1, tls: {ca: %s}}\n", freeAddr(t), state, freeAddr(t), filepath.Join(dir, "none-ca.pem")))
 	shortTok := write("short-token", "# tokens\nadmin x\n")
 	roleOnly := write("role-only", "read\n")
 	tests := []struct {
@@ -250,6 +252,7 @@ func TestExitCodes(t *testing.T) {
 			"is not writable"},
 		{"1-character token", []string{"--config", cfg("tok.yaml", state, "{token_file: "+shortTok+"}", "")}, 1,
 			"line 2: admin token of 1 characters: at least 16 required"},
+		{"switch CA file missing", []string{"--config", badTLS}, 1, "switch s1: tls: open " + filepath.Join(dir, "none-ca.pem")},
 		{"role without token", []string{"--config", cfg("role.yaml", state, "{token_file: "+roleOnly+"}", "")}, 1,
 			"line 1: want \"admin <token>\" or \"read <token>\""},
 	}
