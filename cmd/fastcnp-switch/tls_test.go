@@ -6,7 +6,6 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,17 +81,7 @@ func TestParseTLSArgs(t *testing.T) {
 // pushes the pipeline and writes; the log says mtls and warns of nothing.
 // Then, served in plaintext on every address, the switch warns loudly.
 func TestBinaryTLS(t *testing.T) {
-	netnstest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "fastcnp-switch")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	bctx, bcancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer bcancel()
-	if out, err := exec.CommandContext(bctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tb := netnstest.New(t)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/fastcnp/fastcnp/controller/ctl"
 	"github.com/fastcnp/fastcnp/internal/testpki"
@@ -31,22 +28,7 @@ func mtlsSwitch(t *testing.T, ca *testpki.CA, name string, device uint64) (*p4rt
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
-	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: device, DataPlane: dp, Logger: quiet, TLS: tc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); srv.Stop(); <-done })
-	return dp, lis.Addr().String()
+	return startSwitch(t, device, tc)
 }
 
 // TestTLSSwitches runs fastcnpd against two switches that require client
