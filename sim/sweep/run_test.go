@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -80,7 +81,7 @@ func TestRunFailures(t *testing.T) {
 		case 1:
 			return Result{}, errors.New("engine exploded")
 		case 3:
-			return Result{Metrics: map[string]float64{"nan": 0 * func() float64 { var z float64; return 1 / z }()}}, nil
+			return Result{Metrics: map[string]float64{"nan": math.NaN()}}, nil
 		}
 		return Result{FCT: []hpcc.FCT{{DPort: 100, Size: 1, FCTNs: 2, StandaloneNs: 1}}}, nil
 	}
@@ -143,7 +144,10 @@ func TestReadPointsRejects(t *testing.T) {
 		mod  func(dir string)
 		msg  string
 	}{
-		{"empty", func(dir string) { os.RemoveAll(filepath.Join(dir, PointsDir)); os.Mkdir(filepath.Join(dir, PointsDir), 0o755) }, "no result file"},
+		{"empty", func(dir string) {
+			os.RemoveAll(filepath.Join(dir, PointsDir))
+			os.Mkdir(filepath.Join(dir, PointsDir), 0o755)
+		}, "no result file"},
 		{"foreign sweep", func(dir string) {
 			other := small
 			other.Seeds = []uint64{1, 2, 4}
