@@ -168,8 +168,14 @@ type streamClient struct {
 
 func (h *harness) openStream(t *testing.T) *streamClient {
 	t.Helper()
+	return openStreamOn(t, h.cli)
+}
+
+// openStreamOn opens a StreamChannel with cli.
+func openStreamOn(t *testing.T, cli p4v1.P4RuntimeClient) *streamClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := h.cli.StreamChannel(ctx)
+	st, err := cli.StreamChannel(ctx)
 	if err != nil {
 		cancel()
 		t.Fatalf("StreamChannel: %v", err)
