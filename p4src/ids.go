@@ -107,6 +107,8 @@ const (
 	RegIncSlotValue0 uint32 = 0x16000013
 	// RegIncSlotStart is inc_slot_start_ns: when the slot's message claimed it.
 	RegIncSlotStart uint32 = 0x16000023
+	// RegPortTxBytes is port_tx_bytes: bytes a port sent (INT records' tx_bytes).
+	RegPortTxBytes uint32 = 0x16000024
 
 	DigestPortState uint32 = 0x1782DA91
 	DigestCNP       uint32 = 0x1721670C
