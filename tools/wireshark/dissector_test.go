@@ -463,8 +463,8 @@ func TestDissector(t *testing.T) {
 		},
 		{
 			// Hop count 6: malformed for the switch.
-			name: "int_too_many_hops",
-			frame: markINT(build(t, func(b []byte) (int, error) { return wire.BuildRoCE(b, &fwd, &data, []byte{0, 1, 6, 0}) })),
+			name:   "int_too_many_hops",
+			frame:  markINT(build(t, func(b []byte) (int, error) { return wire.BuildRoCE(b, &fwd, &data, []byte{0, 1, 6, 0}) })),
 			want:   map[string]string{"fastcnp.int.hop_count": "6", "fastcnp.int.hop.port": ""},
 			expert: []string{"INT hop count above 5"},
 		},
