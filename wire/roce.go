@@ -16,6 +16,11 @@ const (
 	// MaxQPN and MaxPSN are the largest 24-bit values.
 	MaxQPN = 0xFFFFFF
 	MaxPSN = 0xFFFFFF
+
+	// BTHResv7ECE is fastcnp's ECN echo (ECE) in an RC ACK: the highest
+	// reserved bit of BTH byte 8 (Resv7 0x40), set by the receiver when data
+	// this ACK acknowledges arrived CE-marked (for DCTCP senders).
+	BTHResv7ECE = 0x40
 )
 
 // BTH opcodes (IBTA Vol. 1, 9.2; 0x81 is RoCEv2's CNP, Annex A17).
