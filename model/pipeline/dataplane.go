@@ -13,6 +13,8 @@ import (
 type Options struct {
 	// Seed seeds the random source of RED marking (deterministic for a given seed).
 	Seed uint64
+	// Profile is the compiled program to model (default ProfileV1Model).
+	Profile Profile
 }
 
 // Pipeline is the reference data plane: tables, registers, counters, value set, clone
@@ -32,6 +34,8 @@ type Pipeline struct {
 	repBuf                    []Replica
 	digests                   [2]digestQueue
 	rng, seed                 uint64
+	prof                      Profile
+	tna                       *tnaState // the TNA program's state (Tofino profiles only)
 	pf                        wire.Frame
 	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
 	cnpRes                    IngressResult
@@ -51,6 +55,10 @@ func New(opts Options) *Pipeline {
 		incBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
+		prof:          opts.Profile,
+	}
+	if opts.Profile.Tofino() {
+		p.tna = &tnaState{}
 	}
 	if p.rng == 0 {
 		p.rng = 1 // xorshift never leaves 0
@@ -79,11 +87,14 @@ func New(opts Options) *Pipeline {
 
 // Reset returns the pipeline to the state New gave it (empty tables, program
 // defaults, zero registers and counters, no value set members, clone sessions or
-// digest configs), keeping the RED random seed: what a P4Runtime server does when a
-// new forwarding pipeline config is committed.
+// digest configs), keeping the RED random seed and the profile: what a P4Runtime
+// server does when a new forwarding pipeline config is committed.
 func (p *Pipeline) Reset() {
-	*p = *New(Options{Seed: p.seed})
+	*p = *New(Options{Seed: p.seed, Profile: p.prof})
 }
+
+// Profile returns the program the pipeline models.
+func (p *Pipeline) Profile() Profile { return p.prof }
 
 // rand16 is the uniform 16-bit random number of RED (xorshift64*).
 func (p *Pipeline) rand16() uint64 {
@@ -93,6 +104,17 @@ func (p *Pipeline) rand16() uint64 {
 	x ^= x >> 27
 	p.rng = x
 	return (x * 0x2545F4914F6CDD1D) >> 48
+}
+
+// rand32 is a uniform 32-bit random number from the same source (the TNA program's
+// Random<bit<32>>, split into two independent 16-bit halves by RED).
+func (p *Pipeline) rand32() uint32 {
+	x := p.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	p.rng = x
+	return uint32((x * 0x2545F4914F6CDD1D) >> 32)
 }
 
 // Verdict is the outcome of Ingress.
@@ -198,6 +220,9 @@ type PacketMeta struct {
 	Tracked  bool
 	// PortCfg is port_config of the egress port, looked up in ingress.
 	PortCfg PortConfig
+	// FrameLen is the frame's length as enqueued: what it occupies in the traffic
+	// manager (the Tofino profiles count its cells).
+	FrameLen uint16
 }
 
 // PacketIn is the packet_in metadata of a packet sent to the controller.
@@ -269,6 +294,7 @@ func (p *Pipeline) count(id uint32, index uint16, bytes uint32) {
 // to its egress queue (queue_enqueued).
 func (p *Pipeline) forward(out *IngressResult) {
 	out.Verdict = VerdictForward
+	out.Meta.FrameLen = uint16(len(out.Frame))
 	p.count(p4src.CounterQueueEnqueued, p4src.QueueIndex(out.EgressPort, out.Meta.Priority), out.Meta.AcctLen)
 }
 
@@ -331,7 +357,11 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	}
 	// 4. PFC / PAUSE.
 	if f.Has(wire.LayerMACControl) && (f.MACControl.Opcode == wire.MACControlOpPFC || f.MACControl.Opcode == wire.MACControlOpPause) {
-		p.macControl(f, inPort, now, rawNow, acct, out)
+		if p.prof.Tofino() {
+			p.tnaPFC(f, inPort, now, rawNow, acct, out)
+		} else {
+			p.macControl(f, inPort, now, rawNow, acct, out)
+		}
 		p.drop(out, DropPFC)
 		return
 	}
@@ -453,6 +483,7 @@ func (p *Pipeline) bridge(frame []byte, f *wire.Frame, inPort uint16, acct uint3
 		p.forward(out)
 	case p4src.ActionL2Flood:
 		out.Verdict, out.Frame, out.McastGroup = VerdictMulticast, frame, uint16(pr[0])
+		out.Meta.FrameLen = uint16(len(frame))
 		out.Replicas = p.replicate(out.McastGroup, inPort)
 	default: // drop: a miss (the program's default) or an entry whose action is drop
 		p.count(p4src.CounterDropped, inPort, acct)
@@ -551,7 +582,7 @@ func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]u
 	abandoned := false
 	if bm != 0 && !same {
 		if act, tp, _ := p.tIncAging.lookupExact(uint64(incID>>16), 0, 0); act == p4src.ActionSetIncSlotTimeout && tp[0] != 0 {
-			abandoned = (now-r.incSlotStart[slot])&mask48 >= tp[0]
+			abandoned = (now-r.incSlotStart[slot])&p.timeMask() >= tp[0]
 		}
 	}
 	switch {
@@ -560,7 +591,7 @@ func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]u
 			p.count(p4src.CounterIncSlotTakeovers, inPort, acct)
 		}
 		r.incSlotIncID[slot], r.incSlotOffset[slot], bm = uint64(incID), uint64(offset), bit
-		r.incSlotStart[slot] = now
+		r.incSlotStart[slot] = now & p.timeMask()
 		for i := range p4src.IncVectorLen {
 			r.incSlotValue[i][slot] = uint64(uint32(vec[i]))
 		}

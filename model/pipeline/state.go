@@ -9,6 +9,15 @@ import (
 
 const mask48 = 1<<48 - 1
 
+// timeMask is the width of the times the program keeps in registers: 48 bits in
+// v1model, 32 in the TNA program.
+func (p *Pipeline) timeMask() uint64 {
+	if p.prof.Tofino() {
+		return 0xFFFFFFFF
+	}
+	return mask48
+}
+
 // registers holds every register array, one uint64 per cell, masked to the register's
 // width on every write (as a bit<W> register would wrap).
 type registers struct {

@@ -166,6 +166,22 @@ const bit<3> INC_OUTCOME_OUT_OF_RANGE = 5;   // offset >= data flow length
 const bit<16> RED_RANDOM_MAX = 0xFFFF;
 
 // ---------------------------------------------------------------------------
+// Tofino (p4src/tna, docs/tofino.md). Macros: the v1model program ignores them.
+// ---------------------------------------------------------------------------
+#define TOFINO1_CELL_BYTES       80    // traffic-manager buffer cell, Tofino 1 (deq_qdepth unit)
+#define TOFINO2_CELL_BYTES       176   // traffic-manager buffer cell, Tofino 2
+#define TOFINO1_CPU_PORT         192   // PCIe CPU port of 2-pipe Tofino 1 parts (4-pipe: 320, -DTNA_CPU_PORT=320)
+#define TOFINO2_CPU_PORT         0     // PCIe CPU port of Tofino 2 (pipe 0, port 0)
+#define TOFINO1_RECIRC_PORT      68    // recirculation port of pipe 0, Tofino 1: the mirror session's port
+#define TOFINO2_RECIRC_PORT      6     // recirculation port of pipe 0, Tofino 2
+#define PAUSE_GAP_PS_SHIFT       3     // inferred pause: a departure gap > pause_quantum_ps >> 3 ns (~125 quanta)
+#define WINDOW_EPOCH_SHIFT       13    // departure shares are counted per 2^13 ns (8.2 us) epoch
+#define LOG2_NS_PER_MS_Q6        1276  // round(64 * log2(10^6)): rx > C*T in the log domain
+#define RED_RATIO_K_OFFSET       1024  // 64 * 16: exp2(1024 + log2(d) - log2(R)) = 65536 * d/R
+#define PFC_EVENT_QID            7     // queue of PFC events ingress -> egress (strict priority, never paused)
+#define FASTCNP_RECIRC_ETHERTYPE 0x88B5 // pseudo-Ethernet type of the recirculation header (IEEE local experimental)
+
+// ---------------------------------------------------------------------------
 // v1model packet instance types (BMv2 simple_switch.md).
 // ---------------------------------------------------------------------------
 const bit<32> PKT_INSTANCE_TYPE_NORMAL       = 0;
