@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -127,7 +128,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&mode, "mode", "both", "roles: sender, receiver, both or inc-worker")
 	fs.StringVar(&algo, "algo", "dcqcn-fastcnp", "sender algorithm: "+strings.Join(cc.Names(), ", "))
 	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", ")+" (also the receiver's CNP interval for every algorithm)")
-	fs.StringVar(&algoParams, "algo-params", "", "parameter set of a non-DCQCN sender algorithm (timely, dctcp, hpcc); default hpcc-sim; see docs/host-cc.md")
+	fs.StringVar(&algoParams, "algo-params", "", "parameter set of a non-DCQCN sender algorithm (timely, dctcp, hpcc: default hpcc-sim; pid, lstm-pid*: default thesis); see docs/host-cc.md")
 	fs.Float64Var(&ccScale, "cc-scale", 1, "run the DCQCN parameter set K times slower: its periods x K, its rates (R_AI, R_HAI, minRate) / K, byte counts unchanged (a 100 Mb/s testbed with millisecond RTTs runs 100 Gb/s, microsecond parameters with K = 1000)")
 	fs.StringVar(&lineRate, "line-rate", "1Gb/s", "sender line rate C_host (pacing ceiling)")
 	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
@@ -307,10 +308,16 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 
 func parseIP(s string) (wire.Addr4, error) { return live.ParseIPv4(s) }
 
-// defaultAlgoParams is the parameter set of timely, dctcp and hpcc when
-// --algo-params is not given: the HPCC simulator's, the one the spec 06
-// comparisons use.
-const defaultAlgoParams = "hpcc-sim"
+// defaultAlgoParams returns the parameter set of a sender algorithm that is
+// not DCQCN when --algo-params is not given: for timely, dctcp and hpcc the
+// HPCC simulator's, the one the spec 06 comparisons use; for the LSTM+PID
+// family seed 002's ("thesis").
+func defaultAlgoParams(algo string) string {
+	if sets, err := cc.ParamSetNames(algo); err == nil && slices.Contains(sets, "thesis") {
+		return "thesis"
+	}
+	return "hpcc-sim"
+}
 
 // useAlgoParams loads the parameter set of a sender algorithm that is not DCQCN
 // (DCQCN's comes from --params) and applies --cc-scale to it where the algorithm
@@ -324,7 +331,7 @@ func useAlgoParams(c *cc.Config, algo, set string, scale float64) error {
 		return nil
 	}
 	if set == "" {
-		set = defaultAlgoParams
+		set = defaultAlgoParams(algo)
 	}
 	if err := c.UseParamSet(algo, set); err != nil {
 		return fmt.Errorf("--algo %s --algo-params %s: %w", algo, set, err)
@@ -335,6 +342,8 @@ func useAlgoParams(c *cc.Config, algo, set string, scale float64) error {
 		c.TIMELY, err = c.TIMELY.Scaled(scale)
 	case "hpcc":
 		c.HPCC, err = c.HPCC.Scaled(scale)
+	case "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win":
+		c.LSTMPID, err = c.LSTMPID.Scaled(scale)
 	}
 	if err != nil {
 		return fmt.Errorf("--cc-scale: %w", err)

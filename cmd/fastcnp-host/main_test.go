@@ -77,6 +77,12 @@ func TestParseArgs(t *testing.T) {
 					t.Fatalf("HPCC %+v", o.cfg.CC.HPCC)
 				}
 			}},
+		{"lstm-pid default set, scaled", append(base, "--flows", file, "--algo", "lstm-pid-rttch-win", "--start-rate", "100Mb/s", "--cc-scale", "10"), "",
+			func(t *testing.T, o options) {
+				if p := o.cfg.CC.LSTMPID; p.Set != "thesis x10" || p.Target != 50*time.Microsecond || p.MinRate != 1e8 {
+					t.Fatalf("LSTM+PID %+v, want thesis with the target x 10", p)
+				}
+			}},
 		{"unknown algo set", append(base, "--flows", file, "--algo", "hpcc", "--algo-params", "nope"), "--algo-params", nil},
 		{"algo params with dcqcn", append(base, "--flows", file, "--algo", "dcqcn", "--algo-params", "hpcc-sim"), "--algo-params", nil},
 		{"burst time", append(base, "--flows", file, "--burst-time", "2ms"), "",
