@@ -548,5 +548,5 @@ func (s *Switch) transmit(ctx context.Context, p *swPort) {
 // (with the INT record egress adds to it, if any), at least the minimum frame,
 // plus the FCS.
 func (s *Switch) wireLength(f *frame) int {
-	return max(len(f.data)+pipeline.INTGrowth(f.data, &f.meta), minWireFrame) + fcsBytes
+	return max(len(f.data)+s.pl.INTGrowth(f.data, &f.meta), minWireFrame) + fcsBytes
 }

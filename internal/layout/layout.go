@@ -52,6 +52,8 @@ var Rules = []Rule{
 		"the traffic generator is pure: flows from a seed, no runtime"},
 	{"sim/analysis", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "internal/netns", "internal/testfs", "sim/traffic", "sim/sweep"},
 		"FCT analysis is pure: records in, tables and plots out"},
+	{"sim/sweep", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "sim/engine", "sim/network"},
+		"the sweep runs points through a function value: it never depends on the engine (which needs model/ and host/)"},
 	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "host/agent", "conformance", "internal/netns"},
 		"the simulator drives the pure models and algorithms in virtual time, never a runtime"},
 }

@@ -69,6 +69,7 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"simulator on a runtime", m("sim/engine"), []string{m("softswitch"), m("host/agent"), m("model/tm"), m("host/cc")}, 2},
 		{"allowed: simulator on models and algorithms", m("sim/engine"), []string{m("model/tm"), m("model/pipeline"), m("host/cc"), m("sim/hpcc"), m("wire")}, 0},
 		{"allowed: sweep on the formats and analysis", m("sim/sweep"), []string{m("sim/hpcc"), m("sim/analysis"), m("internal/plotpng")}, 0},
+		{"sweep on the engine", m("sim/sweep"), []string{m("sim/engine"), m("model/tm"), m("sim/hpcc")}, 2},
 		{"internal on the simulator", m("internal/units"), []string{m("sim/hpcc")}, 1},
 	}
 	for _, tc := range tests {

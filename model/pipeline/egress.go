@@ -13,6 +13,10 @@ import (
 // queues a forwarded packet (with the Meta of its IngressResult). It sets the flow
 // fields of meta. Lossy packets are ignored.
 func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
+	if p.prof.Tofino() {
+		p.tnaEnqueue(meta)
+		return
+	}
 	meta.Tracked = false
 	if !meta.Lossless || meta.EgressPort >= p4src.NumPorts {
 		return
@@ -49,6 +53,12 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 		return fmt.Errorf("egress on port %d (meta port %d): %w", port, meta.EgressPort, ErrPort)
 	}
 	p.count(p4src.CounterQueueDequeued, p4src.QueueIndex(port, meta.Priority), meta.AcctLen)
+	if p.prof.Tofino() {
+		// The Tofino profiles model the planned TNA program, which has no
+		// INT (docs/tofino.md): no record, no port_tx_bytes.
+		p.tnaEgress(frame, port, uint64(now)&mask48, now, meta, out)
+		return nil
+	}
 	// 7a. The port's byte count, with the record step 7b adds.
 	add := intAdds(frame, meta)
 	tx := p.regs.portTxBytes[port]
@@ -67,8 +77,8 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 // Meta of its IngressResult): wire.INTHopLen when egress step 7b adds an INT
 // record, else 0. A traffic manager can charge the frame at its size on the
 // wire when it queues it.
-func INTGrowth(frame []byte, meta *PacketMeta) int {
-	if intAdds(frame, meta) {
+func (p *Pipeline) INTGrowth(frame []byte, meta *PacketMeta) int {
+	if !p.prof.Tofino() && intAdds(frame, meta) {
 		return wire.INTHopLen
 	}
 	return 0
@@ -131,7 +141,12 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 				return // inside the gap: nothing
 			}
 			r.flowLastCNP[s] = now
-			p.switchCNP(frame, port, now, rawNow, uint32(qlen), uint32(data), meta, out)
+			digest := false
+			if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
+				r.portLastDigest[port] = now
+				digest = true
+			}
+			p.switchCNP(frame, port, now, rawNow, uint32(qlen), uint32(data), uint32(qlen), digest, meta, out)
 			return
 		}
 		p.markCE(frame, port, meta, out)
@@ -203,16 +218,13 @@ func (p *Pipeline) cnpWindow(cfg *PortConfig, data, qlen uint32) uint32 {
 	return window.Clamp(cfg.BDPBytes, cfg.MTUBytes, w)
 }
 
-// switchCNP is steps 5 and 6: count, digest, build the CNP and route it through ingress.
-func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data uint32, meta *PacketMeta, out *EgressResult) {
+// switchCNP is steps 5 and 6: count, digest (when the caller's digest gap let it),
+// build the CNP and route it through ingress. The window is computed from data and
+// sum (v1model: the flow's and the port's queued bytes; Tofino: their departure
+// shares); qlen is the queue length the CNP and its digest report.
+func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data, sum uint32, digest bool, meta *PacketMeta, out *EgressResult) {
 	cfg := &meta.PortCfg
-	win := p.cnpWindow(cfg, data, qlen)
-	r := &p.regs
-	digest := false
-	if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
-		r.portLastDigest[port] = now
-		digest = true
-	}
+	win := p.cnpWindow(cfg, data, sum)
 	// The data packet's decision ends here; what follows happens in v1model in the E2E
 	// clone's own egress pass. Without clone session CNP_CLONE_SESSION BMv2 makes no
 	// clone and the data plane cannot tell: no CNP, nothing counted in switch_cnp_sent,

@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/fastcnp/fastcnp/internal/plotpng"
 	"github.com/fastcnp/fastcnp/testbed"
 )
 
@@ -50,29 +50,13 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 			ps   []*plot.Plot
 			name string
 		}{{ratePlots, "rates.png"}, {queuePlots, "queues.png"}} {
-			if err := saveRow(x.ps, filepath.Join(dir, x.name)); err != nil {
-				return files, err
+			if err := plotpng.SaveRow(filepath.Join(dir, x.name), x.ps, 6*vg.Inch, 4*vg.Inch); err != nil {
+				return files, fmt.Errorf("report: %w", err)
 			}
 			files = append(files, x.name)
 		}
 	}
 	return files, nil
-}
-
-// saveRow draws plots side by side into one PNG.
-func saveRow(ps []*plot.Plot, path string) error {
-	w, h := vg.Length(len(ps))*6*vg.Inch, 4*vg.Inch
-	img := vgimgCanvas(w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(ps), PadX: vg.Millimeter * 4, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{ps}, tiles, dc)
-	for i, p := range ps {
-		p.Draw(canvases[0][i])
-	}
-	if err := savePNG(img, path); err != nil {
-		return fmt.Errorf("report: save %s: %w", path, err)
-	}
-	return nil
 }
 
 // RatePlot draws each flow's receive rate (Mb/s) over time with its fair
