@@ -54,7 +54,7 @@ bit<48> ps_to_ns(in bit<48> ps) {
 // which is at least 2^52 (never beaten) when rate * t_hi >= 2^28 and otherwise
 // below 2^57. p4src/arith_test.go checks this against exact arithmetic.
 //   QUEUE, QTH, RX, RATE: bit<32>; T: a bit<48> variable (the pause duration, ns);
-//   MODE: the port mode (bit<2>): in PORT_MODE_FASTCNP_NO_PFC_STATE a queue at or
+//   MODE: the port mode (bit<3>): in PORT_MODE_FASTCNP_NO_PFC_STATE a queue at or
 //   above Qth resumes congested, never undetermined (the ablation)
 //   BEATS (bool): rx_bytes > C*T; UNDET (bit<1>): the new port state;
 //   EVENT (bit<8>): RESUME_NOT_CONGESTED, RESUME_CONGESTED or RESUME_UNDETERMINED.

@@ -30,8 +30,8 @@ type Settings struct {
 	CNPGap time.Duration
 	// RTTBase is the fabric base RTT.
 	RTTBase time.Duration
-	// Mode is the port mode: p4src.PortModeOff, PortModeECN, PortModeFastcnp or
-	// PortModeFastcnpNoPFCState.
+	// Mode is the port mode: p4src.PortModeOff, PortModeECN, PortModeFastcnp,
+	// PortModeFastcnpNoPFCState or PortModeInt.
 	Mode uint8
 	// REDKminBytes, REDKmaxBytes and REDPmax are the RED curve (ecn mode, and the
 	// fallback marking of fastcnp mode).
@@ -100,7 +100,7 @@ func Compute(s Settings) (Params, error) {
 		return out, fmt.Errorf("device_id %d does not fit switch_id (16 bits)", s.SwitchID)
 	}
 	out.SwitchID = uint16(s.SwitchID)
-	if s.Mode > p4src.PortModeFastcnpNoPFCState {
+	if s.Mode > p4src.PortModeInt {
 		return out, fmt.Errorf("port %d: mode %d is not a port mode", s.Port, s.Mode)
 	}
 	if s.LosslessPriority > 7 {

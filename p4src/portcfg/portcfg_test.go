@@ -33,7 +33,7 @@ func TestCompute(t *testing.T) {
 				RTTBaseNs: 8000, BDPBytes: 400_000, BDPLog2Q6: 1191, MTUBytes: 1024, PauseQuantumPs: 1280, SwitchID: 7,
 				LosslessPriority: 3}},
 		{name: "switch ID", edit: func(s *Settings) { s.SwitchID = 1 << 16 }, wantErr: "switch_id"},
-		{name: "mode", edit: func(s *Settings) { s.Mode = 4 }, wantErr: "not a port mode"},
+		{name: "mode", edit: func(s *Settings) { s.Mode = p4src.PortModeInt + 1 }, wantErr: "not a port mode"},
 		{name: "slow link", edit: func(s *Settings) { s.LinkRateBps = 7999 }, wantErr: "below 8000"},
 		{name: "negative gap", edit: func(s *Settings) { s.CNPGap = -1 }, wantErr: "cnp_gap"},
 		{name: "tcheck 32 bits", edit: func(s *Settings) { s.Tcheck = 5 * time.Second }, wantErr: "tcheck"},

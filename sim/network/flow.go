@@ -175,7 +175,7 @@ func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, now int64) {
 	}
 	if rep.Ack {
 		i := n.pool.get(slotBytes)
-		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep)
+		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep, nil)
 		if err != nil {
 			n.fail(fmt.Errorf("flow %d: ACK: %w", f.id, err))
 			n.pool.put(i)
