@@ -43,7 +43,7 @@ bench: ## run the Go benchmarks (BENCH=regexp, BENCH_PKGS=packages)
 fuzz: ## fuzz the packet parser for FUZZTIME (default 60s)
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s} ./wire/
 
-p4: ## compile p4src with p4c (needs p4c on PATH; says how to get it otherwise)
+p4: ## compile every P4 profile with a compiler present (v1model: p4c-bm2-ss; tofino, tofino2: p4c-barefoot) and compare each P4Info
 	bash p4src/build.sh
 
 demo: ## the main job: S1 victim flow, ecn vs fastcnp, side by side
