@@ -255,6 +255,20 @@ func (b *builder) add(e *p4v1.Entity, err error) {
 	}
 }
 
+// CNPSession is the clone session CNP_CLONE_SESSION of a switch. On v1model
+// targets it clones whole packets to CloneReplicaPort; on a tofino switch it is
+// the E2E mirror session (Stratum makes a Tofino mirror session of it): its
+// replica is the recirculation port, through which switch CNPs and egress digests
+// loop back to ingress, and it truncates the mirrored packet to
+// tofino.mirror_truncate bytes (docs/tofino.md).
+func CNPSession(sw *config.Switch) (*p4v1.Entity, error) {
+	if sw.Tofino != nil {
+		return p4rt.CloneSession(p4src.CNPCloneSession, 0, sw.Tofino.MirrorTruncate,
+			p4rt.Replica{Port: uint32(sw.Tofino.RecircPort), Instance: 1})
+	}
+	return p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1})
+}
+
 // Desired computes the desired state of one switch.
 func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	if in.Config == nil || in.Switch == nil {
@@ -266,7 +280,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 
 	// Value set (AnnounceValueSet), clone session, digests.
 	b.add(AnnounceValueSet(info, in.Config.Announce.UDPPort))
-	b.add(p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
+	b.add(CNPSession(sw))
 	for _, d := range ManagedDigests {
 		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
 	}
