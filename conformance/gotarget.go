@@ -258,10 +258,12 @@ func (g *goTarget) dequeue(port uint16) error {
 	if err := g.p.Egress(q.frame, port, g.now, &q.meta, &r); err != nil {
 		return fmt.Errorf("egress: %w", err)
 	}
+	// r.Frame may be the pipeline's buffer (an INT record was added): copy it.
+	out := append([]byte(nil), r.Frame...)
 	if port == p4src.CPUPort {
-		g.cpu = append(g.cpu, observed{frame: r.Frame, packetIn: pipeline.PacketIn{IngressPort: q.meta.IngressPort}})
+		g.cpu = append(g.cpu, observed{frame: out, packetIn: pipeline.PacketIn{IngressPort: q.meta.IngressPort}})
 	} else {
-		g.out[port] = append(g.out[port], observed{frame: r.Frame})
+		g.out[port] = append(g.out[port], observed{frame: out})
 	}
 	if r.CNP {
 		g.enqueue(r.CNPFrame, r.CNPPort, r.CNPMeta)

@@ -40,6 +40,8 @@ const (
 	Log2TableSize = 2048
 	// AnnounceUDPPorts is ANNOUNCE_UDP_PORTS (#define): entries of the announce_udp_port parser value set (extra ports).
 	AnnounceUDPPorts = 4
+	// IntMaxHops is INT_MAX_HOPS (#define): INT hop records a packet carries at most (wire-formats.md "INT header").
+	IntMaxHops = 5
 	// AnnounceUDPPort is ANNOUNCE_UDP_PORT (#define).
 	AnnounceUDPPort = 4792
 	// CPUPort is CPU_PORT (bit<9>): P4Runtime packet-in/out port (BMv2 --cpu-port 255).
@@ -116,6 +118,14 @@ const (
 	IncFlagPartial = 0x04
 	// IncIDsBytes is INC_IDS_BYTES (bit<16>).
 	IncIDsBytes = 16
+	// IntBTHMark is INT_BTH_MARK (bit<8>): BTH byte 4 (resv8a): an INT header follows.
+	IntBTHMark = 0x02
+	// IntFlagEcho is INT_FLAG_ECHO (bit<8>): records echoed by a receiver: add none.
+	IntFlagEcho = 0x01
+	// IntVersion is INT_VERSION (bit<8>).
+	IntVersion = 1
+	// IntHopBytes is INT_HOP_BYTES (bit<16>).
+	IntHopBytes = 24
 	// ConnFlagIncUplink is CONN_FLAG_INC_UPLINK (bit<8>).
 	ConnFlagIncUplink = 0x01
 	// ConnFlagCNPTarget is CONN_FLAG_CNP_TARGET (bit<8>).
@@ -128,6 +138,8 @@ const (
 	PortModeECN = 1
 	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<2>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
+	// PortModeInt is PORT_MODE_INT (bit<2>): HPCC: an INT hop record on data packets that ask for one (spec 03).
+	PortModeInt = 3
 	// PortDetermined is PORT_DETERMINED (bit<1>).
 	PortDetermined = 0
 	// PortUndetermined is PORT_UNDETERMINED (bit<1>).

@@ -41,6 +41,7 @@ type Pipeline struct {
 	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
 	cnpRes                    IngressResult
 	incBuf                    []byte
+	intBuf                    []byte
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -54,6 +55,7 @@ func New(opts Options) *Pipeline {
 		announcePorts: make([]uint16, 0, p4src.AnnounceUDPPorts),
 		parsePorts:    append(make([]uint16, 0, 1+p4src.AnnounceUDPPorts), p4src.AnnounceUDPPort),
 		incBuf:        make([]byte, 2048),
+		intBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
 		prof:          opts.Profile,
@@ -210,7 +212,9 @@ type PacketMeta struct {
 	SrcAddr  uint32
 	DstAddr  uint32
 	// HasBTH is set for RoCEv2 packets: UDPSrcPort and PKey feed a switch CNP.
-	HasBTH     bool
+	HasBTH bool
+	// INTOffset is the offset of the INT header in the forwarded frame (0: none).
+	INTOffset  uint16
 	UDPSrcPort uint16
 	PKey       uint16
 	// ConnHit: rdma_connection ran set_connection with ConnFlags and SenderQPN.
@@ -414,6 +418,9 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	var connIndex, workerRank uint64
 	if f.Has(wire.LayerBTH) {
 		m.HasBTH, m.UDPSrcPort, m.PKey = true, f.UDP.SrcPort, f.BTH.PKey
+		if f.Has(wire.LayerINT) {
+			m.INTOffset = uint16(f.Off[wire.LayerINT])
+		}
 		if act, pr, _ := p.tConn.lookupExact(uint64(m.SrcAddr), uint64(f.UDP.SrcPort), uint64(f.BTH.DestQP)); act == p4src.ActionSetConnection {
 			m.ConnHit, m.SenderQPN, m.ConnFlags = true, uint32(pr[0]), uint8(pr[1])
 			connIndex, workerRank = pr[2], pr[4]

@@ -32,7 +32,7 @@ func (p *Pipeline) timeMask() uint64 {
 // width on every write (as a bit<W> register would wrap).
 type registers struct {
 	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
-	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest [p4src.NumPorts]uint64
+	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest, portTxBytes [p4src.NumPorts]uint64
 	flowBytes, flowKey, flowLastCNP            [p4src.FlowSlots]uint64
 	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.IncFlowSlots]uint64
 	incFlowOp                                  [p4src.IncFlowSlots]uint64
@@ -62,6 +62,8 @@ func (r *registers) slice(id uint32) []uint64 {
 		return r.portQueueBytes[:]
 	case p4src.RegPortLastDigest:
 		return r.portLastDigest[:]
+	case p4src.RegPortTxBytes:
+		return r.portTxBytes[:]
 	case p4src.RegFlowBytes:
 		return r.flowBytes[:]
 	case p4src.RegFlowKey:

@@ -34,6 +34,7 @@
 #define INC_FLOW_SLOTS           16384 // CONN_TABLE_SIZE * INC_FLOW_WAYS
 #define LOG2_TABLE_SIZE          2048  // *_bytes_log2 and window_exp2
 #define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set (extra ports)
+#define INT_MAX_HOPS             5     // INT hop records a packet carries at most (wire-formats.md "INT header")
 
 // The UDP destination port of RDMA-connection announcements that the parser
 // ALWAYS recognises, as a constant select case (wire-formats.md; Go's
@@ -46,6 +47,12 @@
 // issue #854), so on BMv2 this constant is the only announcement port.
 #ifndef ANNOUNCE_UDP_PORT
 #define ANNOUNCE_UDP_PORT        4792
+#endif
+
+// The INT records are unrolled (int_hop_0 .. int_hop_4 in headers.p4, the
+// parser states in parser.p4). A different count needs new ones there.
+#if INT_MAX_HOPS != 5
+#error "INT_MAX_HOPS is unrolled for 5 records in headers.p4 and parser.p4"
 #endif
 
 // The INC code is unrolled lane by lane (one register per lane, pinned IDs
@@ -119,6 +126,12 @@ const bit<8>  INC_FLAG_RESULT       = 0x02;        // the final aggregate (root 
 const bit<8>  INC_FLAG_PARTIAL      = 0x04;        // a partial aggregate on its way up (multi-tier INC)
 const bit<16> INC_IDS_BYTES         = 16;
 
+// INT header (wire-formats.md "INT header and hop records"; HPCC).
+const bit<8>  INT_BTH_MARK          = 0x02;        // BTH byte 4 (resv8a): an INT header follows
+const bit<8>  INT_FLAG_ECHO         = 0x01;        // records echoed by a receiver: add none
+const bit<8>  INT_VERSION           = 1;
+const bit<16> INT_HOP_BYTES         = 24;
+
 // set_connection flags (docs/dataplane.md "Actions").
 const bit<8>  CONN_FLAG_INC_UPLINK  = 0x01;
 const bit<8>  CONN_FLAG_CNP_TARGET  = 0x02;
@@ -132,6 +145,7 @@ const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
 const bit<2> PORT_MODE_OFF     = 0;   // forward only
 const bit<2> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
 const bit<2> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+const bit<2> PORT_MODE_INT     = 3;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
 
 const bit<1> PORT_DETERMINED   = 0;
 const bit<1> PORT_UNDETERMINED = 1;

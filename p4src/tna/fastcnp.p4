@@ -115,7 +115,7 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_roce {
-        roce_parser.apply(pkt, hdr.w);
+        roce_parser.apply(pkt, hdr.w, meta.malformed);
         transition accept;
     }
 
@@ -1087,7 +1087,7 @@ parser FastcnpEgressParser(packet_in pkt,
     }
 
     state parse_roce {
-        roce_parser.apply(pkt, hdr.w);
+        roce_parser.apply(pkt, hdr.w, meta.malformed);
         transition accept;
     }
 }
