@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -433,4 +434,12 @@ func WriteConfig(w io.Writer, c *Config) error {
 		return fmt.Errorf("hpcc: write config: %w", err)
 	}
 	return nil
+}
+
+// Clone returns a deep copy of c (maps included).
+func (c *Config) Clone() *Config {
+	d := *c
+	d.KMinKB, d.KMaxKB, d.PMax = maps.Clone(c.KMinKB), maps.Clone(c.KMaxKB), maps.Clone(c.PMax)
+	d.where = maps.Clone(c.where)
+	return &d
 }
