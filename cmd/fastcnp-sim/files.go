@@ -96,3 +96,14 @@ func durationNs(what, s string) (int64, error) {
 	}
 	return d.Nanoseconds(), nil
 }
+
+// window reads the --start and --duration flags of an arrival window.
+func window(start, dur string) (startNs, durNs int64, err error) {
+	if durNs, err = durationNs("--duration", dur); err != nil || durNs <= 0 {
+		return 0, 0, usagef("--duration %q: want a positive duration such as 10ms", dur)
+	}
+	if startNs, err = durationNs("--start", start); err != nil {
+		return 0, 0, usagef("%v", err)
+	}
+	return startNs, durNs, nil
+}

@@ -53,13 +53,9 @@ func genFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		if err != nil {
 			return usagef("--load: %v", err)
 		}
-		durNs, err := durationNs("--duration", *dur)
-		if err != nil || durNs <= 0 {
-			return usagef("--duration %q: want a positive duration such as 10ms", *dur)
-		}
-		startNs, err := durationNs("--start", *start)
+		startNs, durNs, err := window(*start, *dur)
 		if err != nil {
-			return usagef("%v", err)
+			return err
 		}
 		var spec *sweep.IncastSpec
 		if *incast != "" {

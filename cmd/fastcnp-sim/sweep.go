@@ -128,13 +128,9 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		if *topoPath == "" || *dur == "" || *out == "" {
 			return usagef("--topology, --duration and --out are required")
 		}
-		durNs, err := durationNs("--duration", *dur)
-		if err != nil || durNs <= 0 {
-			return usagef("--duration %q: want a positive duration such as 10ms", *dur)
-		}
-		startNs, err := durationNs("--start", *start)
+		startNs, durNs, err := window(*start, *dur)
 		if err != nil {
-			return usagef("%v", err)
+			return err
 		}
 		sh, err := sweep.ParseShard(*shard, e.getenv)
 		if err != nil {

@@ -389,29 +389,26 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	c.where = map[string]string{}
 	lines := map[string]int{}
 	lr := newLineReader(name, r)
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err := lr.each(func(f []string) error {
 		if strings.HasPrefix(f[0], "#") {
-			continue
+			return nil
 		}
 		i, known := keyIndex[f[0]]
 		if !known {
-			return nil, lr.errf("unknown key %q (keys: %s)", f[0], strings.Join(ConfigKeys(), " "))
+			return lr.errf("unknown key %q (keys: %s)", f[0], strings.Join(ConfigKeys(), " "))
 		}
 		if prev, dup := lines[f[0]]; dup {
-			return nil, lr.errf("%s set again (first on line %d)", f[0], prev)
+			return lr.errf("%s set again (first on line %d)", f[0], prev)
 		}
 		if err := keys[i].parse(c, f[1:]); err != nil {
-			return nil, lr.errf("%s: %v", f[0], err)
+			return lr.errf("%s: %v", f[0], err)
 		}
 		lines[f[0]] = lr.line
 		c.where[f[0]] = fmt.Sprintf("%s:%d", name, lr.line)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
