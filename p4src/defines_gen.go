@@ -32,6 +32,10 @@ const (
 	IncGroups = 256
 	// IncBuckets is INC_BUCKETS (#define): FastcnpIngress.inc_route (power of two, key is 8 bits).
 	IncBuckets = 256
+	// IncFlowWays is INC_FLOW_WAYS (#define).
+	IncFlowWays = 4
+	// IncFlowSlots is INC_FLOW_SLOTS (#define): CONN_TABLE_SIZE * INC_FLOW_WAYS.
+	IncFlowSlots = 16384
 	// Log2TableSize is LOG2_TABLE_SIZE (#define): *_bytes_log2 and window_exp2.
 	Log2TableSize = 2048
 	// AnnounceUDPPorts is ANNOUNCE_UDP_PORTS (#define): entries of the announce_udp_port parser value set (extra ports).
@@ -124,8 +128,10 @@ const (
 	AnnounceVersion = 1
 	// IncFlagIDs is INC_FLAG_IDS (bit<8>).
 	IncFlagIDs = 0x01
-	// IncFlagResult is INC_FLAG_RESULT (bit<8>).
+	// IncFlagResult is INC_FLAG_RESULT (bit<8>): the final aggregate (root of the tree).
 	IncFlagResult = 0x02
+	// IncFlagPartial is INC_FLAG_PARTIAL (bit<8>): a partial aggregate on its way up (multi-tier INC).
+	IncFlagPartial = 0x04
 	// IncIDsBytes is INC_IDS_BYTES (bit<16>).
 	IncIDsBytes = 16
 	// ConnFlagIncUplink is CONN_FLAG_INC_UPLINK (bit<8>).

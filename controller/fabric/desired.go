@@ -405,7 +405,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	}
 	for _, g := range sortedKeys(masks) {
 		b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
-			p4rt.P("contributors_mask", masks[g]))
+			p4rt.P("contributors_mask", masks[g]), p4rt.P("root", 1))
 		// Slot aging for the group: no entry (timeout 0) leaves it off.
 		if timeoutNs != 0 {
 			b.table(TableINCSlotTimeout, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_slot_timeout",

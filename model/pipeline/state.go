@@ -15,9 +15,11 @@ type registers struct {
 	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
 	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest [p4src.NumPorts]uint64
 	flowBytes, flowKey, flowLastCNP            [p4src.FlowSlots]uint64
-	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.ConnTableSize]uint64
+	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.IncFlowSlots]uint64
+	incFlowOp                                  [p4src.IncFlowSlots]uint64
+	incFlowNextWay                             [p4src.ConnTableSize]uint64
 	incSlotIncID, incSlotOffset, incSlotBitmap [p4src.IncSlots]uint64
-	incSlotStart                               [p4src.IncSlots]uint64
+	incSlotStart, incSlotOp, incSlotDone       [p4src.IncSlots]uint64
 	incSlotValue                               [p4src.IncVectorLen][p4src.IncSlots]uint64
 }
 
@@ -61,6 +63,14 @@ func (r *registers) slice(id uint32) []uint64 {
 		return r.incSlotBitmap[:]
 	case p4src.RegIncSlotStart:
 		return r.incSlotStart[:]
+	case p4src.RegIncFlowOp:
+		return r.incFlowOp[:]
+	case p4src.RegIncFlowNextWay:
+		return r.incFlowNextWay[:]
+	case p4src.RegIncSlotOp:
+		return r.incSlotOp[:]
+	case p4src.RegIncSlotDone:
+		return r.incSlotDone[:]
 	}
 	if id >= p4src.RegIncSlotValue0 && id < p4src.RegIncSlotValue0+p4src.IncVectorLen {
 		return r.incSlotValue[id-p4src.RegIncSlotValue0][:]

@@ -26,6 +26,11 @@
 #define INC_VECTOR_LEN           16    // 32-bit lanes in an INC vector (wire-formats.md "INC header")
 #define INC_GROUPS               256   // FastcnpIngress.inc_group
 #define INC_BUCKETS              256   // FastcnpIngress.inc_route (power of two, key is 8 bits)
+// INC data-flow map (spec 04 step 2; docs/dataplane.md ingress 8): the data
+// flows remembered per connection, newest first, and the cells of the
+// inc_flow_* registers (connection index * INC_FLOW_WAYS + way).
+#define INC_FLOW_WAYS            4
+#define INC_FLOW_SLOTS           16384 // CONN_TABLE_SIZE * INC_FLOW_WAYS
 #define LOG2_TABLE_SIZE          2048  // *_bytes_log2 and window_exp2
 #define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set (extra ports)
 
@@ -46,6 +51,13 @@
 // 0x16000013 .. 0x16000022). A different vector length needs new lanes there.
 #if INC_VECTOR_LEN != 16
 #error "INC_VECTOR_LEN is unrolled for 16 lanes in headers.p4, registers.p4 and v1model/fastcnp.p4"
+#endif
+// The data-flow map is unrolled way by way (v1model/fastcnp.p4 INC_FLOW_WAY).
+#if INC_FLOW_WAYS != 4
+#error "INC_FLOW_WAYS is unrolled for 4 ways in v1model/fastcnp.p4"
+#endif
+#if INC_FLOW_SLOTS != CONN_TABLE_SIZE * INC_FLOW_WAYS
+#error "INC_FLOW_SLOTS must be CONN_TABLE_SIZE * INC_FLOW_WAYS"
 #endif
 
 // ---------------------------------------------------------------------------
@@ -125,7 +137,8 @@ const bit<8>  ANNOUNCE_VERSION      = 1;
 
 // INC header (wire-formats.md "INC header").
 const bit<8>  INC_FLAG_IDS          = 0x01;
-const bit<8>  INC_FLAG_RESULT       = 0x02;
+const bit<8>  INC_FLAG_RESULT       = 0x02;        // the final aggregate (root of the tree)
+const bit<8>  INC_FLAG_PARTIAL      = 0x04;        // a partial aggregate on its way up (multi-tier INC)
 const bit<16> INC_IDS_BYTES         = 16;
 
 // set_connection flags (docs/dataplane.md "Actions").

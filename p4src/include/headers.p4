@@ -152,7 +152,7 @@ header announcement_h {
 
 // INC base header (4 bytes), after the BTH when BTH.resv8a == INC_BTH_MARK.
 header inc_base_h {
-    bit<8>  flags;          // INC_FLAG_IDS | INC_FLAG_RESULT
+    bit<8>  flags;          // INC_FLAG_IDS | INC_FLAG_RESULT | INC_FLAG_PARTIAL
     bit<8>  version;        // INC protocol version, 1 (part of the INC bucket hash)
     bit<16> reserved;
 }
@@ -162,7 +162,7 @@ header inc_ids_h {
     bit<16> group_id;       // communication-group ID  } together: the 32-bit INC ID
     bit<16> message_id;     // INC message ID          }
     bit<8>  reserved0;
-    bit<24> first_psn;      // first PSN of the data flow (RESULT: the offset)
+    bit<24> first_psn;      // first PSN of the data flow (RESULT, PARTIAL: the offset)
     bit<16> operation_id;   // communication-operation ID
     bit<16> reserved1;
     bit<32> flow_len;       // data flow length, packets
@@ -288,7 +288,9 @@ struct fastcnp_metadata_t {
     // inc_group, inc_route.
     bit<16>   inc_lookup_group;     // inc_group key: INC ID >> 16
     bit<32>   contributors_mask;
+    bit<1>    inc_root;             // set_inc_group: this switch emits the RESULT
     bit<8>    inc_bucket;           // inc_route key: INC bucket hash
+    bit<8>    inc_child_rank;       // inc_child_port: the contributor bit of the lower switch behind the ingress port
     bit<32>   inc_slot_timeout_ns;  // inc_slot_timeout: slot aging, 0 = off
 
     // Flow table (enqueue accounting, dequeue).

@@ -381,7 +381,8 @@ func TestDissector(t *testing.T) {
 			want: with(absent("fastcnp.cnp", "fastcnp.ann"),
 				"infiniband.bth.opcode", "4", "fastcnp.bth.opcode", "0x04", "fastcnp.bth.byte4", "0x01",
 				"fastcnp.inc", "1", "fastcnp.inc.flags", "0x01", "fastcnp.inc.flags.ids", "1",
-				"fastcnp.inc.flags.result", "0", "fastcnp.inc.version", "1", "fastcnp.inc.reserved", "0x0000",
+				"fastcnp.inc.flags.result", "0", "fastcnp.inc.flags.partial", "0", "fastcnp.inc.kind", "contribution",
+				"fastcnp.inc.version", "1", "fastcnp.inc.reserved", "0x0000",
 				"fastcnp.inc.group", "5", "fastcnp.inc.msg", "9", "fastcnp.inc.id", "0x00050009",
 				"fastcnp.inc.reserved1", "0x00", "fastcnp.inc.first_psn", "11259375", "fastcnp.inc.op_id", "3",
 				"fastcnp.inc.reserved2", "0x0000", "fastcnp.inc.flow_len", "4",
@@ -399,10 +400,36 @@ func TestDissector(t *testing.T) {
 			}),
 			want: with(absent("fastcnp.cnp"),
 				"fastcnp.bth.opcode", "0x0a", "fastcnp.inc.flags", "0x03", "fastcnp.inc.flags.ids", "1",
-				"fastcnp.inc.flags.result", "1", "fastcnp.inc.group", "65535", "fastcnp.inc.msg", "1",
+				"fastcnp.inc.flags.result", "1", "fastcnp.inc.flags.partial", "0", "fastcnp.inc.kind", "result",
+				"fastcnp.inc.group", "65535", "fastcnp.inc.msg", "1",
 				"fastcnp.inc.id", "0xffff0001", "fastcnp.inc.first_psn", "0", "fastcnp.inc.op_id", "65535",
 				"fastcnp.inc.flow_len", "4294967295", "fastcnp.inc.vector.elem", joinInts(vec2[:])),
 			info:  "INC IDS, RESULT id=0xffff0001",
+			clean: true,
+		},
+		{
+			// A partial aggregate (multi-tier INC): IDS and PARTIAL; with
+			// RESULT also set it is a RESULT.
+			name: "inc_partial",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildINC(b, &fwd, incBTH, wire.INC{Flags: wire.INCFlagPartial, Version: wire.INCVersion}, &idsResult, &vec2)
+			}),
+			want: with(absent("fastcnp.cnp"),
+				"fastcnp.inc.flags", "0x05", "fastcnp.inc.flags.ids", "1", "fastcnp.inc.flags.result", "0",
+				"fastcnp.inc.flags.partial", "1", "fastcnp.inc.flags.reserved", "0x00", "fastcnp.inc.kind", "partial aggregate",
+				"fastcnp.inc.id", "0xffff0001", "fastcnp.inc.first_psn", "0", "fastcnp.inc.vector.elem", joinInts(vec2[:])),
+			info:  "INC IDS, PARTIAL id=0xffff0001",
+			clean: true,
+		},
+		{
+			name: "inc_result_and_partial",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildINC(b, &fwd, incBTH, wire.INC{Flags: wire.INCFlagResult | wire.INCFlagPartial, Version: wire.INCVersion}, &idsResult, &vec2)
+			}),
+			want: with(absent("fastcnp.cnp"),
+				"fastcnp.inc.flags", "0x07", "fastcnp.inc.flags.result", "1", "fastcnp.inc.flags.partial", "1",
+				"fastcnp.inc.kind", "result"),
+			info:  "INC IDS, RESULT, PARTIAL id=0xffff0001",
 			clean: true,
 		},
 		{

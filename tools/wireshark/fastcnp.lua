@@ -92,8 +92,10 @@ local pf = {
     inc = ProtoField.none("fastcnp.inc", "fastcnp INC header"),
     inc_flags = ProtoField.uint8("fastcnp.inc.flags", "Flags", base.HEX),
     inc_flag_ids = ProtoField.bool("fastcnp.inc.flags.ids", "IDS (INC ID and data flow ID follow)", 8, set_vals, 0x01),
-    inc_flag_result = ProtoField.bool("fastcnp.inc.flags.result", "RESULT (aggregated by a switch)", 8, set_vals, 0x02),
-    inc_flag_resv = ProtoField.uint8("fastcnp.inc.flags.reserved", "Reserved flags", base.HEX, nil, 0xFC),
+    inc_flag_result = ProtoField.bool("fastcnp.inc.flags.result", "RESULT (the final aggregate)", 8, set_vals, 0x02),
+    inc_flag_partial = ProtoField.bool("fastcnp.inc.flags.partial", "PARTIAL (a partial aggregate on its way up)", 8, set_vals, 0x04),
+    inc_flag_resv = ProtoField.uint8("fastcnp.inc.flags.reserved", "Reserved flags", base.HEX, nil, 0xF8),
+    inc_kind = ProtoField.string("fastcnp.inc.kind", "Kind"),
     inc_version = ProtoField.uint8("fastcnp.inc.version", "Version", base.DEC),
     inc_resv = ProtoField.uint16("fastcnp.inc.reserved", "Reserved", base.HEX),
     inc_group = ProtoField.uint16("fastcnp.inc.group", "Communication-group ID", base.DEC),
@@ -134,7 +136,7 @@ local pf_order = {
     "opcode", "byte4", "icrc", "cnp", "cnp_version", "cnp_flags", "cnp_flag_window",
     "cnp_flag_switch", "cnp_flag_resv", "cnp_resv1", "cnp_switch", "cnp_window", "cnp_port",
     "cnp_queue", "cnp_resv2", "cnp_plain", "inc", "inc_flags", "inc_flag_ids",
-    "inc_flag_result", "inc_flag_resv", "inc_version", "inc_resv", "inc_group", "inc_msg",
+    "inc_flag_result", "inc_flag_partial", "inc_flag_resv", "inc_kind", "inc_version", "inc_resv", "inc_group", "inc_msg",
     "inc_id", "inc_resv1", "inc_first_psn", "inc_op", "inc_resv2", "inc_flow_len",
     "inc_vector", "inc_elem", "inc_trailing", "ann", "ann_magic", "ann_version", "ann_type",
     "ann_flags", "ann_flag_inc", "ann_flag_cnp", "ann_flag_resv", "ann_rank", "ann_sender_ip",
@@ -310,12 +312,21 @@ local function dissect_inc(tvb, off, lim, pinfo, tree)
     end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.inc_flags, tvb(off, 1))
-    local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" } })
+    local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" }, { 0x4, "PARTIAL" } })
     if fnames ~= "" then fi:append_text(" (" .. fnames .. ")") end
     fi:add(pf.inc_flag_ids, tvb(off, 1))
     fi:add(pf.inc_flag_result, tvb(off, 1))
+    fi:add(pf.inc_flag_partial, tvb(off, 1))
     local ri = fi:add(pf.inc_flag_resv, tvb(off, 1))
-    if bit32.band(flags, 0xFC) ~= 0 then ri:add_proto_expert_info(ef.reserved) end
+    if bit32.band(flags, 0xF8) ~= 0 then ri:add_proto_expert_info(ef.reserved) end
+    -- The kind (docs/wire-formats.md "INC header"): RESULT wins over PARTIAL.
+    local kind = "contribution"
+    if bit32.band(flags, 0x2) ~= 0 then
+        kind = "result"
+    elseif bit32.band(flags, 0x4) ~= 0 then
+        kind = "partial aggregate"
+    end
+    t:add(pf.inc_kind, tvb(off, 1), kind):set_generated()
     local ver = tvb(off + 1, 1):uint()
     local vi = t:add(pf.inc_version, tvb(off + 1, 1))
     if ver ~= INC_VERSION then
