@@ -281,6 +281,7 @@ func registerList() []RegisterInfo {
 		{p4src.RegPortCheckAt, "port_check_at_ns", 48, p4src.NumPorts},
 		{p4src.RegPortQueueBytes, "port_queue_bytes", 32, p4src.NumPorts},
 		{p4src.RegPortLastDigest, "port_last_digest_ns", 48, p4src.NumPorts},
+		{p4src.RegPortTxBytes, "port_tx_bytes", 64, p4src.NumPorts},
 		{p4src.RegFlowBytes, "flow_bytes", 32, p4src.FlowSlots},
 		{p4src.RegFlowKey, "flow_key", 32, p4src.FlowSlots},
 		{p4src.RegFlowLastCNP, "flow_last_cnp_ns", 48, p4src.FlowSlots},
