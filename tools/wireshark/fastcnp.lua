@@ -335,21 +335,30 @@ local function dissect_cnp_ext(tvb, off, lim, pinfo, tree)
     return table.concat(summary, " ")
 end
 
--- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
--- ICRC) and returns a one-line summary for the Info column.
-local function dissect_inc(tvb, off, lim, pinfo, tree)
+-- header_tree adds the tree item of a header starting at off (covering the
+-- bytes up to lim) and, when fewer than need bytes are there, marks it
+-- truncated; it returns the item and whether the header is whole.
+local function header_tree(tvb, off, lim, tree, field, what, need)
     local have = avail(tvb, off, lim)
     local t
     if have > 0 then
-        t = tree:add(pf.inc, tvb(off, have))
+        t = tree:add(field, tvb(off, have))
     else
-        t = tree:add(pf.inc, tvb(0, 0))
+        t = tree:add(field, tvb(0, 0))
     end
-    if have < INC_LEN then
+    if have < need then
         t:append_text(" [truncated]")
-        truncated(t, tvb, off, lim, "INC base header", INC_LEN, have)
-        return "INC [truncated]"
+        truncated(t, tvb, off, lim, what, need, have)
+        return t, false
     end
+    return t, true
+end
+
+-- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
+-- ICRC) and returns a one-line summary for the Info column.
+local function dissect_inc(tvb, off, lim, pinfo, tree)
+    local t, whole = header_tree(tvb, off, lim, tree, pf.inc, "INC base header", INC_LEN)
+    if not whole then return "INC [truncated]" end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.inc_flags, tvb(off, 1))
     local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" }, { 0x4, "PARTIAL" } })
@@ -426,18 +435,8 @@ end
 -- start of the ICRC), and for an ACK the AETH after them, and returns a
 -- one-line summary for the Info column.
 local function dissect_int(tvb, off, lim, pinfo, tree, opcode)
-    local have = avail(tvb, off, lim)
-    local t
-    if have > 0 then
-        t = tree:add(pf.int, tvb(off, have))
-    else
-        t = tree:add(pf.int, tvb(0, 0))
-    end
-    if have < INT_HDR_LEN then
-        t:append_text(" [truncated]")
-        truncated(t, tvb, off, lim, "INT header", INT_HDR_LEN, have)
-        return "INT [truncated]"
-    end
+    local t, whole = header_tree(tvb, off, lim, tree, pf.int, "INT header", INT_HDR_LEN)
+    if not whole then return "INT [truncated]" end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.int_flags, tvb(off, 1))
     if bit32.band(flags, 0x1) ~= 0 then fi:append_text(" (ECHO)") end
