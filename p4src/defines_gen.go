@@ -132,14 +132,14 @@ const (
 	ConnFlagCNPTarget = 0x02
 	// PuntReasonAnnouncement is PUNT_REASON_ANNOUNCEMENT (bit<7>).
 	PuntReasonAnnouncement = 1
-	// PortModeOff is PORT_MODE_OFF (bit<2>): forward only.
+	// PortModeOff is PORT_MODE_OFF (bit<3>): forward only.
 	PortModeOff = 0
-	// PortModeECN is PORT_MODE_ECN (bit<2>): classic DCQCN CP: RED marking (spec 02).
+	// PortModeECN is PORT_MODE_ECN (bit<3>): classic DCQCN CP: RED marking (spec 02).
 	PortModeECN = 1
-	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<2>): switch CNPs with explicit window (spec 01).
+	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<3>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
-	// PortModeInt is PORT_MODE_INT (bit<2>): HPCC: an INT hop record on data packets that ask for one (spec 03).
-	PortModeInt = 3
+	// PortModeInt is PORT_MODE_INT (bit<3>): HPCC: an INT hop record on data packets that ask for one (spec 03).
+	PortModeInt = 4
 	// PortDetermined is PORT_DETERMINED (bit<1>).
 	PortDetermined = 0
 	// PortUndetermined is PORT_UNDETERMINED (bit<1>).

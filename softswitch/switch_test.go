@@ -419,7 +419,7 @@ func TestSwitchCNP(t *testing.T) {
 func TestINTRecords(t *testing.T) {
 	checkGoroutines(t)
 	m := newMemSwitch(t, nil)
-	m.ctl.portConfig(2, DefaultRateBps, 3, 0, 0) // mode int
+	m.ctl.portConfig(2, DefaultRateBps, 4, 0, 0) // mode int (p4src.PortModeInt)
 	const n = 4
 	var in [][]byte
 	for i := range n {

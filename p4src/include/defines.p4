@@ -142,10 +142,12 @@ const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
 // ---------------------------------------------------------------------------
 // Port modes and states (docs/dataplane.md "Units and constants").
 // ---------------------------------------------------------------------------
-const bit<2> PORT_MODE_OFF     = 0;   // forward only
-const bit<2> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
-const bit<2> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
-const bit<2> PORT_MODE_INT     = 3;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
+// 3 bits: room for every mode (3 is kept for the ablation of the PFC-aware port
+// state, issue 12).
+const bit<3> PORT_MODE_OFF     = 0;   // forward only
+const bit<3> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
+const bit<3> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+const bit<3> PORT_MODE_INT     = 4;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
 
 const bit<1> PORT_DETERMINED   = 0;
 const bit<1> PORT_UNDETERMINED = 1;

@@ -95,8 +95,8 @@ header bridged_cfg_h {
     bit<16> red_pmax_q16;
     bit<16> bdp_log2_q6;
     bit<16> mtu_bytes;
-    bit<6>  pad;
-    bit<2>  mode;
+    bit<5>  pad;
+    bit<3>  mode;
 }
 
 // ---------------------------------------------------------------------------
@@ -158,7 +158,7 @@ struct tna_ingress_metadata_t {
     bit<32>   qth_bytes;
     bit<32>   tcheck_ns;
     bit<32>   cnp_gap_ns;
-    bit<2>    mode;
+    bit<3>    mode;
     bit<32>   red_kmin_bytes;
     bit<32>   red_kmax_bytes;
     bit<16>   red_pmax_q16;

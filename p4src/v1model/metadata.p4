@@ -39,7 +39,7 @@ struct fastcnp_metadata_t {
     bit<32>   qth_bytes;
     bit<32>   tcheck_ns;
     bit<32>   cnp_gap_ns;
-    bit<2>    mode;
+    bit<3>    mode;
     bit<32>   red_kmin_bytes;
     bit<32>   red_kmax_bytes;
     bit<16>   red_pmax_q16;

@@ -484,8 +484,29 @@ func TestDissector(t *testing.T) {
 			want: with(absent("fastcnp.cnp", "fastcnp.inc"),
 				"fastcnp.bth.opcode", "0x11", "fastcnp.bth.byte4", "0x02", "fastcnp.int.flags", "0x01",
 				"fastcnp.int.flags.echo", "1", "fastcnp.int.hop_count", "1", "fastcnp.int.hop.port", "3",
-				"fastcnp.int.aeth.syndrome", "0x1f", "fastcnp.int.aeth.msn", "9"),
+				"fastcnp.int.aeth.syndrome", "0x1f", "fastcnp.int.aeth.msn", "9", "fastcnp.bth.ece", "0"),
 			info:  "INT ECHO hops=1 [port=3 q=3000] AETH syndrome=0x1f msn=9",
+			clean: true,
+		},
+		{
+			// A plain ACK with the ECN echo bit.
+			name: "ack_ece",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRCAck(b, &rev, wire.BTH{PKey: wire.DefaultPKey, DestQP: 0x000333, PSN: 78, Resv7: wire.BTHResv7ECE},
+					wire.AETH{Syndrome: wire.SyndromeACK, MSN: 10})
+			}),
+			want: with(absent("fastcnp.int", "fastcnp.cnp", "fastcnp.inc"),
+				"fastcnp.bth.opcode", "0x11", "fastcnp.bth.ece", "1", "infiniband.aeth.msn", "10"),
+			info:  "ECE",
+			clean: true,
+		},
+		{
+			// A plain ACK without it gets no fastcnp tree.
+			name: "ack_plain",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRCAck(b, &rev, wire.BTH{PKey: wire.DefaultPKey, DestQP: 0x000333, PSN: 79}, wire.AETH{Syndrome: wire.SyndromeACK, MSN: 11})
+			}),
+			want:  absent("fastcnp.bth.opcode", "fastcnp.bth.ece"),
 			clean: true,
 		},
 		{

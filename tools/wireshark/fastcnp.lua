@@ -13,6 +13,9 @@
 --   * the RDMA-connection announcement: a 32-byte UDP payload to the
 --     announcement port (default 4792, preference fastcnp.announce_port).
 --
+--   * the ECN echo of an RC ACK (opcode 0x11): the top reserved bit of BTH
+--     byte 8 (0x40), set by fastcnp receivers for DCTCP senders.
+--
 -- RoCEv2 (UDP 4791) stays Wireshark's own InfiniBand dissector: this script
 -- takes the udp.port 4791 entry, calls the dissector that was registered
 -- there (the InfiniBand "RRoCE" one) first, then adds a "fastcnp" tree for
@@ -85,6 +88,8 @@ local pf = {
         nil, "BTH opcode, with RoCEv2's CNP (0x81) named"),
     byte4 = ProtoField.uint8("fastcnp.bth.byte4", "BTH byte 4", base.HEX, bth_byte4_vals,
         nil, "BTH reserved byte 4 (resv8a): 0x01 marks an INC packet, 0x02 an INT packet"),
+    ece = ProtoField.bool("fastcnp.bth.ece", "ECN echo (ECE: acknowledged data arrived CE-marked)", 8, set_vals, 0x40,
+        "fastcnp's ECN echo in an RC ACK: BTH byte 8, bit 0x40 (reserved in IBTA)"),
     icrc = ProtoField.uint32("fastcnp.icrc", "ICRC", base.HEX, nil, nil,
         "Invariant CRC as the CRC-32 value (sent least-significant byte first); not verified"),
 
@@ -163,7 +168,7 @@ local pf = {
 }
 -- Registration order (the order of the field list in Wireshark).
 local pf_order = {
-    "opcode", "byte4", "icrc", "cnp", "cnp_version", "cnp_flags", "cnp_flag_window",
+    "opcode", "byte4", "ece", "icrc", "cnp", "cnp_version", "cnp_flags", "cnp_flag_window",
     "cnp_flag_switch", "cnp_flag_resv", "cnp_resv1", "cnp_switch", "cnp_window", "cnp_port",
     "cnp_queue", "cnp_resv2", "cnp_plain", "inc", "inc_flags", "inc_flag_ids",
     "inc_flag_result", "inc_flag_partial", "inc_flag_resv", "inc_kind", "inc_version", "inc_resv", "inc_group", "inc_msg",
@@ -330,21 +335,30 @@ local function dissect_cnp_ext(tvb, off, lim, pinfo, tree)
     return table.concat(summary, " ")
 end
 
--- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
--- ICRC) and returns a one-line summary for the Info column.
-local function dissect_inc(tvb, off, lim, pinfo, tree)
+-- header_tree adds the tree item of a header starting at off (covering the
+-- bytes up to lim) and, when fewer than need bytes are there, marks it
+-- truncated; it returns the item and whether the header is whole.
+local function header_tree(tvb, off, lim, tree, field, what, need)
     local have = avail(tvb, off, lim)
     local t
     if have > 0 then
-        t = tree:add(pf.inc, tvb(off, have))
+        t = tree:add(field, tvb(off, have))
     else
-        t = tree:add(pf.inc, tvb(0, 0))
+        t = tree:add(field, tvb(0, 0))
     end
-    if have < INC_LEN then
+    if have < need then
         t:append_text(" [truncated]")
-        truncated(t, tvb, off, lim, "INC base header", INC_LEN, have)
-        return "INC [truncated]"
+        truncated(t, tvb, off, lim, what, need, have)
+        return t, false
     end
+    return t, true
+end
+
+-- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
+-- ICRC) and returns a one-line summary for the Info column.
+local function dissect_inc(tvb, off, lim, pinfo, tree)
+    local t, whole = header_tree(tvb, off, lim, tree, pf.inc, "INC base header", INC_LEN)
+    if not whole then return "INC [truncated]" end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.inc_flags, tvb(off, 1))
     local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" }, { 0x4, "PARTIAL" } })
@@ -421,18 +435,8 @@ end
 -- start of the ICRC), and for an ACK the AETH after them, and returns a
 -- one-line summary for the Info column.
 local function dissect_int(tvb, off, lim, pinfo, tree, opcode)
-    local have = avail(tvb, off, lim)
-    local t
-    if have > 0 then
-        t = tree:add(pf.int, tvb(off, have))
-    else
-        t = tree:add(pf.int, tvb(0, 0))
-    end
-    if have < INT_HDR_LEN then
-        t:append_text(" [truncated]")
-        truncated(t, tvb, off, lim, "INT header", INT_HDR_LEN, have)
-        return "INT [truncated]"
-    end
+    local t, whole = header_tree(tvb, off, lim, tree, pf.int, "INT header", INT_HDR_LEN)
+    if not whole then return "INT [truncated]" end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.int_flags, tvb(off, 1))
     if bit32.band(flags, 0x1) ~= 0 then fi:append_text(" (ECHO)") end
@@ -507,13 +511,21 @@ local function dissect_roce(tvb, pinfo, tree)
     end
     local opcode, byte4 = tvb(0, 1):uint(), tvb(4, 1):uint()
     local is_cnp = opcode == OP_CNP
-    if not is_cnp and byte4 ~= INC_BTH_MARK and byte4 ~= INT_BTH_MARK then
+    local ece = opcode == OP_ACK and cap >= 9 and bit32.band(tvb(8, 1):uint(), 0x40) ~= 0
+    if not is_cnp and byte4 ~= INC_BTH_MARK and byte4 ~= INT_BTH_MARK and not ece then
         return -- a plain RoCEv2 packet
     end
     local lim = rep - ICRC_LEN -- start of the ICRC
     local t = tree:add(fastcnp, tvb(0, math.min(cap, rep)))
     local oi = t:add(pf.opcode, tvb(0, 1))
     t:add(pf.byte4, tvb(4, 1))
+    if opcode == OP_ACK and cap >= 9 then
+        t:add(pf.ece, tvb(8, 1))
+        if ece then
+            t:append_text(", ECE")
+            info_append(pinfo, "ECE")
+        end
+    end
     if is_cnp then
         t:append_text(", CNP")
         oi:append_text(" (RoCEv2 congestion notification packet)")
@@ -527,6 +539,8 @@ local function dissect_roce(tvb, pinfo, tree)
         if n == 0 then named = "CNP " .. info end
         pinfo.cols.info:set(named)
         info_append(pinfo, s)
+    elseif byte4 ~= INT_BTH_MARK and byte4 ~= INC_BTH_MARK then
+        return -- an ACK with the ECN echo only
     elseif byte4 == INT_BTH_MARK then
         t:append_text(", INT")
         local s = dissect_int(tvb, BTH_LEN, lim, pinfo, t, opcode)
