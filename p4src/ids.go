@@ -112,6 +112,8 @@ const (
 	RegIncSlotValue0 uint32 = 0x16000013
 	// RegIncSlotStart is inc_slot_start_ns: when the slot's message claimed it.
 	RegIncSlotStart uint32 = 0x16000023
+	// RegPortTxBytes is port_tx_bytes: bytes a port sent (INT records' tx_bytes).
+	RegPortTxBytes uint32 = 0x16000024
 	// The data-flow map's operation IDs and round-robin pointer, and the
 	// slots' operation IDs and done flags (multi-tier INC, issue 16).
 	RegIncFlowOp      uint32 = 0x16000040

@@ -103,6 +103,8 @@ func ModeValue(m config.Mode) (uint8, error) {
 		return p4src.PortModeECN, nil
 	case config.ModeFastCNP:
 		return p4src.PortModeFastcnp, nil
+	case config.ModeINT:
+		return p4src.PortModeInt, nil
 	}
 	return 0, fmt.Errorf("unknown mode %q", m)
 }

@@ -13,6 +13,8 @@ import (
 type Options struct {
 	// Seed seeds the random source of RED marking (deterministic for a given seed).
 	Seed uint64
+	// Profile is the compiled program to model (default ProfileV1Model).
+	Profile Profile
 }
 
 // Pipeline is the reference data plane: tables, registers, counters, value set, clone
@@ -33,10 +35,13 @@ type Pipeline struct {
 	repBuf                    []Replica
 	digests                   [2]digestQueue
 	rng, seed                 uint64
+	prof                      Profile
+	tna                       *tnaState // the TNA program's state (Tofino profiles only)
 	pf                        wire.Frame
 	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
 	cnpRes                    IngressResult
 	incBuf                    []byte
+	intBuf                    []byte
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -50,8 +55,13 @@ func New(opts Options) *Pipeline {
 		announcePorts: make([]uint16, 0, p4src.AnnounceUDPPorts),
 		parsePorts:    append(make([]uint16, 0, 1+p4src.AnnounceUDPPorts), p4src.AnnounceUDPPort),
 		incBuf:        make([]byte, 2048),
+		intBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
+		prof:          opts.Profile,
+	}
+	if opts.Profile.Tofino() {
+		p.tna = &tnaState{}
 	}
 	if p.rng == 0 {
 		p.rng = 1 // xorshift never leaves 0
@@ -81,11 +91,14 @@ func New(opts Options) *Pipeline {
 
 // Reset returns the pipeline to the state New gave it (empty tables, program
 // defaults, zero registers and counters, no value set members, clone sessions or
-// digest configs), keeping the RED random seed: what a P4Runtime server does when a
-// new forwarding pipeline config is committed.
+// digest configs), keeping the RED random seed and the profile: what a P4Runtime
+// server does when a new forwarding pipeline config is committed.
 func (p *Pipeline) Reset() {
-	*p = *New(Options{Seed: p.seed})
+	*p = *New(Options{Seed: p.seed, Profile: p.prof})
 }
+
+// Profile returns the program the pipeline models.
+func (p *Pipeline) Profile() Profile { return p.prof }
 
 // rand16 is the uniform 16-bit random number of RED (xorshift64*).
 func (p *Pipeline) rand16() uint64 {
@@ -95,6 +108,17 @@ func (p *Pipeline) rand16() uint64 {
 	x ^= x >> 27
 	p.rng = x
 	return (x * 0x2545F4914F6CDD1D) >> 48
+}
+
+// rand32 is a uniform 32-bit random number from the same source (the TNA program's
+// Random<bit<32>>, split into two independent 16-bit halves by RED).
+func (p *Pipeline) rand32() uint32 {
+	x := p.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	p.rng = x
+	return uint32((x * 0x2545F4914F6CDD1D) >> 32)
 }
 
 // Verdict is the outcome of Ingress.
@@ -188,7 +212,9 @@ type PacketMeta struct {
 	SrcAddr  uint32
 	DstAddr  uint32
 	// HasBTH is set for RoCEv2 packets: UDPSrcPort and PKey feed a switch CNP.
-	HasBTH     bool
+	HasBTH bool
+	// INTOffset is the offset of the INT header in the forwarded frame (0: none).
+	INTOffset  uint16
 	UDPSrcPort uint16
 	PKey       uint16
 	// ConnHit: rdma_connection ran set_connection with ConnFlags and SenderQPN.
@@ -201,6 +227,9 @@ type PacketMeta struct {
 	Tracked  bool
 	// PortCfg is port_config of the egress port, looked up in ingress.
 	PortCfg PortConfig
+	// FrameLen is the frame's length as enqueued: what it occupies in the traffic
+	// manager (the Tofino profiles count its cells).
+	FrameLen uint16
 }
 
 // PacketIn is the packet_in metadata of a packet sent to the controller.
@@ -272,6 +301,7 @@ func (p *Pipeline) count(id uint32, index uint16, bytes uint32) {
 // to its egress queue (queue_enqueued).
 func (p *Pipeline) forward(out *IngressResult) {
 	out.Verdict = VerdictForward
+	out.Meta.FrameLen = uint16(len(out.Frame))
 	p.count(p4src.CounterQueueEnqueued, p4src.QueueIndex(out.EgressPort, out.Meta.Priority), out.Meta.AcctLen)
 }
 
@@ -334,7 +364,11 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	}
 	// 4. PFC / PAUSE.
 	if f.Has(wire.LayerMACControl) && (f.MACControl.Opcode == wire.MACControlOpPFC || f.MACControl.Opcode == wire.MACControlOpPause) {
-		p.macControl(f, inPort, now, rawNow, acct, out)
+		if p.prof.Tofino() {
+			p.tnaPFC(f, inPort, now, rawNow, acct, out)
+		} else {
+			p.macControl(f, inPort, now, rawNow, acct, out)
+		}
 		p.drop(out, DropPFC)
 		return
 	}
@@ -384,6 +418,9 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	var connIndex, workerRank uint64
 	if f.Has(wire.LayerBTH) {
 		m.HasBTH, m.UDPSrcPort, m.PKey = true, f.UDP.SrcPort, f.BTH.PKey
+		if f.Has(wire.LayerINT) {
+			m.INTOffset = uint16(f.Off[wire.LayerINT])
+		}
 		if act, pr, _ := p.tConn.lookupExact(uint64(m.SrcAddr), uint64(f.UDP.SrcPort), uint64(f.BTH.DestQP)); act == p4src.ActionSetConnection {
 			m.ConnHit, m.SenderQPN, m.ConnFlags = true, uint32(pr[0]), uint8(pr[1])
 			connIndex, workerRank = pr[2], pr[4]
@@ -448,6 +485,7 @@ func (p *Pipeline) bridge(frame []byte, f *wire.Frame, inPort uint16, acct uint3
 		p.forward(out)
 	case p4src.ActionL2Flood:
 		out.Verdict, out.Frame, out.McastGroup = VerdictMulticast, frame, uint16(pr[0])
+		out.Meta.FrameLen = uint16(len(frame))
 		out.Replicas = p.replicate(out.McastGroup, inPort)
 	default: // drop: a miss (the program's default) or an entry whose action is drop
 		p.count(p4src.CounterDropped, inPort, acct)
@@ -570,7 +608,7 @@ func (p *Pipeline) incAggregate(frame []byte, f *wire.Frame, inPort uint16, conn
 	// timeout of this packet's group (inc_slot_timeout).
 	aged := false
 	if act, tp, _ := p.tIncAging.lookupExact(uint64(k.incID>>16), 0, 0); act == p4src.ActionSetIncSlotTimeout && tp[0] != 0 {
-		aged = (now-r.incSlotStart[slot])&mask48 >= tp[0]
+		aged = (now-r.incSlotStart[slot])&p.timeMask() >= tp[0]
 	}
 	done := r.incSlotDone[slot] == 1
 	claim := false
@@ -603,7 +641,7 @@ func (p *Pipeline) incAggregate(frame []byte, f *wire.Frame, inPort uint16, conn
 	}
 	if claim {
 		r.incSlotIncID[slot], r.incSlotOffset[slot], r.incSlotOp[slot] = uint64(k.incID), uint64(k.offset), uint64(k.op)
-		r.incSlotStart[slot], r.incSlotDone[slot], bm = now, 0, bit
+		r.incSlotStart[slot], r.incSlotDone[slot], bm = now&p.timeMask(), 0, bit
 		for i := range p4src.IncVectorLen {
 			r.incSlotValue[i][slot] = uint64(uint32(vec[i]))
 		}
@@ -616,7 +654,7 @@ func (p *Pipeline) incAggregate(frame []byte, f *wire.Frame, inPort uint16, conn
 	}
 	// Every child is in: the slot is done (it remembers its key for the
 	// slot timeout, from now) and the packet becomes the aggregate.
-	r.incSlotDone[slot], r.incSlotStart[slot] = 1, now
+	r.incSlotDone[slot], r.incSlotStart[slot] = 1, now&p.timeMask()
 	out.Frame = p.buildAggregate(frame, f, slot, k, gp[1] == 1)
 	p.count(p4src.CounterIncResults, inPort, acct)
 	return true

@@ -24,7 +24,12 @@ func workerIP(w int) wire.Addr4 { return wire.Addr4{10, 0, 0, byte(10 + w)} }
 // three workers (ranks 0..2, contributors mask 0b111) and their connections.
 func newINC(t testing.TB) *Pipeline {
 	t.Helper()
-	p := New(Options{})
+	return newINCProfile(t, ProfileV1Model)
+}
+
+func newINCProfile(t testing.TB, pr Profile) *Pipeline {
+	t.Helper()
+	p := New(Options{Profile: pr})
 	route(t, p, ipR.Uint32()&0xFFFFFF00, 24, portR, macSw, macR)
 	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
 		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b111}, {2, 1}}}}))

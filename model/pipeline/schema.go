@@ -183,7 +183,7 @@ var schema = &Schema{
 		{ID: p4src.ActionSetNexthop, Name: "FastcnpIngress.set_nexthop", Params: fields("port", 9, "src_mac", 48, "dst_mac", 48)},
 		{ID: p4src.ActionSetTrafficClass, Name: "FastcnpIngress.set_traffic_class", Params: fields("priority", 3, "lossless", 1)},
 		{ID: p4src.ActionSetPortConfig, Name: "FastcnpIngress.set_port_config", Params: fields(
-			"rate_bytes_per_ms", 32, "qth_bytes", 32, "tcheck_ns", 32, "cnp_gap_ns", 32, "mode", 2,
+			"rate_bytes_per_ms", 32, "qth_bytes", 32, "tcheck_ns", 32, "cnp_gap_ns", 32, "mode", 3,
 			"red_kmin_bytes", 32, "red_kmax_bytes", 32, "red_pmax_q16", 16, "rtt_base_ns", 32,
 			"bdp_bytes", 32, "bdp_log2_q6", 16, "mtu_bytes", 16, "pause_quantum_ps", 32,
 			"switch_id", 16, "lossless_priority", 3)},
@@ -281,6 +281,7 @@ func registerList() []RegisterInfo {
 		{p4src.RegPortCheckAt, "port_check_at_ns", 48, p4src.NumPorts},
 		{p4src.RegPortQueueBytes, "port_queue_bytes", 32, p4src.NumPorts},
 		{p4src.RegPortLastDigest, "port_last_digest_ns", 48, p4src.NumPorts},
+		{p4src.RegPortTxBytes, "port_tx_bytes", 64, p4src.NumPorts},
 		{p4src.RegFlowBytes, "flow_bytes", 32, p4src.FlowSlots},
 		{p4src.RegFlowKey, "flow_key", 32, p4src.FlowSlots},
 		{p4src.RegFlowLastCNP, "flow_last_cnp_ns", 48, p4src.FlowSlots},

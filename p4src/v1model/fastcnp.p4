@@ -355,7 +355,7 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                                            bit<32> qth_bytes,
                                            bit<32> tcheck_ns,
                                            bit<32> cnp_gap_ns,
-                                           bit<2>  mode,
+                                           bit<3>  mode,
                                            bit<32> red_kmin_bytes,
                                            bit<32> red_kmax_bytes,
                                            bit<16> red_pmax_q16,
@@ -1145,6 +1145,13 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
                 hdr.inc_base.setInvalid();
                 hdr.inc_ids.setInvalid();
                 hdr.inc_vector.setInvalid();
+                hdr.int_header.setInvalid();
+                hdr.int_new_hop.setInvalid();
+                hdr.int_hop_0.setInvalid();
+                hdr.int_hop_1.setInvalid();
+                hdr.int_hop_2.setInvalid();
+                hdr.int_hop_3.setInvalid();
+                hdr.int_hop_4.setInvalid();
                 icrc_cnp.apply(hdr);
             }
             recirculate_preserving_field_list(FL_RECIRCULATE);
@@ -1180,13 +1187,27 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             truncate(meta.truncate_to_bytes);
         }
 
+        // ---- Step 7a (docs/dataplane.md "INT"): the port's byte count, for every
+        // packet that leaves, with the record step 7b adds to it. A port in INT
+        // mode adds one to a lossless packet that carries an INT header without
+        // the echo flag and with room for one more record.
+        bit<32> port_cell = (bit<32>)standard_metadata.egress_port;
+        bool int_add = meta.mode == PORT_MODE_INT && meta.lossless == 1 && hdr.int_header.isValid() &&
+                       (hdr.int_header.flags & INT_FLAG_ECHO) == 0 &&
+                       hdr.int_header.hop_count < INT_MAX_HOPS;
+        bit<64> tx_before;
+        // ATOMIC tx_bytes
+        port_tx_bytes.read(tx_before, port_cell);
+        port_tx_bytes.write(port_cell, tx_before + (bit<64>)meta.acct_len +
+                                       (int_add ? (bit<64>)INT_HOP_BYTES : 64w0));
+        // END ATOMIC
+
         // Only lossless packets were accounted at enqueue (Ingress step 10).
         if (meta.lossless == 0) {
             return;
         }
 
         meta.now_ns = standard_metadata.egress_global_timestamp * NS_PER_US;
-        bit<32> port_cell = (bit<32>)standard_metadata.egress_port;
         meta.deferred_cnp = 0;
         meta.deferred_cnp_digest = 0;
         meta.deferred_port_event = PORT_EVENT_NONE;
@@ -1278,6 +1299,24 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
                 hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ ECN_CE);
             hdr.ipv4.ecn = ECN_CE;
             ecn_marked.count(port_cell);
+        }
+
+        // ---- Step 7b (INT mode): the HPCC hop record, in front of the others;
+        // the IPv4 and UDP lengths grow by INT_HOP_BYTES (the ICRC does not cover
+        // INT bytes: wire-formats.md "INT header").
+        if (int_add) {
+            hdr.int_new_hop.setValid();
+            hdr.int_new_hop.timestamp_ns = meta.now_ns;
+            hdr.int_new_hop.port = (bit<16>)standard_metadata.egress_port;
+            hdr.int_new_hop.tx_bytes = tx_before;
+            hdr.int_new_hop.queue_bytes = queue_bytes - meta.acct_len;
+            hdr.int_new_hop.rate_bytes_per_ms = meta.rate_bytes_per_ms;
+            hdr.int_header.hop_count = hdr.int_header.hop_count + 1;
+            bit<16> int_total_len = hdr.ipv4.total_len + INT_HOP_BYTES;
+            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
+                hdr.ipv4.total_len, int_total_len);
+            hdr.ipv4.total_len = int_total_len;
+            hdr.udp.length = hdr.udp.length + INT_HOP_BYTES;
         }
 
         if (make_cnp == 1) {

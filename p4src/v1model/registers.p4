@@ -38,6 +38,8 @@
 @id(0x16000008) register<bit<32>>(NUM_PORTS) port_queue_bytes;
 // when the last cnp_digest_t for p was sent
 @id(0x16000009) register<bit<48>>(NUM_PORTS) port_last_digest_ns;
+// bytes p has sent: every packet at dequeue, INT records included (INT tx_bytes)
+@id(0x16000024) register<bit<64>>(NUM_PORTS) port_tx_bytes;
 
 // Per flow (spec 01 flowTable), hash-indexed; see docs/dataplane.md "Hashes".
 // bytes of the flow in this slot now queued (flowTable data[f])
