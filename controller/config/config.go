@@ -142,6 +142,44 @@ type INCSettings struct {
 	// taken for abandoned: spec 04, "free slots of abandoned messages");
 	// 0 turns slot aging off.
 	SlotTimeout time.Duration
+	// Groups are the INC communication groups: who may join which group
+	// with which rank (announcements claiming anything else are refused),
+	// and what every switch's aggregation waits for.
+	Groups []INCGroup
+}
+
+// INCGroup is one INC communication group and its members.
+type INCGroup struct {
+	// ID is the communication-group ID, 1..65535.
+	ID uint16
+	// Members are the workers, each with its rank (0..31, unique).
+	Members []INCMember
+}
+
+// INCMember is a worker of an INC group: its host IPv4 address and rank.
+type INCMember struct {
+	Host netip.Addr
+	Rank uint8
+}
+
+// Group returns the INC group with the given ID, or nil.
+func (s *INCSettings) Group(id uint16) *INCGroup {
+	for i := range s.Groups {
+		if s.Groups[i].ID == id {
+			return &s.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Member returns the member of g at host, or nil.
+func (g *INCGroup) Member(host netip.Addr) *INCMember {
+	for i := range g.Members {
+		if g.Members[i].Host == host {
+			return &g.Members[i]
+		}
+	}
+	return nil
 }
 
 // Target is the kind of P4Runtime target a switch is.
@@ -227,6 +265,10 @@ type Switch struct {
 	// INCSlotTimeout is the switch's INC slot-aging timeout, resolved (its
 	// inc.slot_timeout, else the top-level one, else the default); 0: off.
 	INCSlotTimeout time.Duration
+	// INCCapacity is the switch's INC capacity weight as an upper next hop
+	// of the switches below it (inc.capacity, default 1; 0 takes it out of
+	// their INC route tables).
+	INCCapacity uint64
 	// Keepalive is the gRPC keepalive ping interval towards the switch's
 	// P4Runtime server (0: off): a link that dies silently is noticed
 	// within about Keepalive + KeepaliveTimeout.
@@ -318,6 +360,16 @@ type Port struct {
 	MAC net.HardwareAddr
 	// Subnets are the host subnets behind this port, for announcement checks.
 	Subnets []netip.Prefix
+	// Peer is the switch port at the other end of this port's link, when
+	// it leads to another switch of the config (nil: a host port, or a
+	// link fastcnpd does not know). The INC tree is built from these links.
+	Peer *PeerPort
+}
+
+// PeerPort names a port of another switch.
+type PeerPort struct {
+	Switch string
+	Port   uint16
 }
 
 // Route forwards a prefix out of a port to a next-hop MAC, or over several
@@ -402,6 +454,10 @@ const (
 	DefaultKmax             = 200 * units.KB
 	DefaultPmax             = 0.01
 	DefaultINCBuckets       = 256
+	DefaultINCCapacity      = 1
+	// MaxINCMembers is the most members of an INC group: the width of the
+	// data plane's contributor bitmap (ranks 0..31).
+	MaxINCMembers = 32
 	// DefaultINCSlotTimeout is the INC slot-aging timeout (docs/config.md
 	// explains the choice): longer than a live message may hold a slot,
 	// a RoCE retransmission of a lost contribution included.
@@ -499,6 +555,21 @@ func (c *Config) Switch(name string) *Switch {
 		}
 	}
 	return nil
+}
+
+// MemberSwitch returns the switch and port behind which host is (the port
+// whose subnets hold it), or "" and 0.
+func (c *Config) MemberSwitch(host netip.Addr) (string, uint16) {
+	for i := range c.Switches {
+		for _, p := range c.Switches[i].Ports {
+			for _, sn := range p.Subnets {
+				if sn.Contains(host) {
+					return c.Switches[i].Name, p.Number
+				}
+			}
+		}
+	}
+	return "", 0
 }
 
 // Port returns the port with the given number, or nil.

@@ -88,7 +88,12 @@ func TestDesiredCounts(t *testing.T) {
 	c1 := conn("10.1.1.5", 1000, 17)
 	inc := conn("10.1.2.6", 1001, 18)
 	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = p4src.ConnFlagIncUplink, 5, 3, 1
-	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}})
+	cfg.INC.Groups = []config.INCGroup{{ID: 5, Members: []config.INCMember{{Host: inc.SenderIP, Rank: 3}}}}
+	tree, err := ComputeINCTree(cfg, Failures{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}, INCTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}
