@@ -3,7 +3,9 @@ package testbed
 import (
 	"errors"
 	"math"
+	"net/netip"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,41 @@ func TestPathAndRoutes(t *testing.T) {
 	}
 	if d := topo.LinkDelay("s1"); d.Microseconds() != 20 {
 		t.Errorf("link delay = %v, want 20us", d)
+	}
+	// The switch-to-switch link is the INC tree's: both ends name each other.
+	if p := s1.Port(5).Peer; p == nil || *p != (config.PeerPort{Switch: "s2", Port: 3}) {
+		t.Errorf("s1 port 5 peer %+v, want s2 port 3", p)
+	}
+	if p := cfg.Switch("s2").Port(3).Peer; p == nil || *p != (config.PeerPort{Switch: "s1", Port: 5}) {
+		t.Errorf("s2 port 3 peer %+v, want s1 port 5", p)
+	}
+	if s1.Port(1).Peer != nil || len(cfg.INC.Groups) != 0 {
+		t.Errorf("host port peer %+v, groups %+v", s1.Port(1).Peer, cfg.INC.Groups)
+	}
+}
+
+// TestINCGroupsOfTopology: fastcnpd's inc.groups are the topology's INC
+// groups, members ranked in the order of their first flow; a message
+// without every member of its group is refused.
+func TestINCGroupsOfTopology(t *testing.T) {
+	topo := loadTopo(t, "s4-inc.json")
+	cfg, err := topo.ControllerConfig(ControllerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.INCGroup{{ID: 1, Members: []config.INCMember{
+		{Host: netip.MustParseAddr("10.0.0.1"), Rank: 0}, {Host: netip.MustParseAddr("10.0.0.2"), Rank: 1},
+		{Host: netip.MustParseAddr("10.0.0.3"), Rank: 2}}}}
+	if !reflect.DeepEqual(cfg.INC.Groups, want) {
+		t.Errorf("groups %+v, want %+v", cfg.INC.Groups, want)
+	}
+	src := `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"},"h2":{"ip":"10.0.0.2","mac":"02:00:00:00:00:02"},
+"r":{"ip":"10.0.0.9","mac":"02:00:00:00:00:09"}},"switches":{"s1":{"device_id":1,"grpc_port":50001}},
+"links":[{"a":"h1","b":"s1-p1"},{"a":"h2","b":"s1-p2"},{"a":"r","b":"s1-p3"}],
+"flows":[{"src":"h1","dst":"r","inc":{"group":1,"message":1,"offsets":4}},{"src":"h2","dst":"r","inc":{"group":1,"message":1,"offsets":4}},
+{"src":"h1","dst":"r","inc":{"group":1,"message":2,"offsets":4}}]}`
+	if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), "INC message 1/2: 1 workers, but group 1 has 2 members") {
+		t.Errorf("message without every member: %v", err)
 	}
 }
 

@@ -33,7 +33,14 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/controls.p4"
+#include "defines.p4"
+#include "metadata.p4"
+#include "decisions.p4"
 #include "registers.p4"
+
+// A header the shared sub-parsers found malformed (include/parser.p4): the
+// parser error ingress step 1 checks.
+error { FastcnpMalformed }
 
 // ===========================================================================
 // Parser (docs/dataplane.md "Parser").
@@ -75,11 +82,18 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_frame {
-        frame_parser.apply(pkt, hdr, meta);
-        transition select(meta.l4_is_udp) {
-            1:       dispatch_udp;
+        frame_parser.apply(pkt, hdr, meta.l4_is_udp, meta.malformed);
+        transition select(meta.malformed, meta.l4_is_udp) {
+            (1, _):  malformed;
+            (0, 1):  dispatch_udp;
             default: accept;
         }
+    }
+
+    // A malformed header: BMv2 sets parser_error and runs ingress (step 1).
+    state malformed {
+        verify(false, error.FastcnpMalformed);
+        transition accept;
     }
 
     // RoCEv2 first (a value set listing 4791 does not make RoCE packets
@@ -95,13 +109,19 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_roce {
-        roce_parser.apply(pkt, hdr);
-        transition accept;
+        roce_parser.apply(pkt, hdr, meta.malformed);
+        transition select(meta.malformed) {
+            1:       malformed;
+            default: accept;
+        }
     }
 
     state parse_announcement {
-        announcement_parser.apply(pkt, hdr);
-        transition accept;
+        announcement_parser.apply(pkt, hdr, meta.malformed);
+        transition select(meta.malformed) {
+            1:       malformed;
+            default: accept;
+        }
     }
 }
 
