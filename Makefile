@@ -7,7 +7,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 
-.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo clean
+.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo sim-demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ p4: ## compile every P4 profile with a compiler present (v1model: p4c-bm2-ss; to
 
 demo: ## the main job: S1 victim flow, ecn vs fastcnp, side by side
 	@if [ -x scripts/demo.sh ]; then bash scripts/demo.sh; else echo "make demo: not yet available (the testbed issue adds it)"; fi
+
+sim-demo: ## fastcnp-sim at 100 Gb/s: S1, S1 with commodity senders and S2 (scaled) in dcqcn, fastcnp and the ablation, side by side
+	$(GO) run ./cmd/fastcnp-sim demo $(if $(SIM_OUT),--out $(SIM_OUT))
 
 clean: ## remove build outputs
 	rm -rf bin p4src/build

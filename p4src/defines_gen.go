@@ -138,6 +138,8 @@ const (
 	PortModeECN = 1
 	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<3>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
+	// PortModeFastcnpNoPFCState is PORT_MODE_FASTCNP_NO_PFC_STATE (bit<3>).
+	PortModeFastcnpNoPFCState = 3
 	// PortModeInt is PORT_MODE_INT (bit<3>): HPCC: an INT hop record on data packets that ask for one (spec 03).
 	PortModeInt = 4
 	// PortDetermined is PORT_DETERMINED (bit<1>).

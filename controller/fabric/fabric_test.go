@@ -73,17 +73,6 @@ func TestComputePortParams(t *testing.T) {
 	}
 }
 
-func TestPmaxQ16(t *testing.T) {
-	for _, tt := range []struct {
-		p    float64
-		want uint16
-	}{{1, 65535}, {0.5, 32768}, {0.01, 655}, {0.2, 13107}} {
-		if got := PmaxQ16(tt.p); got != tt.want {
-			t.Errorf("PmaxQ16(%v) = %d, want %d", tt.p, got, tt.want)
-		}
-	}
-}
-
 func TestDesiredCounts(t *testing.T) {
 	info, cfg := testInfo(t), testConfig(t)
 	c1 := conn("10.1.1.5", 1000, 17)

@@ -543,7 +543,8 @@ func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32)
 	switch {
 	case qlen < cfg.QthBytes:
 		r.portUndetermined[port], ev = 0, p4src.PortEventResumeNotCongested
-	case lhsHi > rhsHi || lhsHi == rhsHi && lhsLo > rhsLo:
+	case cfg.Mode == p4src.PortModeFastcnpNoPFCState || lhsHi > rhsHi || lhsHi == rhsHi && lhsLo > rhsLo:
+		// The ablation mode has no undetermined state: a queue over Qth is congested.
 		r.portUndetermined[port], ev = 0, p4src.PortEventResumeCongested
 	default:
 		r.portUndetermined[port], ev = 1, p4src.PortEventResumeUndetermined

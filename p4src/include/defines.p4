@@ -142,11 +142,14 @@ const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
 // ---------------------------------------------------------------------------
 // Port modes and states (docs/dataplane.md "Units and constants").
 // ---------------------------------------------------------------------------
-// 3 bits: room for every mode (3 is kept for the ablation of the PFC-aware port
-// state, issue 12).
+// 3 bits: room for every mode.
 const bit<3> PORT_MODE_OFF     = 0;   // forward only
 const bit<3> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
 const bit<3> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+// Ablation of fastcnp (issue 12): switch CNPs with the window, but no PFC-aware port
+// state: a RESUME never makes a port undetermined, every port whose queue reaches
+// Qth counts as congested.
+const bit<3> PORT_MODE_FASTCNP_NO_PFC_STATE = 3;
 const bit<3> PORT_MODE_INT     = 4;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
 
 const bit<1> PORT_DETERMINED   = 0;

@@ -1512,9 +1512,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bool beats = meta.rx_log2_hit == 1 &&
                     (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
                     (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
                 if (qlen < hdr.bridged_cfg.qth_bytes) {
                     event = PORT_EVENT_RESUME_NOT_CONGESTED;
-                } else if (beats) {
+                } else if (beats || no_pfc_state) {
+                    // The ablation mode (fastcnp-no-pfc-state): never undetermined.
                     event = PORT_EVENT_RESUME_CONGESTED;
                 } else {
                     event = PORT_EVENT_RESUME_UNDETERMINED;
@@ -1557,6 +1559,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     if (event != PORT_EVENT_NONE) {
                         flags = RECIRC_EV1;
                     }
+                } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
+                    // The ablation: no state machine; a queue at or above Qth is
+                    // congested.
+                    check_qlen1_clear.execute(port_cell);
+                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
                 }
             }
             meta.mirror.ev1 = (bit<4>)event;
@@ -1592,7 +1599,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
             bool make_cnp = false;
             bool mark = false;
-            if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP && !hold && congested) {
+            if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
+                 hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
                 if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
                     cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
                     if (cnp_gap_check.execute(flow_slot) == 1) {

@@ -39,19 +39,23 @@ bit<48> ps_to_ns(in bit<48> ps) {
 // T = t_hi * 2^24 + t_lo the right side is (rate * t_hi) * 2^24 + rate * t_lo,
 // which is at least 2^52 (never beaten) when rate * t_hi >= 2^28 and otherwise
 // below 2^57. p4src/arith_test.go checks this against exact arithmetic.
-//   QUEUE, QTH, RX, RATE: bit<32>; T: a bit<48> variable (the pause duration, ns)
+//   QUEUE, QTH, RX, RATE: bit<32>; T: a bit<48> variable (the pause duration, ns);
+//   MODE: the port mode (bit<3>): in PORT_MODE_FASTCNP_NO_PFC_STATE a queue at or
+//   above Qth resumes congested, never undetermined (the ablation)
 //   BEATS (bool): rx_bytes > C*T; UNDET (bit<1>): the new port state;
 //   EVENT (bit<8>): RESUME_NOT_CONGESTED, RESUME_CONGESTED or RESUME_UNDETERMINED.
-#define PORT_RESUME_DECISION(QUEUE, QTH, RX, RATE, T, BEATS, UNDET, EVENT)                  \
-    BEATS = (bit<64>)(RATE) * (bit<64>)T[47:24] < RATE_T_HI_LIMIT &&                        \
-            (bit<64>)(RX) * NS_PER_MS >                                                     \
-                (((bit<64>)(RATE) * (bit<64>)T[47:24]) << 24) + (bit<64>)(RATE) * (bit<64>)T[23:0]; \
+#define PORT_RESUME_DECISION(QUEUE, QTH, RX, RATE, T, MODE, BEATS, UNDET, EVENT)            \
+    BEATS = (MODE) == PORT_MODE_FASTCNP_NO_PFC_STATE ||                                     \
+            ((bit<64>)(RATE) * (bit<64>)T[47:24] < RATE_T_HI_LIMIT &&                       \
+             (bit<64>)(RX) * NS_PER_MS >                                                    \
+                 (((bit<64>)(RATE) * (bit<64>)T[47:24]) << 24) + (bit<64>)(RATE) * (bit<64>)T[23:0]); \
     UNDET = ((QUEUE) >= (QTH) && !BEATS) ? PORT_UNDETERMINED : PORT_DETERMINED;             \
     EVENT = (QUEUE) < (QTH) ? PORT_EVENT_RESUME_NOT_CONGESTED :                             \
             (BEATS ? PORT_EVENT_RESUME_CONGESTED : PORT_EVENT_RESUME_UNDETERMINED);
 
 // Spec 01 event 4, docs/dataplane.md Egress step 3 (mode fastcnp): the port
-// state machine on a dequeue.
+// state machine on a dequeue. Mode fastcnp-no-pfc-state passes UNDET =
+// PORT_DETERMINED: every queue at or above Qth is congested.
 //   UNDET (bit<1>), NOW, CHECK_AT (bit<48>), QUEUE, QTH, SNAP (bit<32>): inputs
 //   HOLD (bool)  : undetermined and the check time has not come: no CNP, no mark
 //   CONG (bool)  : send a switch CNP (or mark) for this packet's flow

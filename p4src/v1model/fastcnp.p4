@@ -179,7 +179,7 @@ control FastcnpVerifyChecksum(inout fastcnp_headers_t hdr, inout fastcnp_metadat
     rs_claim = rs_paused == 1 && (!(BY_EXPIRY) || meta.now_ns >= rs_expire_ns); \
     rs_pause_ns = meta.now_ns - rs_start_ns;                                    \
     PORT_RESUME_DECISION(rs_queue_bytes, meta.qth_bytes, rs_rx_bytes,           \
-                         meta.rate_bytes_per_ms, rs_pause_ns,                   \
+                         meta.rate_bytes_per_ms, rs_pause_ns, meta.mode,        \
                          rs_beats, rs_undet, rs_event)                          \
     port_paused.write(PORT, rs_claim ? 1w0 : rs_paused);                        \
     port_undetermined.write(PORT, rs_claim ? rs_undet : rs_undet_old);          \
@@ -1253,9 +1253,10 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
 
         bit<1> make_cnp = 0;
         bit<1> mark = 0;
-        if (meta.mode == PORT_MODE_FASTCNP) {
+        if (meta.mode == PORT_MODE_FASTCNP || meta.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
             // ---- Step 3: the port state machine (spec 01 event 4), one atomic
-            // block (a RESUME in ingress writes the same cells).
+            // block (a RESUME in ingress writes the same cells). The ablation mode
+            // fastcnp-no-pfc-state sees every port as determined.
             bit<1>    ck_undet;
             time_ns_t ck_check_at_ns;
             bit<32>   ck_snapshot;
@@ -1270,7 +1271,8 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             port_check_at_ns.read(ck_check_at_ns, port_cell);
             port_q_snapshot.read(ck_snapshot, port_cell);
             port_rx_bytes.read(ck_rx_bytes, port_cell);
-            PORT_CHECK_DECISION(ck_undet, meta.now_ns, ck_check_at_ns, queue_bytes,
+            PORT_CHECK_DECISION((meta.mode == PORT_MODE_FASTCNP_NO_PFC_STATE ? PORT_DETERMINED : ck_undet),
+                                meta.now_ns, ck_check_at_ns, queue_bytes,
                                 meta.qth_bytes, ck_snapshot,
                                 ck_hold, ck_congested, ck_rearm, ck_event, ck_next)
             port_undetermined.write(port_cell, ck_next);
