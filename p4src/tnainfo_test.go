@@ -441,31 +441,22 @@ func shortestUniqueSuffixes(names []string) map[string]string {
 	return out
 }
 
+// allPreambles returns the preamble of every object of info (every repeated
+// field whose messages have one).
 func allPreambles(info *p4configv1.P4Info) []*p4configv1.Preamble {
 	var out []*p4configv1.Preamble
-	for _, x := range info.Tables {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.Actions {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.ActionProfiles {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.Counters {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.ControllerPacketMetadata {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.ValueSets {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.Registers {
-		out = append(out, x.Preamble)
-	}
-	for _, x := range info.Digests {
-		out = append(out, x.Preamble)
+	m := info.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if !fd.IsList() || fd.Message() == nil || fd.Message().Fields().ByName("preamble") == nil {
+			continue
+		}
+		l := m.Get(fd).List()
+		for j := 0; j < l.Len(); j++ {
+			x := l.Get(j).Message()
+			out = append(out, x.Get(x.Descriptor().Fields().ByName("preamble")).Message().Interface().(*p4configv1.Preamble))
+		}
 	}
 	return out
 }
