@@ -32,28 +32,28 @@ type INCReport struct {
 	// Contributions the workers' flows sent (every message's offsets),
 	// injected duplicates sent, and the switches' INC counters summed
 	// over leaves and over upper switches.
-	Contributions   uint64       `json:"contributions"`
-	DupsSent        uint64       `json:"dups_sent"`
-	Leaves          []INCSwitch  `json:"leaves"`
-	Uppers          []INCUpperLd `json:"uppers"`
-	LeafSlotBusy    uint64       `json:"leaf_slot_busy"`
-	UpperSlotBusy   uint64       `json:"upper_slot_busy"`
-	Takeovers       uint64       `json:"takeovers"`
-	DupsDropped     uint64       `json:"dups_dropped"`
+	Contributions uint64       `json:"contributions"`
+	DupsSent      uint64       `json:"dups_sent"`
+	Leaves        []INCSwitch  `json:"leaves"`
+	Uppers        []INCUpperLd `json:"uppers"`
+	LeafSlotBusy  uint64       `json:"leaf_slot_busy"`
+	UpperSlotBusy uint64       `json:"upper_slot_busy"`
+	Takeovers     uint64       `json:"takeovers"`
+	DupsDropped   uint64       `json:"dups_dropped"`
 	// LeafDropped are the leaves' pipeline drops (counter dropped): INC
 	// packets of no data flow (a copy that came after four newer data
 	// flows of its connection) and anything else dropped there.
 	LeafDropped uint64 `json:"leaf_dropped"`
 	// LeafContributions are the contributions the leaves added: exactly
 	// Contributions when no copy was added twice.
-	LeafContributions uint64 `json:"leaf_contributions"`
-	PartialsSent    uint64       `json:"partials_sent"`
-	UpperResults    uint64       `json:"upper_results"`
-	LeafSlotsUsed   int          `json:"leaf_slots_used_max"`
-	UpperSlotsUsed  int          `json:"upper_slots_used_max"`
-	SlotsStuck      int          `json:"slots_stuck"`
-	PathConsistent  bool         `json:"path_consistent"`
-	MaxDeviationPct float64      `json:"max_deviation_pct"`
+	LeafContributions uint64  `json:"leaf_contributions"`
+	PartialsSent      uint64  `json:"partials_sent"`
+	UpperResults      uint64  `json:"upper_results"`
+	LeafSlotsUsed     int     `json:"leaf_slots_used_max"`
+	UpperSlotsUsed    int     `json:"upper_slots_used_max"`
+	SlotsStuck        int     `json:"slots_stuck"`
+	PathConsistent    bool    `json:"path_consistent"`
+	MaxDeviationPct   float64 `json:"max_deviation_pct"`
 	// Goodput is the aggregated vector bytes the destinations received
 	// (64 per correct offset) over the span from the first message's due
 	// start to the last RESULT, in b/s; ContribBps the workers' INC
@@ -204,7 +204,9 @@ func AnalyzeINC(t *Topology, cfg *config.Config, res *Result) (*INCReport, error
 	for _, s := range spans {
 		edges = append(edges, edge{s.from, 1}, edge{s.to, -1})
 	}
-	sort.Slice(edges, func(i, j int) bool { return edges[i].t < edges[j].t || edges[i].t == edges[j].t && edges[i].d < edges[j].d })
+	sort.Slice(edges, func(i, j int) bool {
+		return edges[i].t < edges[j].t || edges[i].t == edges[j].t && edges[i].d < edges[j].d
+	})
 	cur := 0
 	for _, e := range edges {
 		cur += e.d

@@ -183,13 +183,13 @@ type Kind uint8
 
 // Frame kinds.
 const (
-	KindOther     Kind = iota // not for the agent's transport
-	KindData                  // RoCEv2 data (SEND)
-	KindAck                   // RC ACKNOWLEDGE (ACK or NAK)
-	KindCNP                   // CNP
-	KindINCResult             // INC RESULT made by a switch
-	KindINC                   // INC contribution (not aggregated)
-	KindINCPartial            // INC partial aggregate (left a lower switch, never aggregated above)
+	KindOther      Kind = iota // not for the agent's transport
+	KindData                   // RoCEv2 data (SEND)
+	KindAck                    // RC ACKNOWLEDGE (ACK or NAK)
+	KindCNP                    // CNP
+	KindINCResult              // INC RESULT made by a switch
+	KindINC                    // INC contribution (not aggregated)
+	KindINCPartial             // INC partial aggregate (left a lower switch, never aggregated above)
 )
 
 // String names the kind.

@@ -136,14 +136,14 @@ type Config struct {
 
 // flow is one local end of a connection.
 type flow struct {
-	cfg   FlowConfig
-	send  bool // this end sends
-	path  agent.Path
-	lqpn  uint32 // local QPN
-	rqpn  uint32 // remote QPN
-	snd   *agent.Sender
-	rcv   *agent.Receiver
-	inc   *agent.INCParams
+	cfg  FlowConfig
+	send bool // this end sends
+	path agent.Path
+	lqpn uint32 // local QPN
+	rqpn uint32 // remote QPN
+	snd  *agent.Sender
+	rcv  *agent.Receiver
+	inc  *agent.INCParams
 	// INC: the flow's messages (one data flow each, Offsets packets), how
 	// many are posted, the interval between their starts, and the
 	// injected duplicates still to send (due time, sequence number).
@@ -223,7 +223,7 @@ type Agent struct {
 	senders  []*flow
 	byQPN    map[uint32]*flow // local QPN -> flow (data: receivers; ACK/CNP: senders)
 	checkers []*agent.INCChecker
-	incRecv  map[uint32][]*agent.INCChecker // local QPN -> checkers
+	incRecv  map[uint32][]*agent.INCChecker          // local QPN -> checkers
 	incTimes map[*agent.INCChecker]*[2]time.Duration // first and last RESULT of each checker
 	rr       int
 	rxStats  RxCounters
@@ -244,11 +244,11 @@ type Agent struct {
 
 // RxCounters count frames the receive loop saw.
 type RxCounters struct {
-	Frames      uint64 `json:"frames"`      // frames read from the port
-	NotForUs    uint64 `json:"not_for_us"`  // not RoCEv2 to the agent's IP
-	UnknownQP   uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
-	Malformed   uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
-	INCResults  uint64 `json:"inc_results"` // INC RESULT frames received
+	Frames     uint64 `json:"frames"`      // frames read from the port
+	NotForUs   uint64 `json:"not_for_us"`  // not RoCEv2 to the agent's IP
+	UnknownQP  uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
+	Malformed  uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
+	INCResults uint64 `json:"inc_results"` // INC RESULT frames received
 	// INCPartials counts partial aggregates received: a lower switch's
 	// aggregate that no upper switch aggregated (none for its group, or a
 	// failure on the way), so its message misses those offsets.

@@ -69,9 +69,9 @@ type Record struct {
 	Recv          *RecvRecord  `json:"recv,omitempty"`
 	INC           *INCRecord   `json:"inc,omitempty"`
 	// INCDupsSent counts an INC worker's injected duplicates sent (summary).
-	INCDupsSent *uint64 `json:"inc_dups_sent,omitempty"`
-	Agent         *RxCounters  `json:"agent,omitempty"`
-	Messages      []MsgRecord  `json:"messages,omitempty"`
+	INCDupsSent *uint64     `json:"inc_dups_sent,omitempty"`
+	Agent       *RxCounters `json:"agent,omitempty"`
+	Messages    []MsgRecord `json:"messages,omitempty"`
 }
 
 // RTTSummary summarises RTT samples in microseconds.
