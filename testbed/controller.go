@@ -107,7 +107,9 @@ func (h *controllerHandle) failed() error {
 // stop ends the controller and waits for it.
 func (h *controllerHandle) stop() error {
 	if h.proc != nil {
-		return h.proc.stop(5 * time.Second)
+		// fastcnpd writes its state file and closes every switch stream on
+		// SIGTERM: on a loaded machine with six switches that takes seconds.
+		return h.proc.stop(20 * time.Second)
 	}
 	h.cancel()
 	select {

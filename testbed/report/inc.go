@@ -143,6 +143,7 @@ func INCCompletionPlot(rep *testbed.INCReport, r *testbed.Result) (*plot.Plot, e
 			p.Legend.Add(label, l)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, ymax*1.25
+	// Room above the points for the legend (top right).
+	p.Y.Min, p.Y.Max = 0, ymax*(1.3+0.1*float64(len(r.LinkEvents)*2))
 	return p, nil
 }
