@@ -247,8 +247,13 @@ type Switch struct {
 	// Target is the target kind.
 	Target Target
 	// P4Info and DeviceConfig are the pipeline files (optional for
-	// fastcnp-switch, which has its pipeline built in).
+	// fastcnp-switch, which has its pipeline built in). For tofino,
+	// DeviceConfig is p4c-barefoot's output directory (or its .conf), from
+	// which fastcnpd builds Stratum's BfPipelineConfig, or a serialized
+	// BfPipelineConfig.
 	P4Info, DeviceConfig string
+	// Tofino holds the Tofino settings of a tofino switch (nil otherwise).
+	Tofino *TofinoSettings
 	// Defaults are the switch-wide port settings, resolved.
 	Defaults PortSettings
 	// Ports are the configured ports with resolved settings, in file order.
@@ -268,6 +273,51 @@ type Switch struct {
 	// P4Runtime server (0: off): a link that dies silently is noticed
 	// within about Keepalive + KeepaliveTimeout.
 	Keepalive time.Duration
+}
+
+// TofinoChip is the Tofino generation a tofino switch runs (docs/tofino.md).
+type TofinoChip string
+
+// Tofino chips.
+const (
+	Tofino1 TofinoChip = "tofino1"
+	Tofino2 TofinoChip = "tofino2"
+)
+
+// TofinoSettings are a tofino switch's ports the P4 program was compiled for
+// (TNA_CPU_PORT, TNA_RECIRC_PORT) and its mirror session's truncation.
+type TofinoSettings struct {
+	// Chip picks the defaults: Tofino 1 CPU port 192 (a 2-pipe part; 320 on
+	// a 4-pipe one), recirculation port 68; Tofino 2: 0 and 6.
+	Chip TofinoChip
+	// CPUPort is the PCIe CPU port (packet-in and packet-out); it must be
+	// the one the program was compiled with.
+	CPUPort uint16
+	// RecircPort is the recirculation port, the mirror session's port: switch
+	// CNPs and egress digests loop back to ingress through it.
+	RecircPort uint16
+	// MirrorTruncate is the mirror session's max_pkt_len (P4Runtime clone
+	// session packet_length_bytes): how much of a data packet its switch CNP
+	// carries back.
+	MirrorTruncate int32
+}
+
+// DefaultMirrorTruncate keeps a mirrored packet's recirculation header and its
+// Ethernet, 802.1Q, IPv4, UDP and BTH headers (docs/tofino.md); MinMirrorTruncate
+// is the least that does (34 + 18 + 20 + 8 + 12 bytes, rounded up).
+const (
+	DefaultMirrorTruncate = 128
+	MinMirrorTruncate     = 96
+)
+
+// DefaultTofino returns the settings of a chip's defaults.
+func DefaultTofino(chip TofinoChip) TofinoSettings {
+	if chip == Tofino2 {
+		return TofinoSettings{Chip: Tofino2, CPUPort: p4src.Tofino2CPUPort, RecircPort: p4src.Tofino2RecircPort,
+			MirrorTruncate: DefaultMirrorTruncate}
+	}
+	return TofinoSettings{Chip: Tofino1, CPUPort: p4src.Tofino1CPUPort, RecircPort: p4src.Tofino1RecircPort,
+		MirrorTruncate: DefaultMirrorTruncate}
 }
 
 // PortSettings are the per-port settings of spec 01 and 02.

@@ -839,7 +839,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}, Keepalive: DefaultKeepalive,
 		INCSlotTimeout: inc.SlotTimeout, INCCapacity: DefaultINCCapacity}
 	var defaults rawSettings
-	var portsNode, routesNode, incNode, tlsNode, keepaliveNode *yaml.Node
+	var portsNode, routesNode, incNode, tlsNode, keepaliveNode, tofinoNode *yaml.Node
 	type rawPort struct {
 		node     *yaml.Node
 		path     string
@@ -924,6 +924,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		"ports":  func(n *yaml.Node, p string) { portsNode = n },
 		"routes": func(n *yaml.Node, p string) { routesNode = n },
 		"inc":    func(n *yaml.Node, p string) { incNode = n },
+		"tofino": func(n *yaml.Node, p string) { tofinoNode = n },
 	})
 	if n.Kind != yaml.MappingNode {
 		return s
@@ -950,6 +951,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 			units.FormatDuration(s.Keepalive), units.FormatDuration(ServerPingMinTime), s.Target,
 			units.FormatDuration(ServerPingMinTime))
 	}
+	d.decodeTofino(tofinoNode, join(p, "tofino"), &s)
 	if s.Target != TargetFastcnp {
 		if s.P4Info == "" {
 			d.addf(n, join(p, "p4info"), "required for target %s", s.Target)
@@ -1047,7 +1049,92 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 	if incNode != nil {
 		d.decodeINC(incNode, join(p, "inc"), &s)
 	}
+	d.checkTofinoPorts(n, p, &s)
 	return s
+}
+
+// decodeTofino reads a switch's tofino block (docs/config.md): only for target
+// tofino, where it defaults to Tofino 1's ports.
+func (d *decoder) decodeTofino(n *yaml.Node, p string, s *Switch) {
+	if s.Target != TargetTofino {
+		if n != nil {
+			d.addf(n, p, "only for target tofino (this switch is %s)", s.Target)
+		}
+		return
+	}
+	chip := Tofino1
+	var cpu, recirc *uint16
+	var truncate *int32
+	if n != nil {
+		d.mapping(n, p, fields{
+			"chip": func(n *yaml.Node, p string) {
+				if v, ok := d.scalar(n, p); ok {
+					switch c := TofinoChip(v); c {
+					case Tofino1, Tofino2:
+						chip = c
+					default:
+						d.addf(n, p, "%q: want tofino1 or tofino2", v)
+					}
+				}
+			},
+			"cpu_port": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, 0, MaxPort); ok {
+					x := uint16(v)
+					cpu = &x
+				}
+			},
+			"recirculation_port": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, 0, MaxPort); ok {
+					x := uint16(v)
+					recirc = &x
+				}
+			},
+			"mirror_truncate": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, MinMirrorTruncate, math.MaxUint16); ok {
+					x := int32(v)
+					truncate = &x
+				}
+			},
+		})
+	}
+	t := DefaultTofino(chip)
+	if cpu != nil {
+		t.CPUPort = *cpu
+	}
+	if recirc != nil {
+		t.RecircPort = *recirc
+	}
+	if truncate != nil {
+		t.MirrorTruncate = *truncate
+	}
+	if t.CPUPort == t.RecircPort && n != nil {
+		d.addf(n, p, "cpu_port and recirculation_port are both %d", t.CPUPort)
+	}
+	s.Tofino = &t
+}
+
+// checkTofinoPorts refuses a tofino switch's CPU or recirculation port as a
+// front-panel port (routes and INC next hops must be configured ports, so they
+// cannot use them either): packets sent there never leave the switch.
+func (d *decoder) checkTofinoPorts(n *yaml.Node, p string, s *Switch) {
+	if s.Tofino == nil {
+		return
+	}
+	reserved := func(port uint16) string {
+		switch port {
+		case s.Tofino.CPUPort:
+			return "the CPU port (tofino.cpu_port)"
+		case s.Tofino.RecircPort:
+			return "the recirculation port (tofino.recirculation_port)"
+		}
+		return ""
+	}
+	for i, port := range s.Ports {
+		if why := reserved(port.Number); why != "" {
+			pp := join(index(join(p, "ports"), i), "port")
+			d.addf(d.at(pp, n), pp, "%d is %s, not a front-panel port", port.Number, why)
+		}
+	}
 }
 
 func (d *decoder) decodeElection(n *yaml.Node, p string, e *ElectionID) {

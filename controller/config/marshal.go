@@ -91,11 +91,18 @@ type (
 		Target       string     `yaml:"target"`
 		P4Info       string     `yaml:"p4info,omitempty"`
 		DeviceConfig string     `yaml:"device_config,omitempty"`
+		Tofino       *yTofino   `yaml:"tofino,omitempty"`
 		Keepalive    string     `yaml:"keepalive"`
 		Defaults     ySettings  `yaml:"defaults"`
 		Ports        []yPort    `yaml:"ports,omitempty"`
 		Routes       []yRoute   `yaml:"routes,omitempty"`
 		INC          *yINC      `yaml:"inc,omitempty"`
+	}
+	yTofino struct {
+		Chip           string `yaml:"chip"`
+		CPUPort        uint16 `yaml:"cpu_port"`
+		RecircPort     uint16 `yaml:"recirculation_port"`
+		MirrorTruncate int32  `yaml:"mirror_truncate"`
 	}
 	ySettings struct {
 		LinkRate string `yaml:"link_rate"`
@@ -212,6 +219,9 @@ func (c *Config) Marshal() ([]byte, error) {
 			Target: string(s.Target), P4Info: s.P4Info, DeviceConfig: s.DeviceConfig,
 			Keepalive: units.FormatDuration(s.Keepalive),
 			Defaults:  ySettingsOf(s.Defaults),
+		}
+		if t := s.Tofino; t != nil {
+			ys.Tofino = &yTofino{Chip: string(t.Chip), CPUPort: t.CPUPort, RecircPort: t.RecircPort, MirrorTruncate: t.MirrorTruncate}
 		}
 		for _, p := range s.Ports {
 			yp := yPort{Port: p.Number, ySettings: ySettingsOf(p.Settings)}

@@ -168,6 +168,8 @@ type writeLog struct {
 	mu        sync.Mutex
 	n         map[uint64]map[p4v1.Update_Type]int
 	pipelines int // SetForwardingPipelineConfig calls accepted
+	// deviceConfig is the p4_device_config of the last accepted push.
+	deviceConfig []byte
 	// kinds counts the accepted updates by "TYPE kind" (fabric.Kind names,
 	// "MODIFY action_profile_group"), from any writer.
 	kinds map[string]int
@@ -219,9 +221,10 @@ func (w *writeLog) pushes() int {
 
 func (w *writeLog) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	resp, err := h(ctx, req)
-	if _, ok := req.(*p4v1.SetForwardingPipelineConfigRequest); ok && err == nil {
+	if sp, ok := req.(*p4v1.SetForwardingPipelineConfigRequest); ok && err == nil {
 		w.mu.Lock()
 		w.pipelines++
+		w.deviceConfig = sp.GetConfig().GetP4DeviceConfig()
 		w.mu.Unlock()
 	}
 	if wr, ok := req.(*p4v1.WriteRequest); ok && err == nil {

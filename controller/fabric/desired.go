@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"sort"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/portcfg"
 	"github.com/fastcnp/fastcnp/p4src/window"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/wire"
@@ -62,39 +62,9 @@ const (
 	CloneReplicaPort = p4src.CPUPort
 )
 
-// PortParams are the set_port_config action parameters of one port.
-type PortParams struct {
-	Port             uint16
-	RateBytesPerMs   uint32
-	QthBytes         uint32
-	TcheckNs         uint32
-	CNPGapNs         uint32
-	Mode             uint8
-	REDKminBytes     uint32
-	REDKmaxBytes     uint32
-	REDPmaxQ16       uint16
-	RTTBaseNs        uint32
-	BDPBytes         uint32
-	BDPLog2Q6        uint16
-	MTUBytes         uint16
-	PauseQuantumPs   uint32
-	SwitchID         uint16
-	LosslessPriority uint8
-}
-
-func fit32(what string, v uint64) (uint32, error) {
-	if v > math.MaxUint32 {
-		return 0, fmt.Errorf("%s %d exceeds 32 bits", what, v)
-	}
-	return uint32(v), nil
-}
-
-func ns32(what string, d time.Duration) (uint32, error) {
-	if d < 0 {
-		return 0, fmt.Errorf("%s %v is negative", what, d)
-	}
-	return fit32(what+" (ns)", uint64(d.Nanoseconds()))
-}
+// PortParams are the set_port_config action parameters of one port
+// (computed by p4src/portcfg, which fastcnp-sim shares).
+type PortParams = portcfg.Params
 
 // ModeValue is the set_port_config mode of a config mode.
 func ModeValue(m config.Mode) (uint8, error) {
@@ -109,75 +79,23 @@ func ModeValue(m config.Mode) (uint8, error) {
 	return 0, fmt.Errorf("unknown mode %q", m)
 }
 
-// PmaxQ16 is Pmax * 65536 rounded, with 1.0 written as 65535.
-func PmaxQ16(p float64) uint16 {
-	v := math.Round(p * 65536)
-	if v >= 65535 {
-		return 65535
-	}
-	if v < 0 {
-		return 0
-	}
-	return uint16(v)
-}
-
 // ComputePortParams derives the set_port_config parameters of a port: the
 // rate in bytes per ms, the BDP and its q6 log2, the pause quantum (512 bit
-// times in ps) and Pmax in q16.
+// times in ps) and Pmax in q16 (p4src/portcfg.Compute).
 func ComputePortParams(sw *config.Switch, p *config.Port, losslessPriority uint8) (PortParams, error) {
 	s := p.Settings
-	out := PortParams{Port: p.Number, LosslessPriority: losslessPriority}
-	if sw.DeviceID > math.MaxUint16 {
-		return out, fmt.Errorf("switch %s: device_id %d does not fit switch_id (16 bits)", sw.Name, sw.DeviceID)
+	mode, err := ModeValue(s.Mode)
+	if err != nil {
+		return PortParams{Port: p.Number}, fmt.Errorf("port %d: %w", p.Number, err)
 	}
-	out.SwitchID = uint16(sw.DeviceID)
-	var err error
-	if s.LinkRate < 8000 {
-		return out, fmt.Errorf("port %d: link rate %d b/s below 8000 b/s", p.Number, uint64(s.LinkRate))
-	}
-	if out.RateBytesPerMs, err = fit32("rate_bytes_per_ms", uint64(s.LinkRate)/8000); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.QthBytes, err = fit32("qth", uint64(s.Qth)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.TcheckNs, err = ns32("tcheck", s.Tcheck); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.CNPGapNs, err = ns32("cnp_gap", s.CNPGap); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.RTTBaseNs, err = ns32("rtt_base", s.RTTBase); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.Mode, err = ModeValue(s.Mode); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.REDKminBytes, err = fit32("red.kmin", uint64(s.RED.Kmin)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.REDKmaxBytes, err = fit32("red.kmax", uint64(s.RED.Kmax)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	out.REDPmaxQ16 = PmaxQ16(s.RED.Pmax)
-	if s.MTU > math.MaxUint16 {
-		return out, fmt.Errorf("port %d: mtu %d exceeds 16 bits", p.Number, uint64(s.MTU))
-	}
-	out.MTUBytes = uint16(s.MTU)
-	bdp := window.BDPBytes(out.RateBytesPerMs, out.RTTBaseNs)
-	if bdp == 0 {
-		bdp = 1
-	}
-	if out.BDPBytes, err = fit32("bdp_bytes", bdp); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.BDPLog2Q6, err = window.BDPLog2Q6(bdp); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	// 512 bit times at the rate, in ps: 512e12 / rate, rounded.
-	q := (512e12 + uint64(s.LinkRate)/2) / uint64(s.LinkRate)
-	if out.PauseQuantumPs, err = fit32("pause_quantum_ps", q); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	out, err := portcfg.Compute(portcfg.Settings{
+		Port: p.Number, SwitchID: sw.DeviceID, LinkRateBps: uint64(s.LinkRate), QthBytes: uint64(s.Qth),
+		Tcheck: s.Tcheck, CNPGap: s.CNPGap, RTTBase: s.RTTBase, Mode: mode,
+		REDKminBytes: uint64(s.RED.Kmin), REDKmaxBytes: uint64(s.RED.Kmax), REDPmax: s.RED.Pmax,
+		MTUBytes: uint64(s.MTU), LosslessPriority: losslessPriority,
+	})
+	if err != nil {
+		return out, fmt.Errorf("switch %s: %w", sw.Name, err)
 	}
 	return out, nil
 }
@@ -264,6 +182,20 @@ func (b *builder) add(e *p4v1.Entity, err error) {
 	}
 }
 
+// CNPSession is the clone session CNP_CLONE_SESSION of a switch. On v1model
+// targets it clones whole packets to CloneReplicaPort; on a tofino switch it is
+// the E2E mirror session (Stratum makes a Tofino mirror session of it): its
+// replica is the recirculation port, through which switch CNPs and egress digests
+// loop back to ingress, and it truncates the mirrored packet to
+// tofino.mirror_truncate bytes (docs/tofino.md).
+func CNPSession(sw *config.Switch) (*p4v1.Entity, error) {
+	if sw.Tofino != nil {
+		return p4rt.CloneSession(p4src.CNPCloneSession, 0, sw.Tofino.MirrorTruncate,
+			p4rt.Replica{Port: uint32(sw.Tofino.RecircPort), Instance: 1})
+	}
+	return p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1})
+}
+
 // Desired computes the desired state of one switch.
 func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	if in.Config == nil || in.Switch == nil {
@@ -275,7 +207,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 
 	// Value set (AnnounceValueSet), clone session, digests.
 	b.add(AnnounceValueSet(info, in.Config.Announce.UDPPort))
-	b.add(p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
+	b.add(CNPSession(sw))
 	for _, d := range ManagedDigests {
 		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
 	}
@@ -427,7 +359,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		if len(part.Groups) > p4src.IncGroups {
 			return nil, fmt.Errorf("fabric: switch %s: %d INC groups exceed INC_GROUPS %d", sw.Name, len(part.Groups), p4src.IncGroups)
 		}
-		timeoutNs, err := ns32("inc.slot_timeout", sw.INCSlotTimeout)
+		timeoutNs, err := portcfg.NS32("inc.slot_timeout", sw.INCSlotTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
 		}
