@@ -265,6 +265,40 @@ func TestS4INC(t *testing.T) {
 	}
 }
 
+// runTopology runs the topology of topoJSON in real time in network
+// namespaces (root; skipped in -short mode or without the commands) with
+// o's run-specific options, in fastcnp mode, and returns the result.
+func runTopology(t *testing.T, topoJSON string, o Options) *Result {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
+	}
+	b := testBinaries(t)
+	file := filepath.Join(t.TempDir(), "topology.json")
+	if err := os.WriteFile(file, []byte(topoJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o.Topology, o.Mode, o.Binaries, o.WorkDir = topo, config.ModeFastCNP, b, filepath.Join(t.TempDir(), "run")
+	o.Nice, o.Log = DefaultNice, log.WithField("test", t.Name())
+	res, err := Run(ctx, o)
+	if err != nil {
+		if errors.Is(err, ErrMissingCommand) {
+			t.Skip(err)
+		}
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
 // longFlowTopo is one switch, two hosts and one long flow: the real-time
 // check of announcement refreshes.
 const longFlowTopo = `{
@@ -288,32 +322,8 @@ const longFlowTopo = `{
 // connection is still installed at the end of a flow of 8 s, four idle
 // timeouts long.
 func TestLongFlowKeepsConnection(t *testing.T) {
-	netnstest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
-	}
-	b := testBinaries(t)
-	file := filepath.Join(t.TempDir(), "long-flow.json")
-	if err := os.WriteFile(file, []byte(longFlowTopo), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	topo, err := Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetLevel(logrus.WarnLevel)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const idle = 2 * time.Second
-	res, err := Run(ctx, Options{Topology: topo, Mode: config.ModeFastCNP, Binaries: b, WorkDir: filepath.Join(t.TempDir(), "run"),
-		IdleTimeout: idle, HostArgs: []string{"--announce-interval", "500ms"}, Nice: DefaultNice, Log: log.WithField("test", t.Name())})
-	if err != nil {
-		if errors.Is(err, ErrMissingCommand) {
-			t.Skip(err)
-		}
-		t.Fatalf("Run: %v", err)
-	}
+	res := runTopology(t, longFlowTopo, Options{IdleTimeout: idle, HostArgs: []string{"--announce-interval", "500ms"}})
 	f := res.Flow("long")
 	if f == nil || f.BytesReceived == 0 {
 		t.Fatalf("the long flow carried nothing: %+v", f)
@@ -352,33 +362,9 @@ const authTopo = `{
 // signed with a key fastcnpd does not hold, are refused as forged
 // (bad_tag) and install nothing.
 func TestAuthenticatedAnnouncementsEndToEnd(t *testing.T) {
-	netnstest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
-	}
-	b := testBinaries(t)
-	file := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(file, []byte(authTopo), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	topo, err := Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetLevel(logrus.WarnLevel)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	work := filepath.Join(t.TempDir(), "run")
-	res, err := Run(ctx, Options{Topology: topo, Mode: config.ModeFastCNP, Binaries: b, WorkDir: work,
-		AnnounceKeys: true, ForgedKeyHosts: []string{"h2"}, HostArgs: []string{"--announce-interval", "500ms"},
-		Nice: DefaultNice, Log: log.WithField("test", t.Name())})
-	if err != nil {
-		if errors.Is(err, ErrMissingCommand) {
-			t.Skip(err)
-		}
-		t.Fatalf("Run: %v", err)
-	}
+	res := runTopology(t, authTopo, Options{AnnounceKeys: true, ForgedKeyHosts: []string{"h2"},
+		HostArgs: []string{"--announce-interval", "500ms"}})
+	work := res.WorkDir
 	if f := res.Flow("keyed"); f == nil || f.BytesReceived == 0 {
 		t.Fatalf("h1's flow carried nothing: %+v", f)
 	}

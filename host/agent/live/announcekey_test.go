@@ -1,7 +1,6 @@
 package live_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 // nonces.
 func TestAnnouncementsAuthenticated(t *testing.T) {
 	key := agent.AnnounceKey{ID: 42, Secret: []byte("live-agent-announcement-key-0123")}
-	pa, pb := memPair()
 	fl := []live.FlowConfig{flowAB(live.FlowConfig{Duration: live.Duration(200 * time.Millisecond)})}
 	var mu sync.Mutex
 	var trailers []wire.AnnounceAuth
@@ -43,20 +41,7 @@ func TestAnnouncementsAuthenticated(t *testing.T) {
 		mu.Unlock()
 	}
 	before := time.Now()
-	snd, err := live.New(live.Config{IP: ipA, MAC: macA, Mode: live.ModeSender, Algo: "dcqcn",
-		CC: ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), Flows: fl, ExitWhenDone: true,
-		AnnounceInterval: 40 * time.Millisecond, AnnounceKey: &key, Capture: capture, Log: quietLog()}, pa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := live.New(live.Config{IP: ipB, MAC: macB, Mode: live.ModeReceiver, Algo: "dcqcn",
-		CC: ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), Flows: fl, Log: quietLog()}, pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runPair(t, ctx, snd, rcv)
+	runSender(t, fl, live.Config{AnnounceInterval: 40 * time.Millisecond, AnnounceKey: &key, Capture: capture})
 	after := time.Now()
 
 	mu.Lock()
