@@ -570,7 +570,7 @@ func (p *portFlags) register(fs *flag.FlagSet, all bool) {
 	fs.UintVar(&p.port, "port", 0, "port number (required)")
 	fs.StringVar(&p.qth, "qth", "", "queue threshold, e.g. 120KiB")
 	if all {
-		fs.StringVar(&p.mode, "mode", "", "ecn or fastcnp")
+		fs.StringVar(&p.mode, "mode", "", "ecn, fastcnp or int")
 		fs.StringVar(&p.tcheck, "tcheck", "", "re-check interval, e.g. 8us")
 		fs.StringVar(&p.cnpGap, "cnp-gap", "", "least time between CNPs to one flow, e.g. 4us")
 		fs.StringVar(&p.kmin, "red-kmin", "", "RED Kmin, e.g. 5KB")
@@ -619,8 +619,8 @@ func (p *portFlags) request(fs *flag.FlagSet) (*fastcnpv1.SetPortSettingsRequest
 	req.TcheckNs = dur("tcheck", p.tcheck)
 	req.CnpGapNs = dur("cnp-gap", p.cnpGap)
 	if set["mode"] {
-		if p.mode != "ecn" && p.mode != "fastcnp" {
-			return nil, usageErr("--mode %q: want ecn or fastcnp", p.mode)
+		if !config.Mode(p.mode).Valid() {
+			return nil, usageErr("--mode %q: want ecn, fastcnp or int", p.mode)
 		}
 		req.Mode = &p.mode
 	}

@@ -42,8 +42,12 @@ const (
 // previous sample completed is timed; it completes at the first ACK with an
 // RTT sample whose newest acknowledged packet left at or after it (Ack.RTT
 // is now minus the send time of the newest packet the ACK acknowledges, as
-// the host agent gives it), and R = that ACK's time minus the packet's send
-// time. LSTMPID has no timer and ignores CNPs; Window() is NoWindowCap, or
+// the host agent gives it), and R is that ACK's RTT sample. With an ACK per
+// packet (the thesis's simulator) that is the timed packet's own RTT, T3 -
+// T0 of seed 002's formula 1; with coalesced ACKs it is the RTT of the
+// packet that asked for the ACK (T3 - T0 of the timed packet would add the
+// receiver's wait for the rest of the ACK group, which formula 1 subtracts
+// as T2 - T1). LSTMPID has no timer and ignores CNPs; Window() is NoWindowCap, or
 // Winit (one BDP by default) for "-win".
 type LSTMPID struct {
 	name    string
@@ -212,7 +216,7 @@ func (a *LSTMPID) OnAck(ev Ack) error {
 		return nil
 	}
 	a.timing = false
-	a.sample(float64(ev.Now - a.t0))
+	a.sample(float64(ev.RTT))
 	return nil
 }
 

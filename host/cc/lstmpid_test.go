@@ -124,6 +124,21 @@ func TestPIDRules(t *testing.T) {
 	})
 }
 
+// A coalesced ACK: the timed packet left at 0, the ACK at 30us acknowledges
+// it and the packets after it and carries the RTT of the newest one, sent at
+// 20us: R = 10us (the network's round trip), not 30us (which includes the
+// receiver waiting for the rest of its ACK group).
+func TestPIDSampleOfCoalescedAck(t *testing.T) {
+	a := mustLSTMPID(t, "pid", Config{LineRate: 100 * gbps, StartRate: 10 * gbps, LSTMPID: lstmpidCustom()})
+	runAlgTrace(t, a, lstmpidProbe(a), []step{
+		{sendAt(0, 1000), nil},
+		{sendAt(10*us, 1000), nil},
+		{sendAt(20*us, 1000), nil},
+		// e = 0, I = 0, D = 0: d = 0.
+		{Ack{Now: 30 * us, Bytes: 3000, RTT: 10 * us}, map[string]float64{"RTT": 10000, "E": 0, "Dout": 0, "Rate": 10 * gbps, "Samples": 1}},
+	})
+}
+
 // The clamps: d at most DMax, the rate within [minRate, line rate].
 func TestPIDClamps(t *testing.T) {
 	for _, tc := range []struct {

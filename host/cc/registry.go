@@ -21,6 +21,11 @@ var factories = map[string]func(Config) (Algorithm, error){
 	"lstm-pid-rttch-win": func(c Config) (Algorithm, error) { return NewLSTMPID("lstm-pid-rttch-win", c) },
 }
 
+// NeedsINT reports whether the algorithm called name uses in-band telemetry
+// (Ack.Hops): its runtime must then ask switches for INT records (the INT
+// header on data packets) and pass the echoed records to OnAck.
+func NeedsINT(name string) bool { return name == "hpcc" }
+
 // Names returns the algorithm names New accepts, sorted.
 func Names() []string {
 	names := make([]string, 0, len(factories))

@@ -20,32 +20,29 @@ type CDF struct {
 func ParseCDF(name string, r io.Reader) (*CDF, error) {
 	lr := newLineReader(name, r)
 	c := &CDF{}
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err := lr.each(func(f []string) error {
 		if len(f) != 2 {
-			return nil, lr.errf("want \"size percent\", got %d fields", len(f))
+			return lr.errf("want \"size percent\", got %d fields", len(f))
 		}
 		x, err1 := strconv.ParseFloat(f[0], 64)
 		y, err2 := strconv.ParseFloat(f[1], 64)
 		if err1 != nil || err2 != nil || math.IsInf(x, 0) || math.IsNaN(x) || math.IsNaN(y) {
-			return nil, lr.errf("%q %q: want two numbers", f[0], f[1])
+			return lr.errf("%q %q: want two numbers", f[0], f[1])
 		}
 		if x < 0 || x > MaxFlowSize || y < 0 || y > 100 {
-			return nil, lr.errf("size %v, percent %v: want a size in [0, %d] and a percent in [0, 100]", x, y, int64(MaxFlowSize))
+			return lr.errf("size %v, percent %v: want a size in [0, %d] and a percent in [0, 100]", x, y, int64(MaxFlowSize))
 		}
 		if n := len(c.Size); n == 0 && y != 0 {
-			return nil, lr.errf("the first percent is %v, want 0", y)
+			return lr.errf("the first percent is %v, want 0", y)
 		} else if n > 0 && (x <= c.Size[n-1] || y <= c.Pct[n-1]) {
-			return nil, lr.errf("size %v, percent %v: both must grow from the line before (%v, %v)", x, y, c.Size[n-1], c.Pct[n-1])
+			return lr.errf("size %v, percent %v: both must grow from the line before (%v, %v)", x, y, c.Size[n-1], c.Pct[n-1])
 		}
 		c.Size = append(c.Size, x)
 		c.Pct = append(c.Pct, y)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(c.Size) < 2 || c.Pct[len(c.Pct)-1] != 100 {
 		return nil, lr.errf("want at least two lines, the last at 100 percent")

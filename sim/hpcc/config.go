@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -388,29 +389,26 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	c.where = map[string]string{}
 	lines := map[string]int{}
 	lr := newLineReader(name, r)
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err := lr.each(func(f []string) error {
 		if strings.HasPrefix(f[0], "#") {
-			continue
+			return nil
 		}
 		i, known := keyIndex[f[0]]
 		if !known {
-			return nil, lr.errf("unknown key %q (keys: %s)", f[0], strings.Join(ConfigKeys(), " "))
+			return lr.errf("unknown key %q (keys: %s)", f[0], strings.Join(ConfigKeys(), " "))
 		}
 		if prev, dup := lines[f[0]]; dup {
-			return nil, lr.errf("%s set again (first on line %d)", f[0], prev)
+			return lr.errf("%s set again (first on line %d)", f[0], prev)
 		}
 		if err := keys[i].parse(c, f[1:]); err != nil {
-			return nil, lr.errf("%s: %v", f[0], err)
+			return lr.errf("%s: %v", f[0], err)
 		}
 		lines[f[0]] = lr.line
 		c.where[f[0]] = fmt.Sprintf("%s:%d", name, lr.line)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -433,4 +431,12 @@ func WriteConfig(w io.Writer, c *Config) error {
 		return fmt.Errorf("hpcc: write config: %w", err)
 	}
 	return nil
+}
+
+// Clone returns a deep copy of c (maps included).
+func (c *Config) Clone() *Config {
+	d := *c
+	d.KMinKB, d.KMaxKB, d.PMax = maps.Clone(c.KMinKB), maps.Clone(c.KMaxKB), maps.Clone(c.PMax)
+	d.where = maps.Clone(c.where)
+	return &d
 }

@@ -115,3 +115,16 @@ func TestParseConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigClone(t *testing.T) {
+	c := DefaultConfig()
+	c.KMinKB[1] = 2
+	d := c.Clone()
+	if !reflect.DeepEqual(c, d) {
+		t.Fatal("clone differs")
+	}
+	d.KMinKB[1], d.Mode = 3, "x"
+	if c.KMinKB[1] != 2 || c.Mode != "" {
+		t.Error("clone shares state with the original")
+	}
+}

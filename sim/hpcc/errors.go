@@ -84,3 +84,50 @@ func (lr *lineReader) errf(format string, a ...any) error {
 	}
 	return &Error{File: lr.name, Line: line, Msg: fmt.Sprintf(format, a...), Err: ErrSyntax}
 }
+
+// each calls fn with the fields of every remaining non-blank line and stops
+// at the first error.
+func (lr *lineReader) each(fn func(f []string) error) error {
+	for {
+		f, ok, err := lr.next()
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+}
+
+// parseRecords reads a file of one record per line; parse's errors are
+// reported at their line.
+func parseRecords[T any](name string, r io.Reader, parse func(f []string) (T, error)) ([]T, error) {
+	lr := newLineReader(name, r)
+	var out []T
+	err := lr.each(func(f []string) error {
+		rec, err := parse(f)
+		if err != nil {
+			return lr.errf("%v", err)
+		}
+		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// writeRecords writes one line per record, made by appendRec.
+func writeRecords[T any](w io.Writer, what string, recs []T, appendRec func([]byte, T) []byte) error {
+	bw := bufio.NewWriter(w)
+	buf := make([]byte, 0, 128)
+	for _, r := range recs {
+		buf = appendRec(buf[:0], r)
+		bw.Write(buf)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("hpcc: write %s: %w", what, err)
+	}
+	return nil
+}

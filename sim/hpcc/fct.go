@@ -1,7 +1,6 @@
 package hpcc
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math/bits"
@@ -49,13 +48,7 @@ func AppendFCT(dst []byte, f FCT) []byte {
 	dst = append(dst, ' ')
 	dst = appendHex8(dst, f.DIP)
 	dst = append(dst, ' ')
-	dst = strconv.AppendUint(dst, uint64(f.SPort), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendUint(dst, uint64(f.DPort), 10)
-	for _, v := range [...]int64{f.Size, f.StartNs, f.FCTNs, f.StandaloneNs} {
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, v, 10)
-	}
+	dst = appendInts(dst, int64(f.SPort), int64(f.DPort), f.Size, f.StartNs, f.FCTNs, f.StandaloneNs)
 	return append(dst, '\n')
 }
 
@@ -68,39 +61,11 @@ func appendHex8(dst []byte, v uint32) []byte {
 }
 
 // WriteFCT writes fct.txt lines.
-func WriteFCT(w io.Writer, recs []FCT) error {
-	bw := bufio.NewWriter(w)
-	buf := make([]byte, 0, 96)
-	for _, f := range recs {
-		buf = AppendFCT(buf[:0], f)
-		bw.Write(buf)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("hpcc: write fct: %w", err)
-	}
-	return nil
-}
+func WriteFCT(w io.Writer, recs []FCT) error { return writeRecords(w, "fct", recs, AppendFCT) }
 
 // ParseFCT reads fct.txt. Sizes and times are non-negative and the
 // standalone FCT positive (it divides the FCT into a slowdown).
-func ParseFCT(name string, r io.Reader) ([]FCT, error) {
-	lr := newLineReader(name, r)
-	var out []FCT
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
-		rec, err := parseFCT(f)
-		if err != nil {
-			return nil, lr.errf("%v", err)
-		}
-		out = append(out, rec)
-	}
-}
+func ParseFCT(name string, r io.Reader) ([]FCT, error) { return parseRecords(name, r, parseFCT) }
 
 func parseFCT(f []string) (FCT, error) {
 	var rec FCT
@@ -139,72 +104,47 @@ func parseFCT(f []string) (FCT, error) {
 // type 1 for a switch, 0 for a host; paused 1 for a PAUSE received, 0 for a
 // resume. The simulator writes a line when a port receives a PFC frame.
 func AppendPFC(dst []byte, p PFC) []byte {
-	dst = strconv.AppendInt(dst, p.TimeNs, 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(p.Node), 10)
-	dst = append(dst, ' ', b2c(p.Switch), ' ')
-	dst = strconv.AppendInt(dst, int64(p.IfIndex), 10)
-	return append(dst, ' ', b2c(p.Paused), '\n')
+	return append(appendInts(dst, p.TimeNs, int64(p.Node), b2i(p.Switch), int64(p.IfIndex), b2i(p.Paused)), '\n')
 }
 
-func b2c(b bool) byte {
+func b2i(b bool) int64 {
 	if b {
-		return '1'
+		return 1
 	}
-	return '0'
+	return 0
 }
 
 // WritePFC writes pfc.txt lines.
-func WritePFC(w io.Writer, recs []PFC) error {
-	bw := bufio.NewWriter(w)
-	buf := make([]byte, 0, 48)
-	for _, p := range recs {
-		buf = AppendPFC(buf[:0], p)
-		bw.Write(buf)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("hpcc: write pfc: %w", err)
-	}
-	return nil
-}
+func WritePFC(w io.Writer, recs []PFC) error { return writeRecords(w, "pfc", recs, AppendPFC) }
 
 // ParsePFC reads pfc.txt.
-func ParsePFC(name string, r io.Reader) ([]PFC, error) {
-	lr := newLineReader(name, r)
-	var out []PFC
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
-		if len(f) != 5 {
-			return nil, lr.errf("want \"time node type ifindex paused\", got %d fields", len(f))
-		}
-		t, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || t < 0 {
-			return nil, lr.errf("time %q: want a non-negative integer (ns)", f[0])
-		}
-		node, err := atoiRange(f[1], 0, MaxNodes-1)
-		if err != nil {
-			return nil, lr.errf("node: %v", err)
-		}
-		typ, err := atoiRange(f[2], 0, 1)
-		if err != nil {
-			return nil, lr.errf("type (0 host, 1 switch): %v", err)
-		}
-		ifi, err := atoiRange(f[3], 0, MaxLinks)
-		if err != nil {
-			return nil, lr.errf("ifindex: %v", err)
-		}
-		paused, err := atoiRange(f[4], 0, 1)
-		if err != nil {
-			return nil, lr.errf("paused (1 pause, 0 resume): %v", err)
-		}
-		out = append(out, PFC{TimeNs: t, Node: node, Switch: typ == 1, IfIndex: ifi, Paused: paused == 1})
+func ParsePFC(name string, r io.Reader) ([]PFC, error) { return parseRecords(name, r, parsePFC) }
+
+func parsePFC(f []string) (PFC, error) {
+	if len(f) != 5 {
+		return PFC{}, fmt.Errorf("want \"time node type ifindex paused\", got %d fields", len(f))
 	}
+	t, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || t < 0 {
+		return PFC{}, fmt.Errorf("time %q: want a non-negative integer (ns)", f[0])
+	}
+	node, err := atoiRange(f[1], 0, MaxNodes-1)
+	if err != nil {
+		return PFC{}, fmt.Errorf("node: %v", err)
+	}
+	typ, err := atoiRange(f[2], 0, 1)
+	if err != nil {
+		return PFC{}, fmt.Errorf("type (0 host, 1 switch): %v", err)
+	}
+	ifi, err := atoiRange(f[3], 0, MaxLinks)
+	if err != nil {
+		return PFC{}, fmt.Errorf("ifindex: %v", err)
+	}
+	paused, err := atoiRange(f[4], 0, 1)
+	if err != nil {
+		return PFC{}, fmt.Errorf("paused (1 pause, 0 resume): %v", err)
+	}
+	return PFC{TimeNs: t, Node: node, Switch: typ == 1, IfIndex: ifi, Paused: paused == 1}, nil
 }
 
 // mulDiv returns a*b/c without overflow in the product (saturating).

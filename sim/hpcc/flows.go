@@ -1,7 +1,6 @@
 package hpcc
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -50,25 +49,22 @@ func ParseFlows(name string, r io.Reader) ([]Flow, error) {
 		return nil, lr.errf("flow count: %v", err)
 	}
 	flows := make([]Flow, 0, min(n, 1<<16))
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err = lr.each(func(f []string) error {
 		if len(flows) == n {
-			return nil, lr.errf("more flows than the %d the first line declares", n)
+			return lr.errf("more flows than the %d the first line declares (the HPCC simulator reads only the first %d)", n, n)
 		}
 		fl, err := parseFlow(f)
 		if err != nil {
-			return nil, lr.errf("%v", err)
+			return lr.errf("%v", err)
 		}
 		if len(flows) > 0 && fl.StartNs < flows[len(flows)-1].StartNs {
-			return nil, lr.errf("start %s s is before the previous flow's (flows must be in start order)", f[5])
+			return lr.errf("start %s s is before the previous flow's (flows must be in start order)", f[5])
 		}
 		flows = append(flows, fl)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(flows) != n {
 		return nil, lr.errf("first line declares %d flows, file has %d", n, len(flows))
@@ -138,18 +134,21 @@ func ValidateFlows(t *Topology, flows []Flow) error {
 
 // AppendFlow appends one flow-file line ("src dst pg dport size start_s\n").
 func AppendFlow(dst []byte, fl Flow) []byte {
-	dst = strconv.AppendInt(dst, int64(fl.Src), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(fl.Dst), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(fl.PG), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendUint(dst, uint64(fl.DPort), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, fl.Size, 10)
+	dst = appendInts(dst, int64(fl.Src), int64(fl.Dst), int64(fl.PG), int64(fl.DPort), fl.Size)
 	dst = append(dst, ' ')
 	dst = append(dst, formatSeconds(fl.StartNs)...)
 	return append(dst, '\n')
+}
+
+// appendInts appends the values separated by spaces.
+func appendInts(dst []byte, vs ...int64) []byte {
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = strconv.AppendInt(dst, v, 10)
+	}
+	return dst
 }
 
 // WriteFlows writes a flow file (count, then one line per flow, start times
@@ -160,17 +159,10 @@ func WriteFlows(w io.Writer, flows []Flow) error {
 			return fmt.Errorf("hpcc: write flows: flow %d: start %d ns out of order", i+1, fl.StartNs)
 		}
 	}
-	bw := bufio.NewWriter(w)
-	bw.WriteString(strconv.Itoa(len(flows)) + "\n")
-	buf := make([]byte, 0, 64)
-	for _, fl := range flows {
-		buf = AppendFlow(buf[:0], fl)
-		bw.Write(buf)
-	}
-	if err := bw.Flush(); err != nil {
+	if _, err := io.WriteString(w, strconv.Itoa(len(flows))+"\n"); err != nil {
 		return fmt.Errorf("hpcc: write flows: %w", err)
 	}
-	return nil
+	return writeRecords(w, "flows", flows, AppendFlow)
 }
 
 // SourcePorts returns the source port the HPCC simulator gives each flow:

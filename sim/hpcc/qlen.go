@@ -1,7 +1,6 @@
 package hpcc
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"sort"
@@ -53,9 +52,7 @@ func AppendQlenDump(dst []byte, d QlenDump) []byte {
 	dst = strconv.AppendInt(dst, d.TimeNs, 10)
 	dst = append(dst, '\n')
 	for _, h := range hs {
-		dst = strconv.AppendInt(dst, int64(h.Node), 10)
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, int64(h.IfIndex), 10)
+		dst = appendInts(dst, int64(h.Node), int64(h.IfIndex))
 		for _, c := range h.Counts {
 			dst = append(dst, ' ')
 			dst = strconv.AppendUint(dst, c, 10)
@@ -69,51 +66,57 @@ func AppendQlenDump(dst []byte, d QlenDump) []byte {
 func ParseQlen(name string, r io.Reader) ([]QlenDump, error) {
 	lr := newLineReader(name, r)
 	var out []QlenDump
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
+	err := lr.each(func(f []string) error {
 		if f[0] == "time:" {
 			if len(f) != 2 {
-				return nil, lr.errf("want \"time: T\"")
+				return lr.errf("want \"time: T\"")
 			}
 			t, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil || t < 0 {
-				return nil, lr.errf("time %q: want a non-negative integer (ns)", f[1])
+				return lr.errf("time %q: want a non-negative integer (ns)", f[1])
 			}
 			out = append(out, QlenDump{TimeNs: t})
-			continue
+			return nil
 		}
 		if len(out) == 0 {
-			return nil, lr.errf("port line before the first \"time:\" line")
+			return lr.errf("port line before the first \"time:\" line")
 		}
-		if len(f) < 2 {
-			return nil, lr.errf("want \"node ifindex count...\"")
-		}
-		if len(f)-2 > MaxQlenKB {
-			return nil, lr.errf("more than %d histogram buckets", MaxQlenKB)
-		}
-		node, err := atoiRange(f[0], 0, MaxNodes-1)
+		h, err := parseQlenHist(f)
 		if err != nil {
-			return nil, lr.errf("node: %v", err)
-		}
-		ifi, err := atoiRange(f[1], 0, MaxLinks)
-		if err != nil {
-			return nil, lr.errf("ifindex: %v", err)
-		}
-		h := QlenHist{Node: node, IfIndex: ifi, Counts: make([]uint64, len(f)-2)}
-		for i, s := range f[2:] {
-			if h.Counts[i], err = strconv.ParseUint(s, 10, 64); err != nil {
-				return nil, lr.errf("count %q: want a non-negative integer", s)
-			}
+			return lr.errf("%v", err)
 		}
 		d := &out[len(out)-1]
 		d.Hists = append(d.Hists, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+func parseQlenHist(f []string) (QlenHist, error) {
+	if len(f) < 2 {
+		return QlenHist{}, fmt.Errorf("want \"node ifindex count...\"")
+	}
+	if len(f)-2 > MaxQlenKB {
+		return QlenHist{}, fmt.Errorf("more than %d histogram buckets", MaxQlenKB)
+	}
+	node, err := atoiRange(f[0], 0, MaxNodes-1)
+	if err != nil {
+		return QlenHist{}, fmt.Errorf("node: %v", err)
+	}
+	ifi, err := atoiRange(f[1], 0, MaxLinks)
+	if err != nil {
+		return QlenHist{}, fmt.Errorf("ifindex: %v", err)
+	}
+	h := QlenHist{Node: node, IfIndex: ifi, Counts: make([]uint64, len(f)-2)}
+	for i, s := range f[2:] {
+		if h.Counts[i], err = strconv.ParseUint(s, 10, 64); err != nil {
+			return QlenHist{}, fmt.Errorf("count %q: want a non-negative integer", s)
+		}
+	}
+	return h, nil
 }
 
 // QlenSample is one queue-length sample of a switch port: fastcnp-sim's
@@ -128,54 +131,31 @@ type QlenSample struct {
 
 // AppendQlenSample appends "time node ifindex bytes\n".
 func AppendQlenSample(dst []byte, s QlenSample) []byte {
-	dst = strconv.AppendInt(dst, s.TimeNs, 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(s.Node), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(s.IfIndex), 10)
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, s.Bytes, 10)
-	return append(dst, '\n')
+	return append(appendInts(dst, s.TimeNs, int64(s.Node), int64(s.IfIndex), s.Bytes), '\n')
 }
 
 // ParseQlenSamples reads a file of AppendQlenSample lines.
 func ParseQlenSamples(name string, r io.Reader) ([]QlenSample, error) {
-	lr := newLineReader(name, r)
-	var out []QlenSample
-	for {
-		f, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
-		if len(f) != 4 {
-			return nil, lr.errf("want \"time node ifindex bytes\", got %d fields", len(f))
-		}
-		var s QlenSample
-		var e1, e2, e3, e4 error
-		s.TimeNs, e1 = strconv.ParseInt(f[0], 10, 64)
-		s.Node, e2 = atoiRange(f[1], 0, MaxNodes-1)
-		s.IfIndex, e3 = atoiRange(f[2], 0, MaxLinks)
-		s.Bytes, e4 = strconv.ParseInt(f[3], 10, 64)
-		if e1 != nil || e2 != nil || e3 != nil || e4 != nil || s.TimeNs < 0 || s.Bytes < 0 {
-			return nil, lr.errf("bad sample %q", strings.Join(f, " "))
-		}
-		out = append(out, s)
+	return parseRecords(name, r, parseQlenSample)
+}
+
+func parseQlenSample(f []string) (QlenSample, error) {
+	if len(f) != 4 {
+		return QlenSample{}, fmt.Errorf("want \"time node ifindex bytes\", got %d fields", len(f))
 	}
+	var s QlenSample
+	var e1, e2, e3, e4 error
+	s.TimeNs, e1 = strconv.ParseInt(f[0], 10, 64)
+	s.Node, e2 = atoiRange(f[1], 0, MaxNodes-1)
+	s.IfIndex, e3 = atoiRange(f[2], 0, MaxLinks)
+	s.Bytes, e4 = strconv.ParseInt(f[3], 10, 64)
+	if e1 != nil || e2 != nil || e3 != nil || e4 != nil || s.TimeNs < 0 || s.Bytes < 0 {
+		return QlenSample{}, fmt.Errorf("bad sample %q", strings.Join(f, " "))
+	}
+	return s, nil
 }
 
 // WriteQlenSamples writes samples, one per line.
 func WriteQlenSamples(w io.Writer, ss []QlenSample) error {
-	bw := bufio.NewWriter(w)
-	buf := make([]byte, 0, 48)
-	for _, s := range ss {
-		buf = AppendQlenSample(buf[:0], s)
-		bw.Write(buf)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("hpcc: write qlen samples: %w", err)
-	}
-	return nil
+	return writeRecords(w, "qlen samples", ss, AppendQlenSample)
 }

@@ -42,11 +42,11 @@ func (p Point) ID() string {
 // FormatLoad writes a load as the shortest decimal that reads back to it.
 func FormatLoad(l float64) string { return strconv.FormatFloat(l, 'f', -1, 64) }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+]*$`)
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 
 // Validate checks that the grid is not empty, has no repeated value, names
-// fit in file names (letters, digits, '.', '_', '+'; no '-', which separates
-// the fields of an ID) and loads are in (0, 1].
+// fit in file names (letters, digits, '.', '_', '+', '-') and loads are in
+// (0, 1].
 func (s Sweep) Validate() error {
 	if len(s.Modes) == 0 || len(s.Workloads) == 0 || len(s.Loads) == 0 || len(s.Seeds) == 0 {
 		return errors.New("sweep: modes, workloads, loads and seeds must each have at least one value")
@@ -58,7 +58,7 @@ func (s Sweep) Validate() error {
 		seen := map[string]bool{}
 		for _, n := range set.names {
 			if !nameRE.MatchString(n) {
-				return fmt.Errorf("sweep: %s name %q: use letters, digits, '.', '_' or '+'", set.what, n)
+				return fmt.Errorf("sweep: %s name %q: use letters, digits, '.', '_', '+' or '-'", set.what, n)
 			}
 			if seen[n] {
 				return fmt.Errorf("sweep: %s %q listed twice", set.what, n)

@@ -37,7 +37,7 @@ func TestPoints(t *testing.T) {
 	}
 	for _, bad := range []Sweep{
 		{Modes: []string{"a"}, Workloads: []string{"w"}, Loads: []float64{0.3}},
-		{Modes: []string{"a-b"}, Workloads: []string{"w"}, Loads: []float64{0.3}, Seeds: []uint64{1}},
+		{Modes: []string{"a b"}, Workloads: []string{"w"}, Loads: []float64{0.3}, Seeds: []uint64{1}},
 		{Modes: []string{"a", "a"}, Workloads: []string{"w"}, Loads: []float64{0.3}, Seeds: []uint64{1}},
 		{Modes: []string{"a"}, Workloads: []string{"w/x"}, Loads: []float64{0.3}, Seeds: []uint64{1}},
 		{Modes: []string{"a"}, Workloads: []string{"w"}, Loads: []float64{0}, Seeds: []uint64{1}},

@@ -65,28 +65,48 @@ func (p *Poisson) MeanInterArrivalNs() float64 {
 	return 1 / (p.LinkBps * p.Load / 8 / p.CDF.Mean()) * 1e9
 }
 
-func (p *Poisson) check() error {
+// checkCommon checks what background and incasts share: hosts, link
+// rate, window and priority group.
+func checkCommon(hosts []int, linkBps float64, startNs, durNs int64, pg int) error {
 	switch {
-	case len(p.Hosts) < 2:
-		return fmt.Errorf("traffic: %d hosts, want at least 2", len(p.Hosts))
-	case !(p.LinkBps > 0) || math.IsInf(p.LinkBps, 0):
-		return fmt.Errorf("traffic: link rate %v b/s, want > 0", p.LinkBps)
+	case len(hosts) < 2:
+		return fmt.Errorf("traffic: %d hosts, want at least 2", len(hosts))
+	case !(linkBps > 0) || math.IsInf(linkBps, 0):
+		return fmt.Errorf("traffic: link rate %v b/s, want > 0", linkBps)
+	case startNs < 0 || durNs <= 0:
+		return fmt.Errorf("traffic: window start %d ns, duration %d ns: want start >= 0 and duration > 0", startNs, durNs)
+	case pg < 0 || pg >= hpcc.NumPGs:
+		return fmt.Errorf("traffic: priority group %d out of range", pg)
+	}
+	if dup := duplicate(hosts); dup >= 0 {
+		return fmt.Errorf("traffic: host %d listed twice", dup)
+	}
+	return nil
+}
+
+func (p *Poisson) check() error {
+	if err := checkCommon(p.Hosts, p.LinkBps, p.StartNs, p.DurationNs, p.PG); err != nil {
+		return err
+	}
+	switch {
 	case !(p.Load > 0 && p.Load <= 1):
 		return fmt.Errorf("traffic: load %v, want 0 < load <= 1", p.Load)
-	case p.StartNs < 0 || p.DurationNs <= 0:
-		return fmt.Errorf("traffic: window start %d ns, duration %d ns: want start >= 0 and duration > 0", p.StartNs, p.DurationNs)
 	case p.CDF == nil || len(p.CDF.Size) < 2:
 		return fmt.Errorf("traffic: no flow-size CDF")
-	case p.PG < 0 || p.PG >= hpcc.NumPGs:
-		return fmt.Errorf("traffic: priority group %d out of range", p.PG)
-	}
-	if dup := duplicate(p.Hosts); dup >= 0 {
-		return fmt.Errorf("traffic: host %d listed twice", dup)
 	}
 	if exp := float64(p.DurationNs) / p.MeanInterArrivalNs() * float64(len(p.Hosts)); exp > maxFlows {
 		return fmt.Errorf("traffic: about %.0f flows expected, at most %d per call", exp, maxFlows)
 	}
 	return nil
+}
+
+// orDefault is v, or def if v is zero.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 func duplicate(ids []int) int {
@@ -128,13 +148,7 @@ func (p *Poisson) Generate() ([]hpcc.Flow, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	pg, dport := p.PG, p.DPort
-	if pg == 0 {
-		pg = hpcc.DataPG
-	}
-	if dport == 0 {
-		dport = hpcc.DPortNormal
-	}
+	pg, dport := orDefault(p.PG, hpcc.DataPG), orDefault(p.DPort, hpcc.DPortNormal)
 	rng := rand.New(rand.NewPCG(p.Seed, streamPoisson))
 	mean := p.MeanInterArrivalNs()
 	expo := func() int64 { return int64(-math.Log(1-rng.Float64()) * mean) }
@@ -193,34 +207,22 @@ func (in *Incast) EventsPerSecond() float64 {
 
 // Generate returns the incast flows in start order (ties by source).
 func (in *Incast) Generate() ([]hpcc.Flow, error) {
+	if err := checkCommon(in.Hosts, in.LinkBps, in.StartNs, in.DurationNs, in.PG); err != nil {
+		return nil, err
+	}
 	switch {
 	case in.Senders < 1 || in.Senders > len(in.Hosts)-1:
 		return nil, fmt.Errorf("traffic: incast of %d senders among %d hosts: want 1..hosts-1", in.Senders, len(in.Hosts))
 	case in.Size < 1 || in.Size > hpcc.MaxFlowSize:
 		return nil, fmt.Errorf("traffic: incast flow size %d out of range", in.Size)
-	case !(in.LinkBps > 0) || math.IsInf(in.LinkBps, 0):
-		return nil, fmt.Errorf("traffic: link rate %v b/s, want > 0", in.LinkBps)
 	case !(in.Share > 0 && in.Share <= 1):
 		return nil, fmt.Errorf("traffic: incast share %v, want 0 < share <= 1", in.Share)
-	case in.StartNs < 0 || in.DurationNs <= 0:
-		return nil, fmt.Errorf("traffic: window start %d ns, duration %d ns: want start >= 0 and duration > 0", in.StartNs, in.DurationNs)
-	case in.PG < 0 || in.PG >= hpcc.NumPGs:
-		return nil, fmt.Errorf("traffic: priority group %d out of range", in.PG)
-	}
-	if dup := duplicate(in.Hosts); dup >= 0 {
-		return nil, fmt.Errorf("traffic: host %d listed twice", dup)
 	}
 	rate := in.EventsPerSecond()
 	if exp := rate * float64(in.DurationNs) / 1e9 * float64(in.Senders); exp > maxFlows {
 		return nil, fmt.Errorf("traffic: about %.0f incast flows expected, at most %d per call", exp, maxFlows)
 	}
-	pg, dport := in.PG, in.DPort
-	if pg == 0 {
-		pg = hpcc.DataPG
-	}
-	if dport == 0 {
-		dport = hpcc.DPortIncast
-	}
+	pg, dport := orDefault(in.PG, hpcc.DataPG), orDefault(in.DPort, hpcc.DPortIncast)
 	rng := rand.New(rand.NewPCG(in.Seed, streamIncast))
 	mean := 1e9 / rate
 	end := in.StartNs + in.DurationNs

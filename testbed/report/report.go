@@ -36,7 +36,7 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 		for _, x := range []struct {
 			p    *plot.Plot
 			name string
-		}{{rp, "rates-" + string(r.Mode) + ".png"}, {qp, "queues-" + string(r.Mode) + ".png"}} {
+		}{{rp, "rates-" + r.Label() + ".png"}, {qp, "queues-" + r.Label() + ".png"}} {
 			if err := x.p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, x.name)); err != nil {
 				return files, fmt.Errorf("report: save %s: %w", x.name, err)
 			}
@@ -63,7 +63,7 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 // share as a dashed line.
 func RatePlot(r *testbed.Result) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, mode %s: rate per flow", r.Topology, r.Mode)
+	p.Title.Text = fmt.Sprintf("%s, %s: rate per flow", r.Topology, runTitle(r))
 	p.X.Label.Text = "time since the agents' common start (s)"
 	p.Y.Label.Text = "Mb/s (receiver goodput)"
 	p.Legend.Top = true
@@ -117,7 +117,7 @@ func RatePlot(r *testbed.Result) (*plot.Plot, error) {
 // that never queued more than one frame are left out.
 func QueuePlot(r *testbed.Result) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, mode %s: egress queues", r.Topology, r.Mode)
+	p.Title.Text = fmt.Sprintf("%s, %s: egress queues", r.Topology, runTitle(r))
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "KB queued"
 	p.Legend.Top = true
@@ -169,4 +169,13 @@ func peerOf(r *testbed.Result, key string) string {
 		}
 	}
 	return "?"
+}
+
+// runTitle names a run in plot titles: "mode M", plus the hosts' algorithm
+// when it is not the mode's own DCQCN variant.
+func runTitle(r *testbed.Result) string {
+	if l := r.Label(); l != string(r.Mode) {
+		return fmt.Sprintf("mode %s, %s", r.Mode, l)
+	}
+	return "mode " + string(r.Mode)
 }
