@@ -1137,7 +1137,7 @@ func atomicityProblems(src string, extra []string, registers []string) []string 
 func TestRegisterAccessesAtomicOnBMv2(t *testing.T) {
 	read := func(rel string) string { return readRepoFile(t, "p4src/"+rel) }
 	src := read("v1model/fastcnp.p4")
-	extra := []string{read("include/controls.p4")}
+	extra := []string{read("v1model/decisions.p4")}
 	var regs []string
 	for _, r := range parseP4Program(t).regs {
 		regs = append(regs, r.name)
@@ -1176,11 +1176,11 @@ func TestRegisterAccessesAtomicOnBMv2(t *testing.T) {
 			t.Errorf("mutant %q: no problem found", m.name)
 		}
 	}
-	// A branch inside a decision macro of controls.p4 is seen too.
+	// A branch inside a decision macro of decisions.p4 is seen too.
 	bad := strings.Replace(extra[0], "HOLD  = (UNDET) == PORT_UNDETERMINED && (NOW) < (CHECK_AT);",
 		"if ((UNDET) == PORT_UNDETERMINED) { HOLD = (NOW) < (CHECK_AT); }", 1)
 	if bad == extra[0] {
-		t.Fatal("PORT_CHECK_DECISION text not found in controls.p4")
+		t.Fatal("PORT_CHECK_DECISION text not found in decisions.p4")
 	}
 	if p := atomicityProblems(src, []string{bad}, regs); len(p) == 0 {
 		t.Error("a branch in PORT_CHECK_DECISION is not seen")

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	registerCommand(&command{
 		name: "analyze", order: 30,
 		summary: "FCT slowdowns of fct.txt files: fct_analysis.py's 5% bins (p50/p95/p99) and seed 002's size bins",
 		usage:   "[flags] [LABEL=]FCT_FILE...",

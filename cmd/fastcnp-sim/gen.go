@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	registerCommand(&command{
 		name: "gen", order: 10,
 		summary: "make a flow file: Poisson flows per host from a flow-size CDF at a load, random pairs (HPCC traffic_gen.py), plus incasts",
 		usage:   "--cdf FILE (--topology FILE | --hosts N) --load L --duration D [flags]",

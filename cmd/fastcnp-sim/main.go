@@ -6,10 +6,12 @@
 //	fastcnp-sim sweep    run modes x workloads x loads x seeds, in parallel, in shards
 //	fastcnp-sim merge    build the tables and plots of a sweep's result files
 //
-// Each subcommand lives in its own file and registers itself; `fastcnp-sim
-// help SUBCOMMAND` or `fastcnp-sim SUBCOMMAND -h` prints its flags and
-// examples. Exit codes: 0 success, 1 error, 2 usage (bad flags or
-// arguments, found before anything runs).
+// Each subcommand lives in its own file and registers itself in init, with
+// registerCommand (flags and examples declared, parsed here) or register
+// (the command parses its own arguments); `fastcnp-sim help SUBCOMMAND` or
+// `fastcnp-sim SUBCOMMAND -h` prints its flags and examples. Exit codes: 0
+// success, 1 error, 2 usage (bad flags or arguments, found before anything
+// runs).
 package main
 
 import (
@@ -39,7 +41,8 @@ type env struct {
 	getenv         func(string) string
 }
 
-// command is one subcommand.
+// command is one subcommand: either flags (declared here, parsed by run) or
+// raw (parses its own arguments).
 type command struct {
 	name     string
 	order    int    // place in the usage listing
@@ -49,17 +52,32 @@ type command struct {
 	// flags defines the flags on fs and returns the function that runs the
 	// command with the remaining arguments.
 	flags func(fs *flag.FlagSet) func(e *env, args []string) error
+	// raw runs a command that parses its own arguments: it returns
+	// flag.ErrHelp after printing its help, an error wrapping errUsage for a
+	// command-line mistake (exit 2), any other error for exit 1.
+	raw func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 var commands = map[string]*command{}
 
-// register adds a subcommand; each subcommand's file calls it from init.
-func register(c *command) {
+// registerCommand adds a subcommand; each subcommand's file calls it from init.
+func registerCommand(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("fastcnp-sim: subcommand " + c.name + " registered twice")
 	}
+	if c.order == 0 {
+		c.order = 20 // between gen and analyze: run, demo
+	}
 	commands[c.name] = c
 }
+
+// register adds a subcommand that parses its own arguments (see command.raw).
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	registerCommand(&command{name: name, summary: summary, raw: run})
+}
+
+// errUsage marks a command-line mistake of a raw command (exit 2).
+var errUsage = errors.New("usage")
 
 // usageError is an error of the command line: exit code 2.
 type usageError struct{ err error }
@@ -69,11 +87,14 @@ func (u *usageError) Unwrap() error { return u.err }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
 
-func main() {
+func main() { os.Exit(mainCode(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// mainCode runs the command line with the process's environment and
+// signals (SIGINT, SIGTERM cancel) and returns the exit code.
+func mainCode(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(&env{ctx: ctx, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(&env{ctx: ctx, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
 }
 
 func sorted() []*command {
@@ -123,8 +144,11 @@ func run(e *env, args []string) int {
 		}
 		c, ok := commands[args[1]]
 		if !ok {
-			fmt.Fprintf(e.stderr, "fastcnp-sim: no command %q\n", args[1])
+			fmt.Fprintf(e.stderr, "fastcnp-sim: unknown command %q\n", args[1])
 			return exitUsage
+		}
+		if c.raw != nil {
+			return runRaw(e, c, []string{"-h"})
 		}
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.flags(fs)
@@ -133,9 +157,12 @@ func run(e *env, args []string) int {
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(e.stderr, "fastcnp-sim: no command %q\n\n", name)
+		fmt.Fprintf(e.stderr, "fastcnp-sim: unknown command %q\n\n", name)
 		mainUsage(e.stderr)
 		return exitUsage
+	}
+	if c.raw != nil {
+		return runRaw(e, c, args[1:])
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -158,4 +185,18 @@ func run(e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// runRaw runs a command that parses its own arguments.
+func runRaw(e *env, c *command, args []string) int {
+	err := c.raw(e.ctx, args, e.stdout, e.stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(e.stderr, "fastcnp-sim %s: %v\n", c.name, strings.TrimPrefix(err.Error(), "usage: "))
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "fastcnp-sim %s: %v\n", c.name, err)
+	return exitError
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +37,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-h"}, exitOK, "gen ", ""},
 		{[]string{"help"}, exitOK, "merge ", ""},
 		{[]string{"help", "sweep"}, exitOK, "--shard auto/8", ""},
-		{[]string{"help", "nope"}, exitUsage, "", "no command \"nope\""},
-		{[]string{"nope"}, exitUsage, "", "no command \"nope\""},
+		{[]string{"help", "nope"}, exitUsage, "", "unknown command \"nope\""},
+		{[]string{"nope"}, exitUsage, "", "unknown command \"nope\""},
 		{[]string{"gen", "-h"}, exitOK, "examples:", ""},
 		{[]string{"gen", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
 		{[]string{"gen", "--cdf", "x"}, exitUsage, "", "--cdf and --duration are required"},
@@ -244,5 +248,45 @@ func TestSweepAndMerge(t *testing.T) {
 	code, _, errs = runCLI(t, nil, "merge", t.TempDir())
 	if code != exitError || !strings.Contains(errs, "no result file") {
 		t.Errorf("empty merge: exit %d, %q", code, errs)
+	}
+}
+
+// Commands that parse their own arguments (register): help, usage errors and
+// failures map to exit codes 0, 2 and 1, and they show in the listing.
+func TestRawCommand(t *testing.T) {
+	register("zz-raw", "a raw test command", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		switch {
+		case len(args) > 0 && args[0] == "-h":
+			fmt.Fprintln(stdout, "Examples: zz-raw ok")
+			return flag.ErrHelp
+		case len(args) > 0 && args[0] == "bad":
+			return fmt.Errorf("%w: what is %q", errUsage, args[0])
+		case len(args) > 0 && args[0] == "fail":
+			return errors.New("it broke")
+		}
+		fmt.Fprintln(stdout, "ran", args)
+		return nil
+	})
+	defer delete(commands, "zz-raw")
+	for _, tc := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"zz-raw", "x"}, exitOK, "ran [x]", ""},
+		{[]string{"zz-raw", "-h"}, exitOK, "Examples:", ""},
+		{[]string{"help", "zz-raw"}, exitOK, "Examples:", ""},
+		{[]string{"zz-raw", "bad"}, exitUsage, "", "fastcnp-sim zz-raw: what is \"bad\""},
+		{[]string{"zz-raw", "fail"}, exitError, "", "fastcnp-sim zz-raw: it broke"},
+		{[]string{"help"}, exitOK, "zz-raw   a raw test command", ""},
+	} {
+		code, out, errs := runCLI(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.errs) {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q", tc.args, code, tc.code, out, errs)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := mainCode([]string{"zz-raw", "y"}, &out, &errb); code != exitOK || out.String() != "ran [y]\n" {
+		t.Errorf("mainCode: exit %d, %q", code, out.String())
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	registerCommand(&command{
 		name: "merge", order: 50,
 		summary: "build a sweep's tables and plots from its result files (after all shards ran)",
 		usage:   "[flags] DIR",

@@ -31,7 +31,7 @@ var (
 )
 
 func init() {
-	register(&command{
+	registerCommand(&command{
 		name: "sweep", order: 40,
 		summary: "simulate modes x workloads x loads x seeds, all cores in parallel, optionally one shard of it; one result file per point",
 		usage:   "--modes M,.. --workload NAME=CDF [--workload ..] --loads L,.. --seeds S,.. --topology FILE --duration D --out DIR [flags]",

@@ -41,6 +41,7 @@ const (
 	ReasonKeyNotAllowed   = announceauth.ReasonKeyNotAllowed   // the key may not announce for this sender
 	ReasonStale           = announceauth.ReasonStale           // timestamp beyond max_clock_skew
 	ReasonReplay          = announceauth.ReasonReplay          // seen before
+	// ReasonINCMembership (inc.go): an INC group or rank the config does not give the sender.
 )
 
 // Accepted announcement outcomes (reason label with result="accepted").
@@ -51,12 +52,13 @@ const (
 )
 
 // refused reports whether a rejection reason is a refusal for want of room
-// (a quota or the full table) or for security (authentication, ownership):
-// those are also counted in fastcnp_announcements_refused_total.
+// (a quota or the full table), for security (authentication, ownership)
+// or of INC membership: those are also counted in
+// fastcnp_announcements_refused_total.
 func refused(reason string) bool {
 	switch reason {
 	case ReasonPortQuota, ReasonSenderQuota, ReasonTableFull, ReasonNotOwner, ReasonUnauthenticated, ReasonUnknownKey,
-		ReasonBadTag, ReasonKeyNotAllowed, ReasonStale, ReasonReplay:
+		ReasonBadTag, ReasonKeyNotAllowed, ReasonStale, ReasonReplay, ReasonINCMembership:
 		return true
 	}
 	return false
@@ -290,6 +292,19 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 		if why := d.auth.unsignedRefusal(c.SenderIP); why != "" {
 			r := reject(ReasonUnauthenticated, "%s", why)
 			r.Conn = c
+			return r, 0, false
+		}
+	}
+	// INC membership (inc.go) after authentication: the claim of a group
+	// and rank is checked against the configuration for an authentic
+	// sender.
+	if a.Type == wire.AnnounceUp {
+		d.mu.RLock()
+		err := fabric.CheckINCMembership(d.cfg, c)
+		d.mu.RUnlock()
+		if err != nil {
+			r := reject(ReasonINCMembership, "%v", err)
+			r.Conn, r.Host = c, host
 			return r, 0, false
 		}
 	}

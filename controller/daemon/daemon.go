@@ -90,6 +90,11 @@ type Daemon struct {
 	byName   map[string]*switchRunner
 	// auth checks authenticated announcements (nil: announce.auth not set).
 	auth *announceAuth
+
+	// incFail are the links and switches the INC tree avoids, incTree the
+	// tree installed (d.mu; inc.go).
+	incFail fabric.Failures
+	incTree *fabric.INCTree
 }
 
 // Sentinel errors of the API methods (the gRPC layer maps them to codes).
@@ -153,6 +158,12 @@ func New(opts Options) (*Daemon, error) {
 	d.auth = auth
 	if err := d.loadState(); err != nil {
 		return nil, err
+	}
+	d.mu.Lock()
+	_, err = d.computeINCTreeLocked()
+	d.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	for i := range d.cfg.Switches {
 		r, err := newSwitchRunner(d, d.cfg.Switches[i].Name)
@@ -391,7 +402,7 @@ func (d *Daemon) desired(r *switchRunner, prev incroute.Table) (*fabric.Result, 
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return fabric.Desired(r.info, fabric.Input{Config: d.cfg, Switch: d.cfg.Switch(r.name),
-		Connections: d.conns.List(), PrevINC: prev})
+		Connections: d.conns.List(), PrevINC: prev, INCTree: d.incTree})
 }
 
 // SwitchStatus is a switch's connection state.
@@ -537,6 +548,12 @@ func (d *Daemon) AddConnection(ctx context.Context, c fabric.Connection) (fabric
 		return fabric.Connection{}, ErrNotPrimary
 	}
 	c.Source, c.Static, c.LastSeen = "api", true, d.opts.Now()
+	d.mu.RLock()
+	err := fabric.CheckINCMembership(d.cfg, c)
+	d.mu.RUnlock()
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	got, changed, err := d.upsert(c)
 	if err != nil {
 		return got, fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -72,23 +72,17 @@ func TestComputePortParams(t *testing.T) {
 	}
 }
 
-func TestPmaxQ16(t *testing.T) {
-	for _, tt := range []struct {
-		p    float64
-		want uint16
-	}{{1, 65535}, {0.5, 32768}, {0.01, 655}, {0.2, 13107}} {
-		if got := PmaxQ16(tt.p); got != tt.want {
-			t.Errorf("PmaxQ16(%v) = %d, want %d", tt.p, got, tt.want)
-		}
-	}
-}
-
 func TestDesiredCounts(t *testing.T) {
 	info, cfg := testInfo(t), testConfig(t)
 	c1 := conn("10.1.1.5", 1000, 17)
 	inc := conn("10.1.2.6", 1001, 18)
 	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = p4src.ConnFlagIncUplink, 5, 3, 1
-	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}})
+	cfg.INC.Groups = []config.INCGroup{{ID: 5, Members: []config.INCMember{{Host: inc.SenderIP, Rank: 3}}}}
+	tree, err := ComputeINCTree(cfg, Failures{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}, INCTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,6 +453,33 @@ func TestAssumeKind(t *testing.T) {
 	readBack.AssumeKind(KindDigestConfig, nil, res.State)
 	if p := Diff(res.State, readBack); !p.Empty() {
 		t.Errorf("assumed digests: plan %d", p.Len())
+	}
+}
+
+// TestCNPSession: the clone session CNP_CLONE_SESSION clones whole packets to the
+// CPU port on v1model targets; on a tofino switch it is the mirror session to the
+// recirculation port, truncated to mirror_truncate bytes (docs/tofino.md).
+func TestCNPSession(t *testing.T) {
+	tofino := config.DefaultTofino(config.Tofino2)
+	tofino.MirrorTruncate = 160
+	for _, c := range []struct {
+		name     string
+		sw       *config.Switch
+		port     uint32
+		truncate int32
+	}{
+		{"bmv2", &config.Switch{Target: config.TargetBMv2}, uint32(p4src.CPUPort), 0},
+		{"tofino2", &config.Switch{Target: config.TargetTofino, Tofino: &tofino}, p4src.Tofino2RecircPort, 160},
+	} {
+		e, err := CNPSession(c.sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+		if cs.GetSessionId() != p4src.CNPCloneSession || len(cs.GetReplicas()) != 1 ||
+			cs.GetReplicas()[0].GetEgressPort() != c.port || cs.GetPacketLengthBytes() != c.truncate {
+			t.Errorf("%s: %v", c.name, cs)
+		}
 	}
 }
 

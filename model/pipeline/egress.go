@@ -111,10 +111,14 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 		p.emitEgress(out, p.resume(port, now, cfg, uint32(r.portQueueBytes[port])), rawNow)
 	}
 	switch cfg.Mode {
-	case p4src.PortModeFastcnp:
-		// 3. The port state machine.
+	case p4src.PortModeFastcnp, p4src.PortModeFastcnpNoPFCState:
+		// 3. The port state machine. The ablation mode fastcnp-no-pfc-state sees
+		// every port as determined: a queue at or above Qth is congested.
 		congested := false
 		switch {
+		case cfg.Mode == p4src.PortModeFastcnpNoPFCState:
+			r.portUndetermined[port] = 0
+			congested = qlen >= uint64(cfg.QthBytes)
 		case r.portUndetermined[port] == 0:
 			congested = qlen >= uint64(cfg.QthBytes)
 		case now < r.portCheckAt[port]:
