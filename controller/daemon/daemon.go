@@ -95,6 +95,9 @@ type Daemon struct {
 	// tree installed (d.mu; inc.go).
 	incFail fabric.Failures
 	incTree *fabric.INCTree
+	// incSettled: the shared table was adopted from a leaf after a restart,
+	// or changed since the start, so no leaf's table is adopted any more.
+	incSettled bool
 }
 
 // Sentinel errors of the API methods (the gRPC layer maps them to codes).
