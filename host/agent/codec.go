@@ -144,11 +144,12 @@ func (p *Path) BuildCNP(b []byte, destQP uint32, ext *wire.CNPExt) (int, error) 
 
 // BuildAnnouncement writes the RDMA-connection announcement of a connection
 // whose sender is this path's source: UDP to port (0 = 4792), DSCP 48.
-func (p *Path) BuildAnnouncement(b []byte, port uint16, ann *wire.Announcement) (int, error) {
+// With auth (from an AnnounceSigner) it is authenticated with secret.
+func (p *Path) BuildAnnouncement(b []byte, port uint16, ann *wire.Announcement, auth *wire.AnnounceAuth, secret []byte) (int, error) {
 	env := p.env(CNPDSCP, wire.NotECT)
 	env.DstPort = port
 	ann.SenderIP, ann.ReceiverIP, ann.UDPSrcPort = p.SrcIP, p.DstIP, p.SrcPort
-	n, err := wire.BuildAnnouncement(b, &env, ann)
+	n, err := wire.BuildSignedAnnouncement(b, &env, ann, auth, secret)
 	if err != nil {
 		return 0, fmt.Errorf("announcement frame: %w", err)
 	}
