@@ -64,16 +64,24 @@ func ccTune(algo, lstmSet string) func(*cc.Config) {
 
 func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	scen := fs.String("scenario", "s2", "s2 (seed 002's incast) or s2-scaled (sizes / 10)")
+	topo := fs.String("topo", "", "HPCC topology file (with --flows, instead of --scenario): the runs' files go to --out")
+	flowFile := fs.String("flows", "", "HPCC flow file (with --topo)")
 	algos := fs.String("algo", "hpcc,timely,dctcp,pid,lstm-pid,lstm-pid-rttch,lstm-pid-rttch-win", "comma-separated host/cc algorithms")
 	modes := fs.String("mode", "dcqcn,fastcnp", "modes run beside them (their own DCQCN variants; \"\" for none)")
 	lstmSet := fs.String("lstm-params", "trained", "LSTM+PID parameter set (host/cc): trained, thesis, thesis-initial")
-	out := fs.String("out", "", "directory for table.md and metrics.json (none: print only)")
+	out := fs.String("out", "", "directory for table.md and metrics.json (S2), or DIR/COLUMN/ with fct.txt, pfc.txt, result.json per run (--topo)")
 	jobs := fs.Int("jobs", 2, "runs at once")
 	return func(e *env, args []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q", args[0])
 		}
-		if *scen != "s2" && *scen != "s2-scaled" {
+		files := *topo != "" || *flowFile != ""
+		switch {
+		case files && (*topo == "" || *flowFile == ""):
+			return usagef("--topo and --flows go together")
+		case files && *out == "":
+			return usagef("--topo/--flows: give --out for the runs' files")
+		case !files && *scen != "s2" && *scen != "s2-scaled":
 			return usagef("--scenario %q: s2 or s2-scaled", *scen)
 		}
 		if _, err := cc.LSTMPIDPreset(*lstmSet); err != nil {
@@ -81,10 +89,6 @@ func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		}
 		if *jobs < 1 {
 			return usagef("--jobs %d", *jobs)
-		}
-		sc, err := scenarioByName(*scen)
-		if err != nil {
-			return err
 		}
 		var runs []ccRun
 		if *modes != "" {
@@ -105,7 +109,26 @@ func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			}
 			runs = append(runs, ccRun{label: a, mode: network.ModeDCQCN, algo: a})
 		}
-		ms, footer, err := runCC(sc, runs, *lstmSet, *jobs)
+		if files {
+			sc, err := fileScenario(*topo, *flowFile)
+			if err != nil {
+				return err
+			}
+			// The runs' files, for fastcnp-sim analyze (seed 002 Table 8's bins).
+			_, footer, err := runCC(sc, runs, *lstmSet, *jobs, false, func(r ccRun, res *network.Result) error {
+				return writeRun(filepath.Join(*out, r.label), &job{sc: sc, mode: r.mode, res: res})
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\n\n%s", sc.Description, footer)
+			return nil
+		}
+		sc, err := scenarioByName(*scen)
+		if err != nil {
+			return err
+		}
+		ms, footer, err := runCC(sc, runs, *lstmSet, *jobs, true, nil)
 		if err != nil {
 			return err
 		}
@@ -129,11 +152,12 @@ func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	}
 }
 
-// runCC runs the columns of the table, jobs at a time, and measures each as
-// S2; footer has a line per run (flows finished, events, wall time).
-func runCC(sc *scenario.Scenario, runs []ccRun, lstmSet string, jobs int) ([]scenario.S2Metrics, string, error) {
+// runCC runs the columns, jobs at a time: with s2 it measures each as S2 (and
+// records RTT samples); done, if not nil, gets each result. footer has a line
+// per run (flows finished, events, wall time).
+func runCC(sc *scenario.Scenario, runs []ccRun, lstmSet string, jobs int, s2 bool, done func(ccRun, *network.Result) error) ([]scenario.S2Metrics, string, error) {
 	p := scenario.DefaultParams()
-	p.RTTSamples = true
+	p.RTTSamples = s2
 	ms := make([]scenario.S2Metrics, len(runs))
 	lines := make([]string, len(runs))
 	errs := make([]error, len(runs))
@@ -153,16 +177,17 @@ func runCC(sc *scenario.Scenario, runs []ccRun, lstmSet string, jobs int) ([]sce
 				cfg.Switch.KminBytes100G, cfg.Switch.KmaxBytes100G, cfg.Switch.Pmax = ccDCTCPK, ccDCTCPK, 1
 			}
 			start := time.Now()
-			n, err := network.New(cfg)
+			res, err := runConfig(cfg)
+			if err == nil && s2 {
+				ms[i] = scenario.MeasureS2(sc, res, p.PayloadBytes)
+				ms[i].Mode = r.label
+			}
+			if err == nil && done != nil {
+				err = done(r, res)
+			}
 			if err == nil {
-				var res *network.Result
-				if res, err = n.Run(nil); err == nil {
-					ms[i] = scenario.MeasureS2(sc, res, p.PayloadBytes)
-					ms[i].Mode = r.label
-					wall := time.Since(start).Seconds()
-					lines[i] = fmt.Sprintf("%s: %d of %d flows finished, %.3f ms simulated, %d events, %.1f s wall\n",
-						r.label, res.Finished, len(res.Flows), float64(res.EndNs)/1e6, res.Events, wall)
-				}
+				lines[i] = fmt.Sprintf("%s: %d of %d flows finished, %.3f ms simulated, %d events, %.1f s wall\n",
+					r.label, res.Finished, len(res.Flows), float64(res.EndNs)/1e6, res.Events, time.Since(start).Seconds())
 			}
 			errs[i] = err
 		}()
@@ -174,4 +199,13 @@ func runCC(sc *scenario.Scenario, runs []ccRun, lstmSet string, jobs int) ([]sce
 		}
 	}
 	return ms, strings.Join(lines, ""), nil
+}
+
+// runConfig builds and runs one network.
+func runConfig(cfg network.Config) (*network.Result, error) {
+	n, err := network.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return n.Run(nil)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,47 @@ func TestCCRunsAlgorithm(t *testing.T) {
 	}
 	if dc.Totals.ECNMarks == 0 {
 		t.Errorf("dctcp: no marks at K")
+	}
+}
+
+// TestCCFiles: with --topo and --flows every column writes the run's files (fct.txt
+// with every flow, for fastcnp-sim analyze); HPCC crosses two INT switches.
+func TestCCFiles(t *testing.T) {
+	d := t.TempDir()
+	topo, flows, out := filepath.Join(d, "t.txt"), filepath.Join(d, "f.txt"), filepath.Join(d, "out")
+	if err := os.WriteFile(topo, []byte("6 2 5\n4 5\n0 4 100Gbps 1000ns 0\n1 4 100Gbps 1000ns 0\n2 5 100Gbps 1000ns 0\n3 5 100Gbps 1000ns 0\n4 5 100Gbps 1000ns 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 40 flows from hosts 0 and 1 to 2 and 3, 1 to 40 KB, 1 us apart.
+	fl := "40\n"
+	for i := range 40 {
+		fl += fmt.Sprintf("%d %d 3 100 %d 2.%06d\n", i%2, 2+i/2%2, 1000*(i+1), i)
+	}
+	if err := os.WriteFile(flows, []byte(fl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := runCLI(t, nil, "cc", "--topo", topo, "--flows", flows, "--algo", "hpcc,dctcp", "--mode", "dcqcn", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, col := range []string{"dcqcn", "hpcc", "dctcp"} {
+		if !strings.Contains(stdout, col+": 40 of 40 flows finished") {
+			t.Errorf("%s: stdout %q", col, stdout)
+		}
+		b, err := os.ReadFile(filepath.Join(out, col, "fct.txt"))
+		if err != nil || strings.Count(string(b), "\n") != 40 {
+			t.Errorf("%s/fct.txt: %v\n%s", col, err, b)
+		}
+	}
+	if code, _, errs := runCLI(t, nil, "analyze", "--type", "all", "hpcc="+filepath.Join(out, "hpcc", "fct.txt")); code != exitOK {
+		t.Errorf("analyze: exit %d: %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"cc", "--topo", topo},
+		{"cc", "--topo", topo, "--flows", flows},
+	} {
+		if code, _, errs := runCLI(t, nil, args...); code != exitUsage || !strings.Contains(errs, "--topo") {
+			t.Errorf("%v: exit %d, %s", args, code, errs)
+		}
 	}
 }
