@@ -234,6 +234,13 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 	if !d.writer.Load() {
 		return fmt.Errorf("daemon: state file not written: %w", ErrNotPrimary)
 	}
+	if d.ha != nil {
+		if err := d.ha.writeLocked(recs); err != nil {
+			return err
+		}
+		d.noteSavedLocked(recs)
+		return nil
+	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
 	l := &d.slog
@@ -271,6 +278,14 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 		return nil
 	}
 	l.records += len(recs)
+	d.noteSavedLocked(recs)
+	d.stamp = statStamp(d.base.StateFile)
+	return nil
+}
+
+// noteSavedLocked records the refresh times of written records (d.mu held):
+// refreshes are written again once these are idle_timeout/4 old.
+func (d *Daemon) noteSavedLocked(recs []logRecord) {
 	for _, r := range recs {
 		if r.Op != opPut {
 			continue
@@ -279,8 +294,6 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 			d.savedSeen[c.ConnKey] = c.LastSeen
 		}
 	}
-	d.stamp = statStamp(d.base.StateFile)
-	return nil
 }
 
 // closeLog closes the log file; this instance may append to it again.
