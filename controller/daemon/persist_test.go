@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -271,4 +276,55 @@ func TestLongFlowKeepsConnection(t *testing.T) {
 	waitFor(t, "idle connection removed from both switches", syncTimeout, func() bool {
 		return len(d.Connections()) == 0 && s1.count(p4src.TableRDMAConnection) == 0 && s2.count(p4src.TableRDMAConnection) == 0
 	})
+}
+
+// TestResumedPrimaryLeavesStateFile: a primary whose streams the switches
+// dropped (a hung process: fastcnp-switch's keepalive ends its streams) comes
+// back after the standby took over, and reconnects as a backup. It no longer
+// owns the shared state file: it must not write it, not even when it stops,
+// or the snapshot it compacts from its stale view would drop what the new
+// primary logged since.
+func TestResumedPrimaryLeavesStateFile(t *testing.T) {
+	s1, s2, state := twoSwitches(t)
+	p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
+	via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
+	a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitStandby(t, b.Daemon)
+	ctx := context.Background()
+	first := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}}
+	if _, err := a.AddConnection(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// a's streams end and it cannot reconnect until b has taken over.
+	for _, p := range []*proxy{p1, p2} {
+		p.held.Store(true)
+		p.cut()
+	}
+	waitPrimary(t, b.Daemon)
+	second := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"), UDPSrcPort: 3, ReceiverQPN: 4}}
+	if _, err := b.AddConnection(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*proxy{p1, p2} {
+		p.held.Store(false)
+	}
+	waitStandby(t, a.Daemon)
+	if a.writer.Load() {
+		t.Error("the resumed primary still owns the state file")
+	}
+	a.stopNow()
+	fs, _, err := readState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, fc := range fs.Connections {
+		got = append(got, fmt.Sprintf("%s/%d/%d", fc.SenderIP, fc.UDPSrcPort, fc.ReceiverQPN))
+	}
+	sort.Strings(got)
+	if want := []string{"10.1.1.5/1/2", "10.1.1.6/3/4"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("state file after the resumed primary stopped: %v, want %v", got, want)
+	}
 }

@@ -378,6 +378,12 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 				r.d.publish(Event{Kind: EventSwitchConnected, Switch: r.name, Message: "reconnected"})
 				if ev.Reconcile && !r.isPrimary() {
 					becomePrimary()
+				} else if !ev.Status.Primary {
+					// Back as a backup: another controller took over while the
+					// stream was down (this one hung, or was cut off). Its
+					// view of the shared state is stale: give up the state
+					// file, as a demotion would.
+					r.setPrimary(false)
 				}
 			case p4rt.EventStreamError:
 				r.log.WithField("stream_error", ev.StreamError.String()).Warn("switch reported a stream error")
