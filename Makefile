@@ -7,7 +7,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 
-.PHONY: help setup build test test-short lint proto proto-check bench fuzz p4 demo clean
+.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,10 @@ bench: ## run the Go benchmarks (BENCH=regexp, BENCH_PKGS=packages)
 
 fuzz: ## fuzz the packet parser for FUZZTIME (default 60s)
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s} ./wire/
+
+fuzz-sim: ## fuzz the simulator's file parsers (sim/hpcc), FUZZTIME each (default 30s)
+	@for f in FuzzParseTopology FuzzParseFlows FuzzParseConfig FuzzParseOutputs; do \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} ./sim/hpcc/ || exit 1; done
 
 p4: ## compile p4src with p4c (needs p4c on PATH; says how to get it otherwise)
 	bash p4src/build.sh

@@ -12,14 +12,30 @@ import (
 	"github.com/fastcnp/fastcnp/wire"
 )
 
-// GoFeatures are the @requires features the Go target supports: all of them.
-var GoFeatures = func() map[string]bool {
+// GoFeatures are the @requires features the Go target supports with its default
+// profile, v1model: all of them but the Tofino ones.
+var GoFeatures = GoFeaturesFor(pipeline.ProfileV1Model)
+
+// GoFeaturesFor returns the @requires features the Go target supports when it models
+// profile pr: every target-neutral feature; "v1model-state" and "registers" (the
+// v1model program's registers) for v1model; "tofino-state" and the chip for the Tofino
+// profiles.
+func GoFeaturesFor(pr pipeline.Profile) map[string]bool {
 	m := map[string]bool{"go-only": true}
 	for f := range Features {
 		m[f] = true
 	}
+	delete(m, "tofino1")
+	delete(m, "tofino2")
+	if pr.Tofino() {
+		delete(m, "v1model-state")
+		delete(m, "registers")
+		m[pr.String()] = true
+	} else {
+		delete(m, "tofino-state")
+	}
 	return m
-}()
+}
 
 // refusalErrors are the pipeline's error classes of the refusal codes.
 var refusalErrors = map[string]error{
@@ -53,11 +69,14 @@ type goTarget struct {
 	digests map[uint32][]observed
 }
 
-// RunGo runs v against a fresh model/pipeline and returns every failed expectation
-// (nil when the vector passes). Statements that the target rejects (a table write,
-// a port) are failures too.
-func RunGo(v *Vector) error {
-	g := &goTarget{p: pipeline.New(pipeline.Options{Seed: 1}), queues: map[uint16][]queued{},
+// RunGo runs v against a fresh model/pipeline (profile v1model) and returns every
+// failed expectation (nil when the vector passes). Statements that the target rejects
+// (a table write, a port) are failures too.
+func RunGo(v *Vector) error { return RunGoProfile(v, pipeline.ProfileV1Model) }
+
+// RunGoProfile is RunGo with the pipeline modelling profile pr.
+func RunGoProfile(v *Vector, pr pipeline.Profile) error {
+	g := &goTarget{p: pipeline.New(pipeline.Options{Seed: 1, Profile: pr}), queues: map[uint16][]queued{},
 		out: map[uint16][]observed{}, digests: map[uint32][]observed{}}
 	var errs []error
 	for i := range v.Stmts {
@@ -237,10 +256,12 @@ func (g *goTarget) dequeue(port uint16) error {
 	if err := g.p.Egress(q.frame, port, g.now, &q.meta, &r); err != nil {
 		return fmt.Errorf("egress: %w", err)
 	}
+	// r.Frame may be the pipeline's buffer (an INT record was added): copy it.
+	out := append([]byte(nil), r.Frame...)
 	if port == p4src.CPUPort {
-		g.cpu = append(g.cpu, observed{frame: r.Frame, packetIn: pipeline.PacketIn{IngressPort: q.meta.IngressPort}})
+		g.cpu = append(g.cpu, observed{frame: out, packetIn: pipeline.PacketIn{IngressPort: q.meta.IngressPort}})
 	} else {
-		g.out[port] = append(g.out[port], observed{frame: r.Frame})
+		g.out[port] = append(g.out[port], observed{frame: out})
 	}
 	if r.CNP {
 		g.enqueue(r.CNPFrame, r.CNPPort, r.CNPMeta)

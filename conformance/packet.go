@@ -58,7 +58,7 @@ var (
 
 // packetKinds lists the first word of every packet description.
 var packetKinds = map[string]bool{
-	"roce": true, "cnp": true, "inc": true, "announce": true, "pfc": true, "pause": true,
+	"roce": true, "cnp": true, "inc": true, "int": true, "announce": true, "pfc": true, "pause": true,
 	"udp": true, "ipv4": true, "eth": true, "hex": true,
 }
 
@@ -224,6 +224,44 @@ func BuildPacket(kind string, kv []KV, hexArgs []string, expect bool) (*Packet, 
 		bth := a.bth(wire.OpRCSendOnly)
 		pay := a.payloadLen(headerLen(env) + wire.BTHLen + wire.ICRCLen)
 		n, err = wire.BuildRoCE(buf, env, &bth, make([]byte, pay))
+	case "int":
+		env := a.envelope(wire.RoCEv2UDPPort)
+		bth := a.bth(wire.OpRCSendOnly)
+		var hops []wire.INTHop
+		var dontCare [][2]int // byte ranges of "*" fields (offset, length)
+		intOff := headerLen(env) + wire.BTHLen
+		for i := 0; i < wire.INTMaxHops; i++ {
+			k := "hop" + strconv.Itoa(i)
+			if !a.has(k) {
+				break
+			}
+			h, dc, err := parseINTHop(a.str(k, ""), intOff+wire.INTHeaderLen+i*wire.INTHopLen)
+			if err != nil {
+				return nil, fmt.Errorf("int %s: %w", k, err)
+			}
+			if len(dc) > 0 && !expect {
+				return nil, fmt.Errorf("int %s: * (don't care) only in expectations: %w", k, errValue)
+			}
+			hops, dontCare = append(hops, h), append(dontCare, dc...)
+		}
+		hdr := wire.INTHeader{Version: uint8(a.num("ver", wire.INTVersion, 8))}
+		if a.num("echo", 0, 1) == 1 {
+			hdr.Flags = wire.INTFlagEcho
+		}
+		pay := a.payloadLen(headerLen(env) + wire.BTHLen + wire.INTHeaderLen + len(hops)*wire.INTHopLen + wire.ICRCLen)
+		n, err = wire.BuildRoCEINT(buf, env, bth, hdr, hops, make([]byte, pay))
+		if err == nil && a.has("count") { // a hop count that disagrees with the records
+			buf[intOff+2] = uint8(a.num("count", 0, 8))
+		}
+		if err == nil && len(dontCare) > 0 {
+			mask = make([]byte, n)
+			for i := range mask {
+				mask[i] = 0xff
+			}
+			for _, r := range dontCare {
+				clear(mask[r[0] : r[0]+r[1]])
+			}
+		}
 	case "cnp":
 		env := a.envelope(wire.RoCEv2UDPPort)
 		bth := a.bth(wire.OpCNP)
@@ -411,4 +449,35 @@ func (p *Packet) modify(mods []KV, expect bool) error {
 		}
 	}
 	return nil
+}
+
+// intHopFields are the fields of an INT record in the DSL's order
+// (TS:PORT:TX:QLEN:RATE): offset in the record, size, width in bits.
+var intHopFields = [5]struct{ off, size, width int }{{0, 6, 48}, {6, 2, 16}, {8, 8, 64}, {16, 4, 32}, {20, 4, 32}}
+
+// parseINTHop reads "TS:PORT:TX:QLEN:RATE" for the record at frame offset at;
+// a field written * is a don't-care, returned as a byte range.
+func parseINTHop(s string, at int) (wire.INTHop, [][2]int, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != len(intHopFields) {
+		return wire.INTHop{}, nil, fmt.Errorf("%q: want TS:PORT:TX:QLEN:RATE: %w", s, errValue)
+	}
+	var v [5]uint64
+	var dc [][2]int
+	for i, p := range parts {
+		f := intHopFields[i]
+		if p == "*" {
+			dc = append(dc, [2]int{at + f.off, f.size})
+			continue
+		}
+		x, err := ParseValue(p)
+		if err == nil {
+			err = fitWidth(x, f.width)
+		}
+		if err != nil {
+			return wire.INTHop{}, nil, fmt.Errorf("%q field %d: %w", s, i+1, err)
+		}
+		v[i] = x
+	}
+	return wire.INTHop{TimestampNs: v[0], Port: uint16(v[1]), TxBytes: v[2], QueueBytes: uint32(v[3]), RateBytesPerMs: uint32(v[4])}, dc, nil
 }

@@ -124,3 +124,36 @@ func TestPacketModifiers(t *testing.T) {
 		t.Error("a shorter frame matches")
 	}
 }
+
+// The int kind: the INT header and records at the offsets of
+// docs/wire-formats.md, "*" fields as don't-cares in expectations only.
+func TestBuildPacketINT(t *testing.T) {
+	p, err := BuildPacket("int", kvs("dqp=0x123 psn=1 hop0=0x010203040506:2:5158:3000:12500000 payload=0"), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ethernet 14, IPv4 20, UDP 8, BTH 12: the INT header at 54 (BTH byte 4 at 46).
+	want := mustHex(t, "00 01 01 00"+ // flags 0, version 1, 1 record, reserved
+		"010203040506 0002 0000000000001426 00000bb8 00bebc20") // ts, port 2, tx 5158, qlen 3000, rate
+	if p.Bytes[46] != 0x02 || !bytes.Equal(p.Bytes[54:54+len(want)], want) || len(p.Bytes) != 54+28+4 {
+		t.Errorf("int packet: byte 4 %#x, % x (%d bytes)", p.Bytes[46], p.Bytes[54:], len(p.Bytes))
+	}
+	e, err := BuildPacket("int", kvs("echo=1 hop0=*:2:*:0:1"), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Bytes[54] != 0x01 {
+		t.Errorf("echo flag %#x", e.Bytes[54])
+	}
+	for i, m := range e.Mask {
+		dc := (i >= 58 && i < 64) || (i >= 66 && i < 74)
+		if (m == 0) != dc {
+			t.Fatalf("mask byte %d = %#x", i, m)
+		}
+	}
+	for _, bad := range []string{"hop0=*:2:3:4:5", "hop0=1:2:3", "hop0=1:0x10000:3:4:5"} {
+		if _, err := BuildPacket("int", kvs(bad), nil, false); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

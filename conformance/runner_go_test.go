@@ -1,11 +1,14 @@
 package conformance
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fastcnp/fastcnp/model/pipeline"
 )
 
 func loadVectors(t *testing.T) []*Vector {
@@ -21,22 +24,30 @@ func loadVectors(t *testing.T) []*Vector {
 	return vs
 }
 
-// TestGoPipeline runs every vector of vectors/ against model/pipeline; each vector
-// is a subtest named by its file.
+// TestGoPipeline runs every vector of vectors/ against model/pipeline in each profile
+// whose features it needs; each is a subtest named profile/file.
 func TestGoPipeline(t *testing.T) {
 	vs := loadVectors(t)
 	if len(vs) < 40 {
 		t.Errorf("%d vectors, want at least 40", len(vs))
 	}
-	for _, v := range vs {
-		t.Run(v.Name, func(t *testing.T) {
-			if r := v.SkipReason(GoFeatures); r != "" {
-				t.Skip(r)
-			}
-			if err := RunGo(v); err != nil {
-				t.Error(err)
-			}
-		})
+	for _, pr := range pipeline.Profiles() {
+		feats := GoFeaturesFor(pr)
+		ran := 0
+		for _, v := range vs {
+			t.Run(pr.String()+"/"+v.Name, func(t *testing.T) {
+				if r := v.SkipReason(feats); r != "" {
+					t.Skip(r)
+				}
+				ran++
+				if err := RunGoProfile(v, pr); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		if ran < 20 && flag.Lookup("test.run").Value.String() == "" {
+			t.Errorf("profile %s ran %d vectors, want at least 20", pr, ran)
+		}
 	}
 }
 
@@ -118,18 +129,21 @@ func TestVectorsDetectMutations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: one run per mutant")
 	}
-	for _, v := range loadVectors(t) {
-		if v.SkipReason(GoFeatures) != "" {
-			continue
-		}
-		t.Run(v.Name, func(t *testing.T) {
-			t.Parallel()
-			for name, m := range mutants(v) {
-				if RunGo(m) == nil {
-					t.Errorf("mutant %s passes", name)
-				}
+	for _, pr := range pipeline.Profiles() {
+		feats := GoFeaturesFor(pr)
+		for _, v := range loadVectors(t) {
+			if v.SkipReason(feats) != "" {
+				continue
 			}
-		})
+			t.Run(pr.String()+"/"+v.Name, func(t *testing.T) {
+				t.Parallel()
+				for name, m := range mutants(v) {
+					if RunGoProfile(m, pr) == nil {
+						t.Errorf("mutant %s passes", name)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -54,9 +54,10 @@ const (
 var RefusalCodes = []string{"INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED",
 	"FAILED_PRECONDITION", "PERMISSION_DENIED"}
 
-// Features a vector may require (@requires). The Go target supports all of them; the
-// BMv2 runner supports "registers" when BMv2's Thrift CLI (simple_switch_CLI) works
-// (or the switch implements registers over P4Runtime), none of the others.
+// Features a vector may require (@requires). The Go target supports those of the
+// profile it models (GoFeaturesFor); the BMv2 runner supports "v1model-state" and, when
+// BMv2's Thrift CLI (simple_switch_CLI) works (or the switch implements registers over
+// P4Runtime), "registers", none of the others.
 var Features = map[string]string{
 	"registers":       "register writes and reads (BMv2's P4Runtime server cannot do them; the BMv2 runner makes them through simple_switch_CLI, or over P4Runtime on a switch that can, and neither works here)",
 	"dequeue-control": "the vector decides when packets leave their queue (BMv2's traffic manager decides)",
@@ -65,6 +66,10 @@ var Features = map[string]string{
 	"value-set":       "parser value set writes (PI's P4Runtime server answers ValueSetEntry with UNIMPLEMENTED, behavioral-model issue #854)",
 	"selector-hash":   "which member of an ECMP group of several a flow takes (BMv2 picks hash % size over its own member handles, in an order PI decides)",
 	"refusal-codes":   "the canonical code of a refused write (PI's codes for these refusals, action profiles above all, are not verified)",
+	"v1model-state":   "the v1model program's data-plane state: queue and per-flow bytes counted by the program, a pause ended by its expiry time, 48-bit times (BMv2 and fastcnp-switch run that program; the Tofino program keeps its state differently, docs/tofino.md)",
+	"tofino-state":    "the Tofino program's data-plane state: queue depth in traffic-manager cells, pauses inferred from departure gaps or framed by PFC frames and closed at the next departure, departure shares, 32-bit times (docs/tofino.md; the Go model's Tofino profiles)",
+	"tofino1":         "Tofino 1's 80-byte traffic-manager cells (the Go model's tofino1 profile)",
+	"tofino2":         "Tofino 2's 176-byte traffic-manager cells (the Go model's tofino2 profile)",
 }
 
 // MatchValue is one resolved match field of a table write.

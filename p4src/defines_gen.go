@@ -32,10 +32,16 @@ const (
 	IncGroups = 256
 	// IncBuckets is INC_BUCKETS (#define): FastcnpIngress.inc_route (power of two, key is 8 bits).
 	IncBuckets = 256
+	// IncFlowWays is INC_FLOW_WAYS (#define).
+	IncFlowWays = 4
+	// IncFlowSlots is INC_FLOW_SLOTS (#define): CONN_TABLE_SIZE * INC_FLOW_WAYS.
+	IncFlowSlots = 16384
 	// Log2TableSize is LOG2_TABLE_SIZE (#define): *_bytes_log2 and window_exp2.
 	Log2TableSize = 2048
 	// AnnounceUDPPorts is ANNOUNCE_UDP_PORTS (#define): entries of the announce_udp_port parser value set (extra ports).
 	AnnounceUDPPorts = 4
+	// IntMaxHops is INT_MAX_HOPS (#define): INT hop records a packet carries at most (wire-formats.md "INT header").
+	IntMaxHops = 5
 	// AnnounceUDPPort is ANNOUNCE_UDP_PORT (#define).
 	AnnounceUDPPort = 4792
 	// CPUPort is CPU_PORT (bit<9>): P4Runtime packet-in/out port (BMv2 --cpu-port 255).
@@ -124,22 +130,34 @@ const (
 	AnnounceVersion = 1
 	// IncFlagIDs is INC_FLAG_IDS (bit<8>).
 	IncFlagIDs = 0x01
-	// IncFlagResult is INC_FLAG_RESULT (bit<8>).
+	// IncFlagResult is INC_FLAG_RESULT (bit<8>): the final aggregate (root of the tree).
 	IncFlagResult = 0x02
+	// IncFlagPartial is INC_FLAG_PARTIAL (bit<8>): a partial aggregate on its way up (multi-tier INC).
+	IncFlagPartial = 0x04
 	// IncIDsBytes is INC_IDS_BYTES (bit<16>).
 	IncIDsBytes = 16
+	// IntBTHMark is INT_BTH_MARK (bit<8>): BTH byte 4 (resv8a): an INT header follows.
+	IntBTHMark = 0x02
+	// IntFlagEcho is INT_FLAG_ECHO (bit<8>): records echoed by a receiver: add none.
+	IntFlagEcho = 0x01
+	// IntVersion is INT_VERSION (bit<8>).
+	IntVersion = 1
+	// IntHopBytes is INT_HOP_BYTES (bit<16>).
+	IntHopBytes = 24
 	// ConnFlagIncUplink is CONN_FLAG_INC_UPLINK (bit<8>).
 	ConnFlagIncUplink = 0x01
 	// ConnFlagCNPTarget is CONN_FLAG_CNP_TARGET (bit<8>).
 	ConnFlagCNPTarget = 0x02
 	// PuntReasonAnnouncement is PUNT_REASON_ANNOUNCEMENT (bit<7>).
 	PuntReasonAnnouncement = 1
-	// PortModeOff is PORT_MODE_OFF (bit<2>): forward only.
+	// PortModeOff is PORT_MODE_OFF (bit<3>): forward only.
 	PortModeOff = 0
-	// PortModeECN is PORT_MODE_ECN (bit<2>): classic DCQCN CP: RED marking (spec 02).
+	// PortModeECN is PORT_MODE_ECN (bit<3>): classic DCQCN CP: RED marking (spec 02).
 	PortModeECN = 1
-	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<2>): switch CNPs with explicit window (spec 01).
+	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<3>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
+	// PortModeInt is PORT_MODE_INT (bit<3>): HPCC: an INT hop record on data packets that ask for one (spec 03).
+	PortModeInt = 4
 	// PortDetermined is PORT_DETERMINED (bit<1>).
 	PortDetermined = 0
 	// PortUndetermined is PORT_UNDETERMINED (bit<1>).
@@ -172,6 +190,30 @@ const (
 	IncOutcomeOutOfRange = 5
 	// REDRandomMax is RED_RANDOM_MAX (bit<16>).
 	REDRandomMax = 0xFFFF
+	// Tofino1CellBytes is TOFINO1_CELL_BYTES (#define): traffic-manager buffer cell, Tofino 1 (deq_qdepth unit).
+	Tofino1CellBytes = 80
+	// Tofino2CellBytes is TOFINO2_CELL_BYTES (#define): traffic-manager buffer cell, Tofino 2.
+	Tofino2CellBytes = 176
+	// Tofino1CPUPort is TOFINO1_CPU_PORT (#define): PCIe CPU port of 2-pipe Tofino 1 parts (4-pipe: 320, -DTNA_CPU_PORT=320).
+	Tofino1CPUPort = 192
+	// Tofino2CPUPort is TOFINO2_CPU_PORT (#define): PCIe CPU port of Tofino 2 (pipe 0, port 0).
+	Tofino2CPUPort = 0
+	// Tofino1RecircPort is TOFINO1_RECIRC_PORT (#define): recirculation port of pipe 0, Tofino 1: the mirror session's port.
+	Tofino1RecircPort = 68
+	// Tofino2RecircPort is TOFINO2_RECIRC_PORT (#define): recirculation port of pipe 0, Tofino 2.
+	Tofino2RecircPort = 6
+	// PauseGapPsShift is PAUSE_GAP_PS_SHIFT (#define): inferred pause: a departure gap > pause_quantum_ps >> 3 ns (~125 quanta).
+	PauseGapPsShift = 3
+	// WindowEpochShift is WINDOW_EPOCH_SHIFT (#define): departure shares are counted per 2^13 ns (8.2 us) epoch.
+	WindowEpochShift = 13
+	// Log2NsPerMsQ6 is LOG2_NS_PER_MS_Q6 (#define): round(64 * log2(10^6)): rx > C*T in the log domain.
+	Log2NsPerMsQ6 = 1276
+	// REDRatioKOffset is RED_RATIO_K_OFFSET (#define): 64 * 16: exp2(1024 + log2(d) - log2(R)) = 65536 * d/R.
+	REDRatioKOffset = 1024
+	// PFCEventQid is PFC_EVENT_QID (#define): queue of PFC events ingress -> egress (strict priority, never paused).
+	PFCEventQid = 7
+	// FastcnpRecircEthertype is FASTCNP_RECIRC_ETHERTYPE (#define): pseudo-Ethernet type of the recirculation header (IEEE local experimental).
+	FastcnpRecircEthertype = 0x88B5
 	// PktInstanceTypeNormal is PKT_INSTANCE_TYPE_NORMAL (bit<32>).
 	PktInstanceTypeNormal = 0
 	// PktInstanceTypeEgressClone is PKT_INSTANCE_TYPE_EGRESS_CLONE (bit<32>).

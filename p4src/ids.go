@@ -39,6 +39,8 @@ const (
 	ActionL2Flood           uint32 = 0x0100000B
 	ActionSetNextHopGroup   uint32 = 0x0100000C
 	ActionSetIncSlotTimeout uint32 = 0x0100000D
+	// ActionSetIncChild is inc_child_port's action (multi-tier INC).
+	ActionSetIncChild uint32 = 0x01000020
 	// ActionNoAction is core.p4's NoAction; its ID is the one p4c assigns (not pinned).
 	ActionNoAction uint32 = 21257015
 
@@ -56,6 +58,9 @@ const (
 	// ProfileNextHopSelector).
 	TableNextHopGroupSelect uint32 = 0x0200000B
 	TableIncSlotTimeout     uint32 = 0x0200000C
+	// TableIncChildPort maps an ingress port to the contributor rank of the
+	// lower switch behind it (multi-tier INC).
+	TableIncChildPort uint32 = 0x02000020
 
 	// ProfileNextHopSelector is the action selector FastcnpIngress.next_hop_selector.
 	ProfileNextHopSelector uint32 = 0x11000001
@@ -107,6 +112,14 @@ const (
 	RegIncSlotValue0 uint32 = 0x16000013
 	// RegIncSlotStart is inc_slot_start_ns: when the slot's message claimed it.
 	RegIncSlotStart uint32 = 0x16000023
+	// RegPortTxBytes is port_tx_bytes: bytes a port sent (INT records' tx_bytes).
+	RegPortTxBytes uint32 = 0x16000024
+	// The data-flow map's operation IDs and round-robin pointer, and the
+	// slots' operation IDs and done flags (multi-tier INC, issue 16).
+	RegIncFlowOp      uint32 = 0x16000040
+	RegIncFlowNextWay uint32 = 0x16000041
+	RegIncSlotOp      uint32 = 0x16000042
+	RegIncSlotDone    uint32 = 0x16000043
 
 	DigestPortState uint32 = 0x1782DA91
 	DigestCNP       uint32 = 0x1721670C

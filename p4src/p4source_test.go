@@ -857,6 +857,8 @@ func TestP4HeadersMatchWireFormats(t *testing.T) {
 		{"fastcnp CNP extension", []string{"cnp_ext_h"}},
 		{"RDMA-connection announcement", []string{"announcement_h"}},
 		{"INC header", []string{"inc_base_h", "inc_ids_h"}},
+		{"INT header", []string{"int_header_h"}},
+		{"INT hop record", []string{"int_hop_h"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.heading, func(t *testing.T) {

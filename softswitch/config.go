@@ -2,6 +2,7 @@ package softswitch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -97,6 +98,10 @@ type Config struct {
 	GRPCAddr string
 	// GRPCListener, when set, is served instead of listening on GRPCAddr.
 	GRPCListener net.Listener
+	// GRPCTLS, when set, serves P4Runtime over TLS (internal/tlsfiles.Server:
+	// with client CAs, mutual TLS). Nil serves plaintext, with a warning when
+	// the address is not loopback (p4rtserver.ExposureWarning).
+	GRPCTLS *tls.Config
 	// DebugAddr is the loopback address of the HTTP debug endpoint (empty: none).
 	DebugAddr string
 	// DebugListener, when set, is served instead of listening on DebugAddr.

@@ -34,6 +34,8 @@ type Counters struct {
 	MulticastCopies    uint64 `json:"multicast_copies"`      // copies made for multicast groups (L2 floods), each then enqueued
 	ClassMismatch      uint64 `json:"class_mismatch"`        // pipeline lossless flag != TM lossless mask
 	Dequeued           uint64 `json:"dequeued"`              // departures
+	INTRecords         uint64 `json:"int_records"`           // INT hop records added (ports in mode int)
+	INTTooLarge        uint64 `json:"int_too_large"`         // INT records dropped for want of frame buffer room
 	ECNMarked          uint64 `json:"ecn_marked"`            // departures CE-marked by egress
 	SwitchCNPs         uint64 `json:"switch_cnps"`           // switch CNPs made by egress and enqueued
 	EgressErrors       uint64 `json:"egress_errors"`         // pipeline.Egress errors
@@ -70,6 +72,14 @@ func (h hooks) OnDequeue(d *tm.DequeueInfo[*frame]) {
 	d.Mark = r.Marked
 	if r.Marked {
 		s.ctr.ECNMarked++
+	}
+	if len(r.Frame) != len(f.data) { // an INT record in the pipeline's buffer
+		if len(r.Frame) <= len(f.buf) {
+			f.data = f.buf[:copy(f.buf, r.Frame)]
+			s.ctr.INTRecords++
+		} else {
+			s.ctr.INTTooLarge++ // no room: the frame leaves without the record
+		}
 	}
 	if r.CNP {
 		c := s.getFrame()
@@ -283,7 +293,7 @@ func (s *Switch) enqueue(f *frame, now int64, from *swPort) {
 		in = int32(s.cpuTM)
 	}
 	prio := int(m.Priority & 7)
-	length := max(len(f.data), minWireFrame) + fcsBytes
+	length := s.wireLength(f)
 	if from != nil && s.deferLossless(f, from, length, int(in), int(eg), prio) {
 		return
 	}
@@ -532,4 +542,11 @@ func (s *Switch) transmit(ctx context.Context, p *swPort) {
 		p.txRecs[i], p.txFrames[i] = nil, nil
 	}
 	p.txRecs, p.txFrames = p.txRecs[:0], p.txFrames[:0]
+}
+
+// wireLength is the length the TM charges for f: the frame as it will leave
+// (with the INT record egress adds to it, if any), at least the minimum frame,
+// plus the FCS.
+func (s *Switch) wireLength(f *frame) int {
+	return max(len(f.data)+s.pl.INTGrowth(f.data, &f.meta), minWireFrame) + fcsBytes
 }

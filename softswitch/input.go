@@ -179,7 +179,7 @@ func (s *Switch) retryPending(p *swPort, now int64) {
 		m := &f.meta
 		in := s.p4ToTM[m.IngressPort&(p4src.NumPorts-1)]
 		eg := s.p4ToTM[m.EgressPort&(p4src.NumPorts-1)]
-		length := max(len(f.data), minWireFrame) + fcsBytes
+		length := s.wireLength(f)
 		if v, err := s.tm.Admits(length, int(in), int(eg), int(m.Priority&7)); err == nil && v == tm.DroppedLossless {
 			break
 		}

@@ -164,7 +164,7 @@ func New(cfg Config) (*Switch, error) {
 	s.gate = inputGate{xoff: c.InputXoff, xon: c.InputXon}
 	if c.GRPCAddr != "" || c.GRPCListener != nil {
 		s.server, err = p4rtserver.New(p4rtserver.Options{
-			DeviceID: c.DeviceID, DataPlane: s, Logger: c.Log, DigestPollInterval: c.DigestPollInterval,
+			DeviceID: c.DeviceID, DataPlane: s, Logger: c.Log, DigestPollInterval: c.DigestPollInterval, TLS: c.GRPCTLS,
 		})
 		if err != nil {
 			s.closePorts()

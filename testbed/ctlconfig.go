@@ -40,6 +40,8 @@ type ControllerOptions struct {
 	P4Info, DeviceConfig string
 	// IdleTimeout is announce.idle_timeout (0: config.DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// RED, if set, replaces the topology's marking curve (DCTCP's step).
+	RED *config.RED
 }
 
 // ControllerConfig builds the fastcnpd configuration of the topology: every
@@ -84,6 +86,9 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 			LinkRate: p.Rate, Qth: p.Qth, Tcheck: p.RTTBase, RTTBase: p.RTTBase, CNPGap: p.CNPGap,
 			Mode: o.Mode, RED: config.RED{Kmin: p.REDKmin, Kmax: p.REDKmax, Pmax: p.REDPmax},
 			MTU: units.Size(p.MTU),
+		}
+		if o.RED != nil {
+			def.RED = *o.RED
 		}
 		cs := config.Switch{
 			Name: name, Address: net.JoinHostPort(o.GRPCHost, fmt.Sprint(sw.GRPCPort)),

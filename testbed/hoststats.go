@@ -24,6 +24,8 @@ type hostRecord struct {
 	BytesAcked  *int64   `json:"bytes_acked"`
 	CNPSwitch   *uint64  `json:"cnp_switch"`
 	CNPNP       *uint64  `json:"cnp_np"`
+	ECEAcks     *uint64  `json:"ece_acks"`
+	INTAcks     *uint64  `json:"int_acks"`
 	Retransmits *uint64  `json:"retransmits"`
 	Timeouts    *uint64  `json:"timeouts"`
 	FCTUs       *float64 `json:"fct_us"`

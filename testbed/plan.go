@@ -75,7 +75,7 @@ func (t *Topology) hostArgs(h string, algo, flowsPath string, statsEvery time.Du
 	}
 	p := t.Params()
 	args := []string{"--ip", host.addr.Addr().String(), "--mac", host.mac.String(),
-		"--gateway-mac", t.PortMAC(sp.Node, sp.Port).String(), "--algo", algo,
+		"--gateway-mac", t.PortMAC(sp.Node, sp.Port).String(), "--cc", algo,
 		"--line-rate", units.FormatRate(hl.rate), "--base-rtt", units.FormatDuration(p.RTTBase),
 		"--flows", flowsPath, "--stats-interval", units.FormatDuration(statsEvery), "--log-level", "warn",
 		"--mss", strconv.Itoa(IBMTU(p.MTU)), "--rto", units.FormatDuration(p.RTO),

@@ -42,6 +42,11 @@ type Options struct {
 	HostArgs, SwitchArgs []string
 	// DCQCNParams is fastcnp-host's --params (default: the agent's).
 	DCQCNParams string
+	// CC is the hosts' sender algorithm (fastcnp-host --cc): "" = the one of
+	// Mode (dcqcn for ecn, dcqcn-fastcnp for fastcnp); otherwise Mode must
+	// be CCMode(CC) or empty (then it is set to it). CCParams is
+	// --cc-params ("" = the agent's default set).
+	CC, CCParams string
 	// IdleTimeout is fastcnpd's announce.idle_timeout (0: the default,
 	// 60 s): connections not announced again for so long are removed.
 	IdleTimeout time.Duration
@@ -93,6 +98,10 @@ type FlowResult struct {
 	// (fastcnp) and from the receiver's notification point (ecn).
 	CNPsSwitch uint64 `json:"cnps_switch"`
 	CNPsNP     uint64 `json:"cnps_np"`
+	// ECEAcks and INTAcks are the sender's ACKs that carried the ECN echo
+	// (dctcp's signal) and INT records (hpcc's).
+	ECEAcks uint64 `json:"ece_acks,omitempty"`
+	INTAcks uint64 `json:"int_acks,omitempty"`
 	// ECNMarks are CE-marked packets that reached the receiver.
 	ECNMarks uint64 `json:"ecn_marks"`
 	// Retransmits and Timeouts are the sender's.
@@ -122,7 +131,10 @@ type FlowResult struct {
 type Result struct {
 	Topology string      `json:"topology"`
 	Mode     config.Mode `json:"mode"`
-	Target   Target      `json:"target"`
+	// CC is the hosts' sender algorithm (empty in results of older runs:
+	// the mode's DCQCN variant).
+	CC     string `json:"cc,omitempty"`
+	Target Target `json:"target"`
 	// Started is the agents' common start instant (--start-at): time 0 of
 	// the flows' start times, the rate series and the queue samples.
 	// Duration runs from it to the end of the measurement.
@@ -220,6 +232,39 @@ func hostAlgo(m config.Mode) string {
 	return "dcqcn-fastcnp"
 }
 
+// CCMode returns the switch port mode a sender algorithm needs: ecn for
+// dcqcn and dctcp (RED marking; for dctcp with Kmin = Kmax = K, Pmax 1: see
+// Run), fastcnp for dcqcn-fastcnp, int for hpcc (INT records) and for the
+// RTT-based algorithms (timely, pid, lstm-pid*), which need no signal from
+// the switch: a port in mode int forwards packets without an INT header
+// untouched (no marks, no CNPs).
+func CCMode(cc string) config.Mode {
+	switch cc {
+	case "dcqcn", "dctcp":
+		return config.ModeECN
+	case "dcqcn-fastcnp":
+		return config.ModeFastCNP
+	}
+	return config.ModeINT
+}
+
+// RunSpec resolves a run name of the runner (fastcnp-testbed -modes): a
+// switch mode (ecn, fastcnp: DCQCN hosts, as before) or a host algorithm
+// name (cc.Names: its CCMode). It returns the mode and the algorithm ("" for
+// a mode's own DCQCN variant).
+func RunSpec(name string, known []string) (config.Mode, string, error) {
+	switch m := config.Mode(name); m {
+	case config.ModeECN, config.ModeFastCNP:
+		return m, "", nil
+	}
+	for _, k := range known {
+		if k == name {
+			return CCMode(name), name, nil
+		}
+	}
+	return "", "", fmt.Errorf("unknown run %q: want ecn, fastcnp or a sender algorithm (%s)", name, strings.Join(known, ", "))
+}
+
 // Run builds the topology in fresh network namespaces, starts the
 // switches, fastcnpd and the host agents, runs the flows for the
 // topology's duration, collects the statistics and tears everything
@@ -231,8 +276,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if o.Binaries.Switch == "" || o.Binaries.Host == "" {
 		return nil, fmt.Errorf("%w: need fastcnp-switch and fastcnp-host (got %+v)", ErrMissingCommand, o.Binaries)
 	}
+	algo := hostAlgo(o.Mode)
+	if o.CC != "" {
+		if o.Mode != "" && o.Mode != CCMode(o.CC) {
+			return nil, fmt.Errorf("testbed: sender algorithm %s runs on ports in mode %s, not %s", o.CC, CCMode(o.CC), o.Mode)
+		}
+		o.Mode, algo = CCMode(o.CC), o.CC
+	}
 	if o.Mode == "" {
 		o.Mode = config.ModeFastCNP
+		algo = hostAlgo(o.Mode)
 	}
 	if o.SampleInterval <= 0 {
 		o.SampleInterval = 100 * time.Millisecond
@@ -324,10 +377,17 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	log.Debug("switches up")
 
 	// Controller.
-	cfg, err := t.ControllerConfig(ControllerOptions{
+	co := ControllerOptions{
 		Mode: o.Mode, APIListen: "127.0.0.1:9560", MetricsListen: "",
 		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"), IdleTimeout: o.IdleTimeout,
-	})
+	}
+	if algo == "dctcp" {
+		// DCTCP marking: every ECT packet at or above K (the HPCC simulator:
+		// Kmin = Kmax = K, Pmax 1; fastcnpd wants Kmin < Kmax, so Kmin is
+		// one byte less), K = the topology's RED Kmax.
+		co.RED = &config.RED{Kmin: p.REDKmax - 1, Kmax: p.REDKmax, Pmax: 1}
+	}
+	cfg, err := t.ControllerConfig(co)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +441,10 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	loadStart := loadAvg()
 	var hosts []*proc
 	for _, h := range t.HostNames() {
-		args, err := t.hostArgs(h, hostAlgo(o.Mode), flowsPath, o.StatsInterval, o.DCQCNParams)
+		args, err := t.hostArgs(h, algo, flowsPath, o.StatsInterval, o.DCQCNParams)
+		if o.CCParams != "" {
+			args = append(args, "--cc-params", o.CCParams)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -494,7 +557,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			errs = append(errs, err)
 		}
 	}
-	res = &Result{Topology: t.Name, Mode: o.Mode, Target: TargetFastcnp, Started: started,
+	res = &Result{Topology: t.Name, Mode: o.Mode, CC: algo, Target: TargetFastcnp, Started: started,
 		Duration: time.Since(started), Queues: queues, WorkDir: o.WorkDir,
 		CPUSeconds: cpu, LoadAvg: [2]float64{loadStart, loadEnd}}
 	for _, si := range sws {
@@ -707,6 +770,7 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 		}
 		if s := fs.sendRecord(); s != nil {
 			fr.CNPsSwitch, fr.CNPsNP = u64(s.CNPSwitch), u64(s.CNPNP)
+			fr.ECEAcks, fr.INTAcks = u64(s.ECEAcks), u64(s.INTAcks)
 			fr.Retransmits, fr.Timeouts = u64(s.Retransmits), u64(s.Timeouts)
 			fr.PauseRx = u64(s.PauseRx)
 			if s.PausedUs != nil {
@@ -838,4 +902,13 @@ func mergeSeries(fs *flowStats) []RatePoint {
 		out = append(out, fs.send...)
 	}
 	return out
+}
+
+// Label names a run in tables and plots: its mode when the hosts ran the
+// mode's own DCQCN variant, else the sender algorithm.
+func (r *Result) Label() string {
+	if r.CC == "" || r.CC == hostAlgo(r.Mode) {
+		return string(r.Mode)
+	}
+	return r.CC
 }

@@ -32,7 +32,7 @@ func WriteTable(w io.Writer, runs []*Result) error {
 		head = []string{"flow", "ideal FCT ms", "ideal Mb/s"}
 	}
 	for _, r := range runs {
-		m := string(r.Mode)
+		m := r.Label()
 		if sized {
 			head = append(head, m+" Mb/s", m+" %ideal", m+" FCT ms", m+" slowdown")
 		} else {
@@ -83,7 +83,7 @@ func WriteTable(w io.Writer, runs []*Result) error {
 	blank := make([]string, perRun-1)
 	head = append([]string{"switch counter"}, make([]string, lead-1)...)
 	for _, r := range runs {
-		head = append(append(head, string(r.Mode)), blank...)
+		head = append(append(head, r.Label()), blank...)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, c := range counters {
@@ -115,7 +115,7 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 		b.WriteString("| flow | fair share (Mb/s) |")
 	}
 	for _, r := range runs {
-		m := r.Mode
+		m := r.Label()
 		if sized {
 			fmt.Fprintf(&b, " %s: Mb/s | %s: %% of ideal | %s: FCT (ms) | %s: slowdown |", m, m, m, m)
 		} else {
@@ -157,7 +157,7 @@ func WriteMarkdown(w io.Writer, runs []*Result) error {
 	}
 	b.WriteString("\n| switch counter (all switches) |")
 	for _, r := range runs {
-		fmt.Fprintf(&b, " %s |", r.Mode)
+		fmt.Fprintf(&b, " %s |", r.Label())
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(runs)) + "\n")
 	rows := []struct {
@@ -323,7 +323,7 @@ func WriteSummaryMarkdown(w io.Writer, runs []*Result) error {
 	var b strings.Builder
 	b.WriteString("| per run |")
 	for _, r := range runs {
-		fmt.Fprintf(&b, " %s |", r.Mode)
+		fmt.Fprintf(&b, " %s |", r.Label())
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(runs)) + "\n")
 	rows := []struct {
@@ -406,7 +406,7 @@ func WriteCSV(w io.Writer, runs []*Result) error {
 		"ideal_fct_ms", "slowdown", "start_unix_ns", "end_unix_ns", "start_late_ms"})
 	for _, r := range runs {
 		for _, f := range r.Flows {
-			_ = cw.Write([]string{r.Topology, string(r.Mode), f.Name, f.Src, f.Dst, strconv.FormatBool(f.Victim),
+			_ = cw.Write([]string{r.Topology, r.Label(), f.Name, f.Src, f.Dst, strconv.FormatBool(f.Victim),
 				ff(f.FairShareBps), ff(f.ThroughputBps), ff(f.ShareOfFair), strconv.FormatInt(f.BytesReceived, 10),
 				strconv.FormatUint(f.CNPsSwitch, 10), strconv.FormatUint(f.CNPsNP, 10), strconv.FormatUint(f.ECNMarks, 10),
 				strconv.FormatUint(f.Retransmits, 10), strconv.FormatUint(f.Timeouts, 10), strconv.FormatBool(f.Done),

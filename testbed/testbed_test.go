@@ -63,6 +63,12 @@ func TestMain(m *testing.M) {
 
 func runTopo(t *testing.T, file string, mode config.Mode, dur time.Duration) *Result {
 	t.Helper()
+	return runTopoCC(t, file, mode, "", dur)
+}
+
+// runTopoCC is runTopo with the hosts' sender algorithm (cc; "" = the mode's).
+func runTopoCC(t *testing.T, file string, mode config.Mode, cc string, dur time.Duration) *Result {
+	t.Helper()
 	netnstest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
@@ -74,7 +80,7 @@ func runTopo(t *testing.T, file string, mode config.Mode, dur time.Duration) *Re
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), string(mode))
-	res, err := Run(ctx, Options{Topology: topo, Mode: mode, Binaries: b, WorkDir: dir, Duration: dur,
+	res, err := Run(ctx, Options{Topology: topo, Mode: mode, CC: cc, Binaries: b, WorkDir: dir, Duration: dur,
 		Nice: DefaultNice, Log: log.WithField("test", t.Name())})
 	if err != nil {
 		if errors.Is(err, ErrMissingCommand) {
@@ -156,6 +162,50 @@ func TestS2Incast(t *testing.T) {
 	}
 	if res.MakespanMs == 0 || res.MakespanMs < res.IdealMakespanMs {
 		t.Errorf("time to finish all %.1f ms, fluid ideal %.1f ms: the measured one cannot be shorter", res.MakespanMs, res.IdealMakespanMs)
+	}
+}
+
+// TestS2IncastOtherCC runs the 4-to-1 incast with the senders HPCC and
+// DCTCP need a switch for: every flow completes without a lossless drop,
+// and the feedback reached the senders end to end: with hpcc (ports in mode
+// int) ACKs echo INT records, with dctcp (ports marking at K) ACKs carry the
+// ECN echo.
+func TestS2IncastOtherCC(t *testing.T) {
+	for _, tc := range []struct {
+		cc   string
+		mode config.Mode
+		int_ bool
+	}{
+		{"hpcc", config.ModeINT, true},
+		{"dctcp", config.ModeECN, false},
+	} {
+		t.Run(tc.cc, func(t *testing.T) {
+			res := runTopoCC(t, "s2-incast-4.json", "", tc.cc, 0)
+			if res.Mode != tc.mode || res.CC != tc.cc || res.Label() != tc.cc {
+				t.Errorf("ran mode %s, cc %s, label %s", res.Mode, res.CC, res.Label())
+			}
+			checkLossless(t, res)
+			var intAcks, eceAcks uint64
+			for _, f := range res.Flows {
+				if !f.Done {
+					t.Errorf("flow %s did not complete (%d bytes received)", f.Name, f.BytesReceived)
+				}
+				intAcks += f.INTAcks
+				eceAcks += f.ECEAcks
+			}
+			if tc.int_ && intAcks == 0 {
+				t.Error("no ACK echoed INT records")
+			}
+			if !tc.int_ && intAcks != 0 {
+				t.Errorf("%d ACKs with INT records without INT", intAcks)
+			}
+			// Four senders start with a window of one BDP (125 KB) each:
+			// the queue passes K = 100 KB, so DCTCP must see echoes.
+			if !tc.int_ && eceAcks == 0 {
+				t.Error("dctcp: no ACK carried the ECN echo")
+			}
+			t.Logf("%s: %d ACKs with INT records, %d with ECE", tc.cc, intAcks, eceAcks)
+		})
 	}
 }
 

@@ -281,7 +281,7 @@ func TestHostArgs(t *testing.T) {
 		got[args[i]] = args[i+1]
 	}
 	want := map[string]string{"--mss": "4096", "--rto": "500ms", "--cc-scale": "10", "--burst-time": "2ms",
-		"--base-rtt": "10ms", "--line-rate": "100Mb/s", "--algo": "dcqcn-fastcnp"}
+		"--base-rtt": "10ms", "--line-rate": "100Mb/s", "--cc": "dcqcn-fastcnp"}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q (args %q)", k, got[k], v, args)

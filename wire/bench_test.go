@@ -140,7 +140,15 @@ func TestZeroAllocs(t *testing.T) {
 	var vec INCVector
 	ids := INCIDs{}
 	ann := NewAnnouncement(AnnounceUp, 0)
+	hops := intTestHops(3)
+	intFrame := mustBuild(t, func(b []byte) (int, error) {
+		return BuildRoCEINT(b, &env, bth, INTHeader{Version: INTVersion}, hops, []byte("x"))
+	})
 	for name, fn := range map[string]func(){
+		"ParseINT":          func() { _ = Parse(intFrame, opts, &f) },
+		"BuildRoCEINT":      func() { _, _ = BuildRoCEINT(buf, &env, bth, INTHeader{}, hops, []byte("x")) },
+		"BuildRCAckINT":     func() { _, _ = BuildRCAckINT(buf, &env, bth, AETH{}, hops) },
+		"VerifyICRCINT":     func() { _, _ = VerifyICRC(intFrame[14:]) },
 		"Parse":             func() { _ = Parse(fr.incIDs, opts, &f) },
 		"ParseError":        func() { _ = Parse(fr.cnp[:50], opts, &f) },
 		"ParseMalformed":    func() { _ = Parse(fr.ann[:40], opts, &f) },

@@ -77,6 +77,10 @@ var (
 	errICRCUDPLen   = malformed(LayerICRC, "UDP length does not match IPv4 total length")
 	errICRCTrunc    = &Error{Err: ErrTruncated, Layer: LayerICRC, Reason: "IPv4 total length exceeds the frame"}
 	errPayloadLen   = malformed(LayerIPv4, "IPv4 total length does not cover the parsed headers and the ICRC")
+	errINTHops      = malformed(LayerINT, "hop count above INTMaxHops")
+	errICRCINT      = malformed(LayerICRC, "INT header cut or with more than INTMaxHops records")
+	errRangeINT     = rangeErr(LayerINT, "more than INTMaxHops records")
+	errRangeINTHop  = rangeErr(LayerINTHops, "timestamp above 48 bits")
 	errAnnMagic     = malformed(LayerAnnouncement, "bad magic")
 	errAnnVersion   = malformed(LayerAnnouncement, "unsupported version")
 

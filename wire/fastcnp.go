@@ -13,7 +13,11 @@ const (
 	INCVersion = 1
 
 	INCFlagIDs    = 0x1 // the IDS part follows the base header
-	INCFlagResult = 0x2 // aggregated by a switch
+	INCFlagResult = 0x2 // aggregated by a switch: the final aggregate
+	// INCFlagPartial marks a partial aggregate: aggregated by a switch that
+	// is not the top of its group's aggregation tree, on its way up to be
+	// aggregated again (docs/wire-formats.md "Partial aggregates").
+	INCFlagPartial = 0x4
 
 	AnnouncementLen = 32
 	// AnnouncementMagic is "FCNP".
@@ -33,7 +37,7 @@ const (
 // INC is the INC base header that follows the BTH when BTH byte 4 is
 // INCBTHMark.
 type INC struct {
-	Flags   uint8 // INCFlagIDs, INCFlagResult
+	Flags   uint8 // INCFlagIDs, INCFlagResult, INCFlagPartial
 	Version uint8 // INCVersion
 	Resv    uint16
 }
@@ -41,8 +45,17 @@ type INC struct {
 // HasIDs reports whether the IDS part follows.
 func (h *INC) HasIDs() bool { return h.Flags&INCFlagIDs != 0 }
 
-// IsResult reports whether the packet was aggregated by a switch.
+// IsResult reports whether the packet is a final aggregate (RESULT).
 func (h *INC) IsResult() bool { return h.Flags&INCFlagResult != 0 }
+
+// IsPartial reports whether the packet is a partial aggregate that a lower
+// switch sends up: PARTIAL set and RESULT clear (a RESULT is final whatever
+// else is set).
+func (h *INC) IsPartial() bool { return h.Flags&(INCFlagPartial|INCFlagResult) == INCFlagPartial }
+
+// IsContribution reports whether the packet is a worker's contribution:
+// neither RESULT nor PARTIAL.
+func (h *INC) IsContribution() bool { return h.Flags&(INCFlagPartial|INCFlagResult) == 0 }
 
 // Decode reads the header from b[:INCLen].
 func (h *INC) Decode(b []byte) error {

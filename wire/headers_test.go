@@ -59,6 +59,7 @@ func TestHeaderLayouts(t *testing.T) {
 			&CNPExt{Version: 1, Flags: 3, SwitchID: 7, Window: 65536, Port: 12, QueueBytes: 100000},
 			func() codec { return new(CNPExt) }},
 		{"inc", "03 01 0000", &INC{Flags: INCFlagIDs | INCFlagResult, Version: 1}, func() codec { return new(INC) }},
+		{"inc partial", "05 01 0000", &INC{Flags: INCFlagIDs | INCFlagPartial, Version: 1}, func() codec { return new(INC) }},
 		{"inc ids", "0005 0102 00 000064 0009 0000 00000010",
 			&INCIDs{GroupID: 5, MessageID: 0x102, FirstPSN: 100, OpID: 9, FlowLen: 16},
 			func() codec { return new(INCIDs) }},
@@ -96,6 +97,32 @@ func TestHeaderLayouts(t *testing.T) {
 				t.Errorf("Encode into %d bytes: %v, want ErrShortBuffer", len(b)-1, err)
 			}
 		})
+	}
+}
+
+// TestINCKinds pins which flag bits make a contribution, a partial aggregate
+// and a RESULT (docs/wire-formats.md "INC header"): RESULT wins over PARTIAL,
+// IDS and the reserved bits do not matter.
+func TestINCKinds(t *testing.T) {
+	for _, tc := range []struct {
+		flags                         uint8
+		contribution, partial, result bool
+	}{
+		{0x00, true, false, false},
+		{0x01, true, false, false},
+		{0xf8, true, false, false},
+		{0x02, false, false, true},
+		{0x03, false, false, true},
+		{0x04, false, true, false},
+		{0x05, false, true, false},
+		{0x06, false, false, true},
+		{0x07, false, false, true},
+	} {
+		h := INC{Flags: tc.flags}
+		if h.IsContribution() != tc.contribution || h.IsPartial() != tc.partial || h.IsResult() != tc.result {
+			t.Errorf("flags %#02x: contribution %v partial %v result %v, want %v %v %v", tc.flags,
+				h.IsContribution(), h.IsPartial(), h.IsResult(), tc.contribution, tc.partial, tc.result)
+		}
 	}
 }
 

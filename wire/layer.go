@@ -20,6 +20,8 @@ const (
 	LayerINC                       // INC base header (4 bytes)
 	LayerINCIDs                    // INC IDS part (16 bytes)
 	LayerINCVector                 // INC vector (INCVectorLen * 4 bytes)
+	LayerINT                       // INT header (4 bytes)
+	LayerINTHops                   // INT hop records (INTHopLen each, HopCount of them)
 	LayerAnnouncement              // RDMA-connection announcement (32 bytes)
 	LayerICRC                      // RoCEv2 invariant CRC (4 bytes)
 	numLayers
@@ -31,7 +33,7 @@ const NumLayers = int(numLayers)
 var layerNames = [numLayers]string{
 	"packet_out", "packet_in", "ethernet", "dot1q", "mac_control", "pfc", "pause",
 	"ipv4", "udp", "bth", "aeth", "cnp_ext", "inc", "inc_ids", "inc_vector",
-	"announcement", "icrc",
+	"int", "int_hops", "announcement", "icrc",
 }
 
 // String returns the layer's short name ("ipv4", "bth", ...).

@@ -34,19 +34,22 @@ type Frame struct {
 	// and ICRC, ...).
 	End int
 
-	PacketOut    PacketOut
-	Ethernet     Ethernet
-	Dot1Q        Dot1Q
-	MACControl   MACControl
-	PFC          PFC
-	Pause        Pause
-	IPv4         IPv4
-	UDP          UDP
-	BTH          BTH
-	CNPExt       CNPExt
-	INC          INC
-	INCIDs       INCIDs
-	INCVector    INCVector
+	PacketOut  PacketOut
+	Ethernet   Ethernet
+	Dot1Q      Dot1Q
+	MACControl MACControl
+	PFC        PFC
+	Pause      Pause
+	IPv4       IPv4
+	UDP        UDP
+	BTH        BTH
+	CNPExt     CNPExt
+	INC        INC
+	INCIDs     INCIDs
+	INCVector  INCVector
+	INT        INTHeader
+	// INTHops are the INT records, newest first: INT.HopCount of them.
+	INTHops      [INTMaxHops]INTHop
 	Announcement Announcement
 
 	present uint32
@@ -129,7 +132,9 @@ func (f *Frame) RoCEPayload(frame []byte) ([]byte, error) {
 // fragment offset 0 and protocol 17 -> UDP, else accept. UDP destination
 // 4791 -> BTH; a port in opts.AnnouncePorts -> announcement; else accept.
 // BTH opcode 0x81 -> CNP extension; else BTH byte 4 == INCBTHMark -> INC
-// base, the IDS part if its flag IDS is set, then the vector; else accept.
+// base, the IDS part if its flag IDS is set, then the vector; BTH byte 4 ==
+// INTBTHMark -> the INT header and its HopCount records (more than
+// INTMaxHops is malformed); else accept.
 // Nothing else is checked: not the IPv4 checksum or lengths, not the ICRC.
 func Parse(frame []byte, opts ParseOptions, out *Frame) error {
 	*out = Frame{Len: len(frame)}
@@ -255,6 +260,9 @@ func parseBTH(b []byte, off int, f *Frame) error {
 		f.End = off + CNPExtLen
 		return nil
 	}
+	if f.BTH.Resv8a == INTBTHMark {
+		return parseINT(b, off, f)
+	}
 	if f.BTH.Resv8a != INCBTHMark {
 		return nil
 	}
@@ -275,5 +283,26 @@ func parseBTH(b []byte, off int, f *Frame) error {
 	}
 	f.mark(LayerINCVector, off)
 	f.End = off + INCVectorBytes
+	return nil
+}
+
+func parseINT(b []byte, off int, f *Frame) error {
+	if err := f.INT.Decode(b[off:]); err != nil {
+		return err
+	}
+	if f.INT.HopCount > INTMaxHops {
+		return errINTHops
+	}
+	f.mark(LayerINT, off)
+	off += INTHeaderLen
+	for i := 0; i < int(f.INT.HopCount); i++ {
+		if err := f.INTHops[i].Decode(b[off+i*INTHopLen:]); err != nil {
+			return err
+		}
+	}
+	if f.INT.HopCount > 0 {
+		f.mark(LayerINTHops, off)
+	}
+	f.End = off + int(f.INT.HopCount)*INTHopLen
 	return nil
 }

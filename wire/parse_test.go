@@ -114,7 +114,7 @@ func TestParseGraph(t *testing.T) {
 			}},
 		{"inc without ids", fr.incNoIDs, opts, roce | layerSet(LayerINC, LayerINCVector),
 			bth + BTHLen + INCLen + INCVectorBytes, nil},
-		{"bth byte 4 not the mark", clone(fr.incIDs, func(b []byte) { b[bth+4] = 0x02 }), opts, roce, bth + BTHLen, nil},
+		{"bth byte 4 not a mark", clone(fr.incIDs, func(b []byte) { b[bth+4] = 0x04 }), opts, roce, bth + BTHLen, nil},
 		{"announcement", fr.ann, opts, layerSet(LayerEthernet, LayerIPv4, LayerUDP, LayerAnnouncement),
 			udp + UDPLen + AnnouncementLen, func(t *testing.T, f *Frame) {
 				if f.Announcement.ReceiverQPN != 0x11 || f.Announcement.UDPSrcPort != 0xc000 {

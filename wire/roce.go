@@ -16,6 +16,11 @@ const (
 	// MaxQPN and MaxPSN are the largest 24-bit values.
 	MaxQPN = 0xFFFFFF
 	MaxPSN = 0xFFFFFF
+
+	// BTHResv7ECE is fastcnp's ECN echo (ECE) in an RC ACK: the highest
+	// reserved bit of BTH byte 8 (Resv7 0x40), set by the receiver when data
+	// this ACK acknowledges arrived CE-marked (for DCTCP senders).
+	BTHResv7ECE = 0x40
 )
 
 // BTH opcodes (IBTA Vol. 1, 9.2; 0x81 is RoCEv2's CNP, Annex A17).
@@ -284,7 +289,10 @@ const icrcPrefixLen = IPv4Len + UDPLen + BTHLen
 // Covered: 8 bytes of 0xFF (masked LRH), the IPv4 header with TOS, TTL and
 // checksum set to all ones, the UDP header with its checksum set to all
 // ones, the BTH with byte 4 set to all ones, then everything up to the ICRC.
-// The IPv4 header must have no options (IHL 5), as in RoCEv2.
+// The IPv4 header must have no options (IHL 5), as in RoCEv2. A packet whose
+// BTH byte 4 is INTBTHMark (not a CNP) is covered as if its INT header and
+// records were absent: the IPv4 total length and UDP length less their
+// bytes, and the bytes after them.
 func ICRC(ip []byte) (crc uint32, icrcOff int, err error) {
 	if len(ip) < IPv4Len {
 		return 0, 0, truncErr[LayerICRC]
@@ -302,8 +310,21 @@ func ICRC(ip []byte) (crc uint32, icrcOff int, err error) {
 	if int(be.Uint16(ip[IPv4Len+4:])) != total-IPv4Len {
 		return 0, 0, errICRCUDPLen
 	}
+	// An INT header and its records are not covered (switches add records
+	// without updating the ICRC): the CRC is that of the packet without them.
+	skip, err := intExtent(ip[:total])
+	if err != nil {
+		return 0, 0, err
+	}
+	if total < icrcPrefixLen+skip+ICRCLen {
+		return 0, 0, errICRCINT
+	}
 	var m [icrcPrefixLen]byte
 	copy(m[:], ip[:icrcPrefixLen])
+	if skip > 0 {
+		be.PutUint16(m[2:4], uint16(total-skip))
+		be.PutUint16(m[IPv4Len+4:IPv4Len+6], uint16(total-IPv4Len-skip))
+	}
 	m[1] = 0xFF                // TOS
 	m[8] = 0xFF                // TTL
 	m[10], m[11] = 0xFF, 0xFF  // IPv4 checksum
@@ -312,7 +333,7 @@ func ICRC(ip []byte) (crc uint32, icrcOff int, err error) {
 	m[IPv4Len+UDPLen+4] = 0xFF // BTH resv8a
 	crc = crcUpdate(crcAfterLRH, m[:])
 	off := total - ICRCLen
-	if rest := ip[icrcPrefixLen:off]; len(rest) < 64 {
+	if rest := ip[icrcPrefixLen+skip : off]; len(rest) < 64 {
 		crc = crcUpdate(crc, rest) // hash/crc32 only pays off (CLMUL) from 64 bytes
 	} else {
 		crc = crc32.Update(crc, crc32.IEEETable, rest)

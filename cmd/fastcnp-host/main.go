@@ -5,7 +5,7 @@
 // switch, and writes per-flow statistics as JSON lines.
 //
 //	fastcnp-host --iface eth0 --ip 10.0.0.1 --mac 02:00:00:00:00:01 \
-//	    --gateway-mac 02:00:00:00:00:fe --algo dcqcn-fastcnp --params nvidia-cx \
+//	    --gateway-mac 02:00:00:00:00:fe --cc dcqcn-fastcnp --params nvidia-cx \
 //	    --line-rate 1Gb/s --flow dst=10.0.1.1,src_qpn=0x100,dst_qpn=0x200,size=10MB \
 //	    --stats stats.jsonl --exit-when-done
 //
@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -109,11 +110,12 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(out)
 	var (
 		ip, mac, gw, peer, mode, algo, params, level string
-		algoParams                                   string
+		algoParams, ccName, ccParams                 string
 		lineRate, startRate, baseRTT, initWin, flows string
 		mss, ackEvery, burst                         int
 		ccScale                                      float64
 		rto, cnpInterval, interval, spin, burstTime  string
+		rttTarget                                    string
 		startAt, announceInterval                    string
 		announcePort                                 uint
 		noAnnounce, noCNPTarget, exitDone, noICRC    bool
@@ -125,10 +127,13 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&gw, "gateway-mac", "", "next-hop MAC for everything the agent originates (the switch port); empty: each flow's dst_mac / --peer MAC")
 	fs.StringVar(&peer, "peer", "", "default peer IP[,MAC] for --flow specs without dst= / dst_mac=")
 	fs.StringVar(&mode, "mode", "both", "roles: sender, receiver, both or inc-worker")
-	fs.StringVar(&algo, "algo", "dcqcn-fastcnp", "sender algorithm: "+strings.Join(cc.Names(), ", "))
+	fs.StringVar(&ccName, "cc", "", "sender congestion control: "+strings.Join(cc.Names(), ", ")+" (default dcqcn-fastcnp)")
+	fs.StringVar(&algo, "algo", "", "the same as --cc (older name)")
 	fs.StringVar(&params, "params", "nvidia-cx", "DCQCN parameter set: "+strings.Join(cc.DCQCNPresetNames(), ", ")+" (also the receiver's CNP interval for every algorithm)")
-	fs.StringVar(&algoParams, "algo-params", "", "parameter set of a non-DCQCN sender algorithm (timely, dctcp, hpcc); default hpcc-sim; see docs/host-cc.md")
+	fs.StringVar(&ccParams, "cc-params", "", "parameter set of a non-DCQCN sender algorithm (timely, dctcp, hpcc: default hpcc-sim; pid, lstm-pid*: default thesis); see docs/host-cc.md")
+	fs.StringVar(&algoParams, "algo-params", "", "the same as --cc-params (older name)")
 	fs.Float64Var(&ccScale, "cc-scale", 1, "run the DCQCN parameter set K times slower: its periods x K, its rates (R_AI, R_HAI, minRate) / K, byte counts unchanged (a 100 Mb/s testbed with millisecond RTTs runs 100 Gb/s, microsecond parameters with K = 1000)")
+	fs.StringVar(&rttTarget, "rtt-target", "", "LSTM+PID family: RTTtarget, replacing the parameter set's (after --cc-scale); seed 002 tuned 5 us to its topology's empty-queue RTT of 4-5 us")
 	fs.StringVar(&lineRate, "line-rate", "1Gb/s", "sender line rate C_host (pacing ceiling)")
 	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
 	fs.StringVar(&baseRTT, "base-rtt", "100us", "RTTbase; with the line rate it sets Winit = line rate x base RTT")
@@ -188,6 +193,12 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	if c.Mode, err = live.ParseMode(mode); err != nil {
 		return o, fmt.Errorf("--mode: %w", err)
 	}
+	if algo, err = alias("--cc", ccName, "--algo", algo, "dcqcn-fastcnp"); err != nil {
+		return o, err
+	}
+	if algoParams, err = alias("--cc-params", ccParams, "--algo-params", algoParams, ""); err != nil {
+		return o, err
+	}
 	c.Algo = algo
 	if c.CC.DCQCN, err = cc.DCQCNPreset(params); err != nil {
 		return o, fmt.Errorf("--params: %w", err)
@@ -197,6 +208,15 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	}
 	if err := useAlgoParams(&c.CC, algo, algoParams, ccScale); err != nil {
 		return o, err
+	}
+	if rttTarget != "" {
+		if sets, _ := cc.ParamSetNames(algo); !slices.Contains(sets, "thesis") {
+			return o, fmt.Errorf("--rtt-target is for the LSTM+PID family, not %s", algo)
+		}
+		if c.CC.LSTMPID.Target, err = units.ParseDuration(rttTarget); err != nil {
+			return o, fmt.Errorf("--rtt-target: %w", err)
+		}
+		c.CC.LSTMPID.Set += " target " + rttTarget
 	}
 	r, err := units.ParseRate(lineRate)
 	if err != nil {
@@ -300,17 +320,38 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		return o, err
 	}
 	if _, err := cc.New(c.Algo, c.CC); err != nil {
-		return o, fmt.Errorf("--algo %s / --params %s / --line-rate %s: %w", algo, params, lineRate, err)
+		return o, fmt.Errorf("--cc %s / --params %s / --line-rate %s: %w", algo, params, lineRate, err)
 	}
 	return o, nil
 }
 
 func parseIP(s string) (wire.Addr4, error) { return live.ParseIPv4(s) }
 
-// defaultAlgoParams is the parameter set of timely, dctcp and hpcc when
-// --algo-params is not given: the HPCC simulator's, the one the spec 06
-// comparisons use.
-const defaultAlgoParams = "hpcc-sim"
+// alias returns the value of a flag that has an older name: the new one's,
+// or the old one's, or def when neither is given; both given and different
+// is an error.
+func alias(name, v, oldName, old, def string) (string, error) {
+	switch {
+	case v != "" && old != "" && v != old:
+		return "", fmt.Errorf("%s %s and %s %s disagree (%s is the older name of %s)", name, v, oldName, old, oldName, name)
+	case v != "":
+		return v, nil
+	case old != "":
+		return old, nil
+	}
+	return def, nil
+}
+
+// defaultAlgoParams returns the parameter set of a sender algorithm that is
+// not DCQCN when --algo-params is not given: for timely, dctcp and hpcc the
+// HPCC simulator's, the one the spec 06 comparisons use; for the LSTM+PID
+// family seed 002's ("thesis").
+func defaultAlgoParams(algo string) string {
+	if sets, err := cc.ParamSetNames(algo); err == nil && slices.Contains(sets, "thesis") {
+		return "thesis"
+	}
+	return "hpcc-sim"
+}
 
 // useAlgoParams loads the parameter set of a sender algorithm that is not DCQCN
 // (DCQCN's comes from --params) and applies --cc-scale to it where the algorithm
@@ -319,15 +360,15 @@ func useAlgoParams(c *cc.Config, algo, set string, scale float64) error {
 	switch algo {
 	case "dcqcn", "dcqcn-fastcnp":
 		if set != "" {
-			return fmt.Errorf("--algo-params is for timely, dctcp and hpcc; %s takes --params", algo)
+			return fmt.Errorf("--cc-params is for the algorithms other than DCQCN; %s takes --params", algo)
 		}
 		return nil
 	}
 	if set == "" {
-		set = defaultAlgoParams
+		set = defaultAlgoParams(algo)
 	}
 	if err := c.UseParamSet(algo, set); err != nil {
-		return fmt.Errorf("--algo %s --algo-params %s: %w", algo, set, err)
+		return fmt.Errorf("--cc %s --cc-params %s: %w", algo, set, err)
 	}
 	var err error
 	switch algo {
@@ -335,6 +376,8 @@ func useAlgoParams(c *cc.Config, algo, set string, scale float64) error {
 		c.TIMELY, err = c.TIMELY.Scaled(scale)
 	case "hpcc":
 		c.HPCC, err = c.HPCC.Scaled(scale)
+	case "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win":
+		c.LSTMPID, err = c.LSTMPID.Scaled(scale)
 	}
 	if err != nil {
 		return fmt.Errorf("--cc-scale: %w", err)

@@ -77,8 +77,41 @@ func TestParseArgs(t *testing.T) {
 					t.Fatalf("HPCC %+v", o.cfg.CC.HPCC)
 				}
 			}},
-		{"unknown algo set", append(base, "--flows", file, "--algo", "hpcc", "--algo-params", "nope"), "--algo-params", nil},
-		{"algo params with dcqcn", append(base, "--flows", file, "--algo", "dcqcn", "--algo-params", "hpcc-sim"), "--algo-params", nil},
+		{"lstm-pid default set, scaled", append(base, "--flows", file, "--algo", "lstm-pid-rttch-win", "--start-rate", "100Mb/s", "--cc-scale", "10"), "",
+			func(t *testing.T, o options) {
+				if p := o.cfg.CC.LSTMPID; p.Set != "thesis x10" || p.Target != 50*time.Microsecond || p.MinRate != 1e8 {
+					t.Fatalf("LSTM+PID %+v, want thesis with the target x 10", p)
+				}
+			}},
+		{"rtt target", append(base, "--flows", file, "--cc", "lstm-pid", "--rtt-target", "12ms"), "",
+			func(t *testing.T, o options) {
+				if p := o.cfg.CC.LSTMPID; p.Target != 12*time.Millisecond || p.Set != "thesis target 12ms" {
+					t.Fatalf("LSTM+PID %+v", p)
+				}
+			}},
+		{"rtt target for timely", append(base, "--flows", file, "--cc", "timely", "--rtt-target", "12ms"), "LSTM+PID family", nil},
+		{"bad rtt target", append(base, "--flows", file, "--cc", "pid", "--rtt-target", "soon"), "--rtt-target", nil},
+		{"unknown algo set", append(base, "--flows", file, "--algo", "hpcc", "--algo-params", "nope"), "--cc-params nope", nil},
+		{"algo params with dcqcn", append(base, "--flows", file, "--algo", "dcqcn", "--algo-params", "hpcc-sim"), "--cc-params is for", nil},
+		{"--cc and --cc-params", append(base, "--flows", file, "--cc", "timely", "--cc-params", "paper2015"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Algo != "timely" || o.cfg.CC.TIMELY.Set != "paper2015" {
+					t.Fatalf("algo %s, TIMELY %+v", o.cfg.Algo, o.cfg.CC.TIMELY)
+				}
+			}},
+		{"--cc and --algo agree", append(base, "--flows", file, "--cc", "dctcp", "--algo", "dctcp"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Algo != "dctcp" || o.cfg.CC.DCTCP.Set != "hpcc-sim" {
+					t.Fatalf("algo %s, DCTCP %+v", o.cfg.Algo, o.cfg.CC.DCTCP)
+				}
+			}},
+		{"--cc and --algo disagree", append(base, "--flows", file, "--cc", "dctcp", "--algo", "hpcc"), "disagree", nil},
+		{"default algorithm", append(base, "--flows", file), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Algo != "dcqcn-fastcnp" {
+					t.Fatalf("algo %s", o.cfg.Algo)
+				}
+			}},
 		{"burst time", append(base, "--flows", file, "--burst-time", "2ms"), "",
 			func(t *testing.T, o options) {
 				if o.cfg.Sender.BurstTime != 2*time.Millisecond {
@@ -112,7 +145,7 @@ func TestParseArgs(t *testing.T) {
 		{"bad mac", []string{"--iface", "x", "--ip", "10.0.0.1", "--mac", "zz"}, "--mac", nil},
 		{"no flows", base, "no flows", nil},
 		{"flow without peer", append(base, "--flow", "src_qpn=1,dst_qpn=2,size=1"), "needs --peer", nil},
-		{"bad algo", append(base, "--flows", file, "--algo", "reno"), "--algo reno", nil},
+		{"bad algo", append(base, "--flows", file, "--algo", "reno"), "--cc reno", nil},
 		{"bad params", append(base, "--flows", file, "--params", "fast"), "--params", nil},
 		{"bad rate", append(base, "--flows", file, "--line-rate", "fast"), "--line-rate", nil},
 		{"window below MTU", append(base, "--flows", file, "--line-rate", "10Mb/s"), "below one MTU", nil},

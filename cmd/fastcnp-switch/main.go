@@ -24,6 +24,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	"github.com/fastcnp/fastcnp/internal/units"
 	"github.com/fastcnp/fastcnp/model/tm"
 	softswitch "github.com/fastcnp/fastcnp/softswitch"
@@ -210,6 +211,19 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.Var(&ifaces, "interface", "same as -i")
 	cpuPort := fs.Uint("cpu-port", 255, "CPU port of the P4 program (must be 255, the program's CPU_PORT)")
 	grpcAddr := fs.String("grpc-server-addr", "127.0.0.1:9559", "P4Runtime listen address")
+	// TLS as Stratum's flags (its underscore spellings are accepted too).
+	var caCert, srvCert, srvKey string
+	for _, f := range []struct {
+		v          *string
+		name, help string
+	}{
+		{&caCert, "ca-cert-file", "P4Runtime mutual TLS: clients must present a certificate signed by this CA (PEM); needs --server-cert-file and --server-key-file"},
+		{&srvCert, "server-cert-file", "P4Runtime over TLS: the server's certificate (PEM), with --server-key-file"},
+		{&srvKey, "server-key-file", "P4Runtime over TLS: the server's private key (PEM), with --server-cert-file"},
+	} {
+		fs.StringVar(f.v, f.name, "", f.help)
+		fs.StringVar(f.v, strings.ReplaceAll(f.name, "-", "_"), "", "same as --"+f.name+" (Stratum's spelling)")
+	}
 	fs.Var(&buffer, "buffer-size", "switch buffer: headroom + shared pool (e.g. 4MiB; default 4MiB)")
 	fs.Var(&xoff, "pfc-xoff", "static PFC XOFF threshold per ingress port and priority (e.g. 20KB); default: dynamic")
 	alpha := fs.Float64("pfc-alpha", 0, "dynamic PFC threshold: XOFF = alpha * free shared buffer (default 0.125)")
@@ -279,6 +293,16 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("--cpu-port %d: the fastcnp program's CPU_PORT is 255", *cpuPort)
 	}
 	c := &o.cfg
+	switch {
+	case (srvCert == "") != (srvKey == ""):
+		return o, errors.New("--server-cert-file and --server-key-file go together")
+	case caCert != "" && srvCert == "":
+		return o, errors.New("--ca-cert-file (client certificates) needs --server-cert-file and --server-key-file")
+	case srvCert != "":
+		if c.GRPCTLS, err = tlsfiles.Server(srvCert, srvKey, caCert); err != nil {
+			return o, fmt.Errorf("P4Runtime TLS: %w", err)
+		}
+	}
 	c.DeviceID = *deviceID
 	c.CPUPort = uint16(*cpuPort)
 	c.GRPCAddr = *grpcAddr

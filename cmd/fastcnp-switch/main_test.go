@@ -235,23 +235,31 @@ func promiscuity(ctx context.Context, t *testing.T, ns *netns.NS, dev string) in
 // the interfaces out of promiscuous mode and still there, the P4Runtime and debug
 // ports closed).
 func TestBinary(t *testing.T) {
-	netnstest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "fastcnp-switch")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	bctx, bcancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer bcancel()
-	if out, err := exec.CommandContext(bctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
 	}{{"SIGTERM", syscall.SIGTERM}, {"SIGINT", syscall.SIGINT}} {
 		t.Run(tc.name, func(t *testing.T) { runBinary(t, bin, tc.sig) })
 	}
+}
+
+// buildBinary builds the command into a temporary directory, for tests
+// that run it as root (skipped otherwise, and in -short mode).
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "fastcnp-switch")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func runBinary(t *testing.T, bin string, stopSig syscall.Signal) {

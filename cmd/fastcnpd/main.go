@@ -119,6 +119,9 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	for _, w := range daemon.SecurityWarnings(cfg.API) {
 		log.WithField("listen", cfg.API.Listen).Warn(w)
 	}
+	for _, w := range daemon.SwitchSecurityWarnings(cfg.Switches) {
+		log.Warn(w)
+	}
 	auditInterval, counterInterval := *audit, *counters
 	if auditInterval == 0 {
 		auditInterval = -1

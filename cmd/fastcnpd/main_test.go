@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -32,6 +33,29 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// startSwitch serves an in-process switch (TLS with tc, plaintext when nil)
+// on a loopback port until the test ends; it returns its data plane and
+// address.
+func startSwitch(t *testing.T, device uint64, tc *tls.Config) (*p4rtserver.LocalDataPlane, string) {
+	t.Helper()
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
+	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: device, DataPlane: dp, Logger: quiet, TLS: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
+	t.Cleanup(func() { cancel(); srv.Stop(); <-done })
+	return dp, lis.Addr().String()
+}
+
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -54,26 +78,11 @@ func (s *syncBuffer) String() string {
 // against an in-process switch, drives it with fastcnpctl's code and
 // scrapes /metrics.
 func TestFastcnpd(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
-	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: 1, DataPlane: dp, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, scancel := context.WithCancel(context.Background())
-	sdone := make(chan struct{})
-	go func() { defer close(sdone); _ = srv.Serve(sctx, lis) }()
-	defer func() { scancel(); srv.Stop(); <-sdone }()
-
+	_, swAddr := startSwitch(t, 1, nil)
 	dir := t.TempDir()
 	api, metrics := freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(dir, "fastcnpd.yaml")
-	err = os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 api: {listen: %q, auth: {insecure: true}}
 state_file: %s
 metrics: {listen: %q}
@@ -83,7 +92,7 @@ switches:
     device_id: 1
     tls: {insecure: true}
     ports: [{port: 3, mac: "02:00:00:00:01:03"}]
-`, api, filepath.Join(dir, "state.json"), metrics, lis.Addr())), 0o600)
+`, api, filepath.Join(dir, "state.json"), metrics, swAddr)), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +235,8 @@ func TestExitCodes(t *testing.T) {
 			"  - name: s1\n    address: %q\n    device_id: 1\n    tls: {insecure: true}\n%s", freeAddr(t), auth, state, freeAddr(t), extra))
 	}
 	state := filepath.Join(dir, "state.json")
+	badTLS := write("tls.yaml", fmt.Sprintf("api: {listen: %q, auth: {insecure: true}}\nstate_file: %s\nmetrics: {listen: \"\"}\n"+
+		"switches:\n  - {name: s1, address: %q, device_id: 1, tls: {ca: %s}}\n", freeAddr(t), state, freeAddr(t), filepath.Join(dir, "none-ca.pem")))
 	shortTok := write("short-token", "# tokens\nadmin x\n")
 	roleOnly := write("role-only", "read\n")
 	tests := []struct {
@@ -250,6 +261,7 @@ func TestExitCodes(t *testing.T) {
 			"is not writable"},
 		{"1-character token", []string{"--config", cfg("tok.yaml", state, "{token_file: "+shortTok+"}", "")}, 1,
 			"line 2: admin token of 1 characters: at least 16 required"},
+		{"switch CA file missing", []string{"--config", badTLS}, 1, "switch s1: tls: open " + filepath.Join(dir, "none-ca.pem")},
 		{"role without token", []string{"--config", cfg("role.yaml", state, "{token_file: "+roleOnly+"}", "")}, 1,
 			"line 1: want \"admin <token>\" or \"read <token>\""},
 	}

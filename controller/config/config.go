@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/units"
@@ -165,7 +166,16 @@ const (
 	ModeECN Mode = "ecn"
 	// ModeFastCNP is switch-made CNPs with an explicit window.
 	ModeFastCNP Mode = "fastcnp"
+	// ModeINT is HPCC's in-band telemetry: the port adds its INT hop record
+	// to data packets that carry an INT header (no marking, no CNPs).
+	ModeINT Mode = "int"
 )
+
+// Modes lists every mode, in the order of their P4 values.
+var Modes = []Mode{ModeECN, ModeFastCNP, ModeINT}
+
+// Valid reports whether m is one of Modes.
+func (m Mode) Valid() bool { return slices.Contains(Modes, m) }
 
 // ElectionID is a P4Runtime election ID (128 bits as high and low halves).
 type ElectionID struct {
@@ -233,7 +243,7 @@ type PortSettings struct {
 	RTTBase time.Duration
 	// CNPGap is the least time between two switch CNPs to one flow.
 	CNPGap time.Duration
-	// Mode is ecn or fastcnp.
+	// Mode is ecn, fastcnp or int.
 	Mode Mode
 	// RED is the ECN marking curve (used in ecn mode, and as the fallback
 	// marking when a CNP cannot be addressed).

@@ -174,6 +174,7 @@ func TestPortInheritance(t *testing.T) {
 		{"tcheck follows default rtt", "rtt_base: 5us", "", func(s PortSettings) bool { return s.Tcheck == 5*time.Microsecond }},
 		{"explicit default tcheck kept", "tcheck: 20us", "rtt_base: 12us", func(s PortSettings) bool { return s.Tcheck == 20*time.Microsecond }},
 		{"mode override", "mode: ecn", "mode: fastcnp", func(s PortSettings) bool { return s.Mode == ModeFastCNP }},
+		{"mode int", "mode: ecn", "mode: int", func(s PortSettings) bool { return s.Mode == ModeINT }},
 		{"red partly overridden", "red: {kmin: 1KB, kmax: 2MB}", "red: {pmax: 0.5}", func(s PortSettings) bool {
 			return s.RED == RED{Kmin: 1000, Kmax: 2000000, Pmax: 0.5}
 		}},
@@ -298,7 +299,7 @@ func TestBadConfigs(t *testing.T) {
 		{"qth zero", base + "    ports:\n      - {port: 1, qth: 0}\n", []string{"config:9: switches[0].ports[0].qth: 0B is out of range 1B..4294967295B"}},
 		{"bad duration", base + "    defaults: {tcheck: 8}\n", []string{`config:8: switches[0].defaults.tcheck: duration "8": missing unit`}},
 		{"negative duration", base + "    defaults: {rtt_base: -1us}\n", []string{`config:8: switches[0].defaults.rtt_base: duration "-1us": must not be negative`}},
-		{"bad mode", base + "    defaults: {mode: dcqcn}\n", []string{`config:8: switches[0].defaults.mode: "dcqcn": want ecn or fastcnp`}},
+		{"bad mode", base + "    defaults: {mode: dcqcn}\n", []string{`config:8: switches[0].defaults.mode: "dcqcn": want ecn, fastcnp or int`}},
 		{"kmin >= kmax defaults", base + "    defaults:\n      red: {kmin: 200KB, kmax: 100KB}\n", []string{"config:9: switches[0].defaults.red: kmin (200kB) must be less than kmax (100kB)"}},
 		{"kmin >= kmax from port over defaults", base + "    defaults:\n      red: {kmax: 100KB}\n    ports:\n      - port: 1\n        red: {kmin: 100KB}\n",
 			[]string{"config:12: switches[0].ports[0].red: kmin (100kB) must be less than kmax (100kB)"}},

@@ -733,11 +733,10 @@ func (d *decoder) settingsFields(r *rawSettings, fs fields) fields {
 		if !ok {
 			return
 		}
-		switch m := Mode(v); m {
-		case ModeECN, ModeFastCNP:
+		if m := Mode(v); m.Valid() {
 			r.mode = &m
-		default:
-			d.addf(n, p, "%q: want ecn or fastcnp", v)
+		} else {
+			d.addf(n, p, "%q: want ecn, fastcnp or int", v)
 		}
 	}
 	fs["mtu"] = func(n *yaml.Node, p string) {

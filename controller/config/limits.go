@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"unicode/utf8"
 
+	"github.com/fastcnp/fastcnp/internal/readlimit"
 	"github.com/fastcnp/fastcnp/p4src"
 )
 
@@ -51,90 +51,27 @@ const (
 	MaxRoutes = p4src.RouteTableSize
 )
 
-// TooLargeError is a file or input beyond its size limit.
-type TooLargeError struct {
-	// What is the kind of input ("config file", "state file"), Name the
-	// file (or the source name of bytes).
-	What, Name string
-	// Size is the input's size when known (0: unknown, it was read
-	// up to the limit only); Limit the limit in bytes.
-	Size, Limit int64
-}
-
-// Error names the input and the limit.
-func (e *TooLargeError) Error() string {
-	if e.Size > 0 {
-		return fmt.Sprintf("%s %s: %d bytes: larger than the limit of %s", e.What, e.Name, e.Size, FormatLimit(e.Limit))
-	}
-	return fmt.Sprintf("%s %s: larger than the limit of %s", e.What, e.Name, FormatLimit(e.Limit))
-}
+// TooLargeError is a file or input beyond its size limit (readlimit).
+type TooLargeError = readlimit.TooLargeError
 
 // FormatLimit prints a byte limit: "4 MiB", "64 KiB", "1000 bytes".
-func FormatLimit(n int64) string {
-	switch {
-	case n > 0 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n > 0 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+func FormatLimit(n int64) string { return readlimit.FormatLimit(n) }
 
 // ReadFileLimited reads the file at path, refusing one larger than limit
-// bytes with a *TooLargeError (what names the kind of file in it). It never
-// reads more than limit+1 bytes, so a file that never ends (/dev/zero, a
-// pipe) is refused as soon as the limit is passed.
+// bytes with a *TooLargeError (what names the kind of file in it), without
+// ever reading more than limit+1 bytes (readlimit.File).
 func ReadFileLimited(path, what string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size := int64(0)
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		if fi.Size() > limit {
-			return nil, &TooLargeError{What: what, Name: path, Size: fi.Size(), Limit: limit}
-		}
-		size = fi.Size()
-	}
-	return readLimited(f, path, what, limit, size)
+	return readlimit.File(path, what, limit)
 }
 
 // ReadLimited reads r to its end, or fails with a *TooLargeError once more
-// than limit bytes came. It allocates at most about twice the limit.
+// than limit bytes came (readlimit.Reader).
 func ReadLimited(r io.Reader, name, what string, limit int64) ([]byte, error) {
-	return readLimited(r, name, what, limit, 0)
-}
-
-// readLimited is ReadLimited starting with room for hint bytes.
-func readLimited(r io.Reader, name, what string, limit, hint int64) ([]byte, error) {
-	r = io.LimitReader(r, limit+1)
-	buf := make([]byte, 0, min(max(hint+1, 64<<10), limit+1))
-	for {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, &TooLargeError{What: what, Name: name, Limit: limit}
-		}
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return readlimit.Reader(r, name, what, limit)
 }
 
 // IsTooLarge reports whether err is (or wraps) a *TooLargeError.
-func IsTooLarge(err error) bool {
-	var e *TooLargeError
-	return errors.As(err, &e)
-}
+func IsTooLarge(err error) bool { return readlimit.IsTooLarge(err) }
 
 // truncate cuts s to at most max bytes (on a rune boundary), saying how
 // much was cut.

@@ -57,7 +57,7 @@ type valueFlag struct {
 func valueFlags() []valueFlag {
 	return []valueFlag{
 		{flags: []string{"o", "output"}, values: []string{"table", "json", "yaml"}},
-		{flags: []string{"mode"}, values: []string{"ecn", "fastcnp"}},
+		{flags: []string{"mode"}, values: []string{"ecn", "fastcnp", "int"}},
 		{flags: []string{"kind"}, values: eventKinds},
 		{flags: []string{"token-file", "ca", "cert", "key"}, files: true},
 	}

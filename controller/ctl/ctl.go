@@ -22,7 +22,6 @@ package ctl
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -49,6 +48,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/daemon"
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	"github.com/fastcnp/fastcnp/internal/units"
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
 )
@@ -314,24 +314,12 @@ const (
 func (g *globals) client() (fastcnpv1.FastcnpClient, func(), error) {
 	creds := insecure.NewCredentials()
 	if g.ca != "" || g.cert != "" {
-		tc := &tls.Config{ServerName: g.srvName, MinVersion: tls.VersionTLS12}
-		if g.ca != "" {
-			pem, err := config.ReadFileLimited(g.ca, "CA file", maxPEMFileSize)
-			if err != nil {
-				return nil, nil, usageErr("--ca: %v", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, nil, usageErr("--ca: no certificate in %s", g.ca)
-			}
-			tc.RootCAs = pool
+		if (g.cert == "") != (g.key == "") {
+			return nil, nil, usageErr("--cert/--key: give both or neither")
 		}
-		if g.cert != "" || g.key != "" {
-			c, err := loadKeyPair(g.cert, g.key)
-			if err != nil {
-				return nil, nil, usageErr("--cert/--key: %v", err)
-			}
-			tc.Certificates = []tls.Certificate{c}
+		tc, err := tlsfiles.Client(g.ca, g.cert, g.key, g.srvName)
+		if err != nil {
+			return nil, nil, usageErr("--ca/--cert/--key: %v", err)
 		}
 		creds = credentials.NewTLS(tc)
 		g.tlsConf = tc
@@ -582,7 +570,7 @@ func (p *portFlags) register(fs *flag.FlagSet, all bool) {
 	fs.UintVar(&p.port, "port", 0, "port number (required)")
 	fs.StringVar(&p.qth, "qth", "", "queue threshold, e.g. 120KiB")
 	if all {
-		fs.StringVar(&p.mode, "mode", "", "ecn or fastcnp")
+		fs.StringVar(&p.mode, "mode", "", "ecn, fastcnp or int")
 		fs.StringVar(&p.tcheck, "tcheck", "", "re-check interval, e.g. 8us")
 		fs.StringVar(&p.cnpGap, "cnp-gap", "", "least time between CNPs to one flow, e.g. 4us")
 		fs.StringVar(&p.kmin, "red-kmin", "", "RED Kmin, e.g. 5KB")
@@ -631,8 +619,8 @@ func (p *portFlags) request(fs *flag.FlagSet) (*fastcnpv1.SetPortSettingsRequest
 	req.TcheckNs = dur("tcheck", p.tcheck)
 	req.CnpGapNs = dur("cnp-gap", p.cnpGap)
 	if set["mode"] {
-		if p.mode != "ecn" && p.mode != "fastcnp" {
-			return nil, usageErr("--mode %q: want ecn or fastcnp", p.mode)
+		if !config.Mode(p.mode).Valid() {
+			return nil, usageErr("--mode %q: want ecn, fastcnp or int", p.mode)
 		}
 		req.Mode = &p.mode
 	}
@@ -1116,22 +1104,6 @@ var eventKinds = []string{daemon.EventPortState, daemon.EventCNP, daemon.EventCo
 	daemon.EventAnnounceRejected, daemon.EventConnectionAdded, daemon.EventConnectionRemoved,
 	daemon.EventSwitchConnected, daemon.EventSwitchDisconnected, daemon.EventPrimary, daemon.EventBackup,
 	daemon.EventRepaired, daemon.EventPortSettings}
-
-// maxPEMFileSize bounds the --ca, --cert and --key files.
-const maxPEMFileSize = 1 << 20
-
-// loadKeyPair is tls.LoadX509KeyPair with bounded reads.
-func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := config.ReadFileLimited(certFile, "certificate file", maxPEMFileSize)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	keyPEM, err := config.ReadFileLimited(keyFile, "key file", maxPEMFileSize)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(certPEM, keyPEM)
-}
 
 // problems counts the errors of a ValidateConfig answer: its lines, the
 // last one possibly counting those not listed ("... and N more errors").

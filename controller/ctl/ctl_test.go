@@ -278,6 +278,12 @@ func TestThresholdSet(t *testing.T) {
 	if code != 0 || yaml.Unmarshal([]byte(out), &y) != nil || y["mode"] != "ecn" || y["installed"] != true {
 		t.Errorf("port set: %d %q", code, out)
 	}
+	// HPCC's INT mode, per port like the others.
+	code, out, _ = e.run("port", "set", "--switch", "s1", "--port", "1", "--mode", "int", "-o", "yaml")
+	y = nil
+	if code != 0 || yaml.Unmarshal([]byte(out), &y) != nil || y["mode"] != "int" || y["installed"] != true {
+		t.Errorf("port set --mode int: %d %q", code, out)
+	}
 }
 
 func TestReadCommands(t *testing.T) {

@@ -106,7 +106,7 @@ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fastcnpctl; printf '%s\n' "${COMPREP
 			"--cert", "--key", "--output", "--server-name", "--switch", "--timeout", "--token", "--token-file", "-o", "routes"}},
 		{"verb", []string{"fastcnpctl", "threshold", "s"}, []string{"set"}},
 		{"flag", []string{"fastcnpctl", "port", "set", "--red-k"}, []string{"--red-kmax", "--red-kmin"}},
-		{"mode value", []string{"fastcnpctl", "port", "set", "--mode", ""}, []string{"ecn", "fastcnp"}},
+		{"mode value", []string{"fastcnpctl", "port", "set", "--mode", ""}, []string{"ecn", "fastcnp", "int"}},
 		{"output value", []string{"fastcnpctl", "-o", "y"}, []string{"yaml"}},
 		{"event kind", []string{"fastcnpctl", "events", "--kind", "port_s"}, []string{"port_settings", "port_state"}},
 		{"connections verbs", []string{"fastcnpctl", "connections", "re"}, []string{"remove"}},

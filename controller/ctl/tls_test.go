@@ -1,84 +1,17 @@
 package ctl
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/fastcnp/fastcnp/internal/testpki"
 	"github.com/fastcnp/fastcnp/p4src"
 )
-
-// pki is a test CA that issues certificates as PEM files in dir.
-type pki struct {
-	t    *testing.T
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA certificate
-}
-
-func newPKI(t *testing.T, name string) *pki {
-	t.Helper()
-	p := &pki{t: t, dir: t.TempDir()}
-	p.cert, p.key, p.file, _ = p.issue(name, true)
-	return p
-}
-
-// issue makes a certificate for cn (127.0.0.1 and cn as names) signed by
-// the CA (self-signed when ca) and returns it and its files.
-func (p *pki) issue(cn string, ca bool) (*x509.Certificate, *ecdsa.PrivateKey, string, string) {
-	t := p.t
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: ca,
-		BasicConstraintsValid: true, DNSNames: []string{cn}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}
-	parent, signer := tmpl, key
-	if !ca {
-		parent, signer = p.cert, p.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, kf := filepath.Join(p.dir, cn+".pem"), filepath.Join(p.dir, cn+"-key.pem")
-	if err := os.WriteFile(cf, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return c, key, cf, kf
-}
 
 // TestMTLS runs fastcnpctl against fastcnpd serving its API with mTLS:
 // the certificate named in admin_names changes a threshold (visible in the
@@ -86,14 +19,14 @@ func (p *pki) issue(cn string, ca bool) (*x509.Certificate, *ecdsa.PrivateKey, s
 // or untrusted certificate is an authentication failure (exit 6), not
 // "unreachable".
 func TestMTLS(t *testing.T) {
-	ca, other := newPKI(t, "fastcnp-ca"), newPKI(t, "other-ca")
-	_, _, srvCert, srvKey := ca.issue("fastcnpd", false)
-	_, _, opCert, opKey := ca.issue("operator", false)
-	_, _, viewCert, viewKey := ca.issue("viewer", false)
-	_, _, strCert, strKey := other.issue("operator", false)
-	e := startEnvAuth(t, fmt.Sprintf("{mtls: {ca: %s, cert: %s, key: %s, admin_names: [operator]}}", ca.file, srvCert, srvKey))
+	ca, other := testpki.New(t, "fastcnp-ca"), testpki.New(t, "other-ca")
+	srvCert, srvKey := ca.Issue(t, "fastcnpd")
+	opCert, opKey := ca.Issue(t, "operator")
+	viewCert, viewKey := ca.Issue(t, "viewer")
+	strCert, strKey := other.Issue(t, "operator")
+	e := startEnvAuth(t, fmt.Sprintf("{mtls: {ca: %s, cert: %s, key: %s, admin_names: [operator]}}", ca.File, srvCert, srvKey))
 	flags := func(cert, key string) []string {
-		a := []string{"--ca", ca.file, "--server-name", "fastcnpd"}
+		a := []string{"--ca", ca.File, "--server-name", "fastcnpd"}
 		if cert != "" {
 			a = append(a, "--cert", cert, "--key", key)
 		}
@@ -106,7 +39,7 @@ func TestMTLS(t *testing.T) {
 		{"read-only certificate cannot set", append(flags(viewCert, viewKey), set...), ExitAuth, "PermissionDenied", 400000},
 		{"no client certificate", append(flags("", ""), get...), ExitAuth, "TLS handshake", 400000},
 		{"certificate of another CA", append(flags(strCert, strKey), set...), ExitAuth, "TLS handshake", 400000},
-		{"server not trusted", append([]string{"--ca", other.file, "--server-name", "fastcnpd", "--cert", opCert, "--key", opKey}, get...),
+		{"server not trusted", append([]string{"--ca", other.File, "--server-name", "fastcnpd", "--cert", opCert, "--key", opKey}, get...),
 			ExitAuth, "x509", 400000},
 		{"admin certificate sets", append(flags(opCert, opKey), set...), ExitOK, "", 64 * 1024},
 	}
@@ -118,8 +51,8 @@ func TestMTLS(t *testing.T) {
 // as over plaintext; a client that trusts another CA, or speaks plaintext
 // to the TLS server, fails with exit 6 and says why.
 func TestTokenOverTLS(t *testing.T) {
-	ca, other := newPKI(t, "fastcnp-ca"), newPKI(t, "other-ca")
-	_, _, srvCert, srvKey := ca.issue("fastcnpd", false)
+	ca, other := testpki.New(t, "fastcnp-ca"), testpki.New(t, "other-ca")
+	srvCert, srvKey := ca.Issue(t, "fastcnpd")
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("admin "+adminToken+"\nread "+readToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -131,12 +64,12 @@ func TestTokenOverTLS(t *testing.T) {
 		return append([]string{"--ca", caFile, "--server-name", "fastcnpd"}, args...)
 	}
 	tests := []qthCase{
-		{"read token reads", trust(ca.file, append([]string{"--token", readToken}, get...)...), ExitOK, "", 400000},
-		{"read token cannot set", trust(ca.file, append([]string{"--token", readToken}, set...)...), ExitAuth, "needs an admin token", 400000},
-		{"no token", trust(ca.file, append([]string{"--token", ""}, get...)...), ExitAuth, "missing bearer token", 400000},
-		{"server not trusted", trust(other.file, get...), ExitAuth, "x509", 400000},
+		{"read token reads", trust(ca.File, append([]string{"--token", readToken}, get...)...), ExitOK, "", 400000},
+		{"read token cannot set", trust(ca.File, append([]string{"--token", readToken}, set...)...), ExitAuth, "needs an admin token", 400000},
+		{"no token", trust(ca.File, append([]string{"--token", ""}, get...)...), ExitAuth, "missing bearer token", 400000},
+		{"server not trusted", trust(other.File, get...), ExitAuth, "x509", 400000},
 		{"plaintext to a TLS server", get, ExitAuth, "serves TLS", 400000},
-		{"admin token sets", trust(ca.file, set...), ExitOK, "", 64 * 1024},
+		{"admin token sets", trust(ca.File, set...), ExitOK, "", 64 * 1024},
 	}
 	e.runQthCases(t, tests, e.run)
 }
@@ -145,14 +78,12 @@ func TestTokenOverTLS(t *testing.T) {
 // tells a refused client certificate from an accepted one and from nothing
 // listening, against fastcnpd's mTLS API server.
 func TestProbeTLS(t *testing.T) {
-	ca, other := newPKI(t, "fastcnp-ca"), newPKI(t, "other-ca")
-	_, _, srvCert, srvKey := ca.issue("fastcnpd", false)
-	e := startEnvAuth(t, fmt.Sprintf("{mtls: {ca: %s, cert: %s, key: %s}}", ca.file, srvCert, srvKey))
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	keyPair := func(p *pki, cn string) []tls.Certificate {
-		c, k, _, _ := p.issue(cn, false)
-		return []tls.Certificate{{Certificate: [][]byte{c.Raw}, PrivateKey: k}}
+	ca, other := testpki.New(t, "fastcnp-ca"), testpki.New(t, "other-ca")
+	srvCert, srvKey := ca.Issue(t, "fastcnpd")
+	e := startEnvAuth(t, fmt.Sprintf("{mtls: {ca: %s, cert: %s, key: %s}}", ca.File, srvCert, srvKey))
+	pool := ca.Pool()
+	keyPair := func(p *testpki.CA, cn string) []tls.Certificate {
+		return []tls.Certificate{p.Certificate(t, cn)}
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

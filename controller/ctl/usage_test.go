@@ -44,7 +44,7 @@ func TestUsageErrors(t *testing.T) {
 		{"inc routes argument", []string{"inc", "routes", "--switch", "s2", "all"}, `inc routes: unexpected argument "all"`},
 		{"inc without routes", []string{"inc"}, "inc: want"},
 		{"threshold without verb", []string{"threshold"}, "want get or set"},
-		{"port set with a bad mode", []string{"port", "set", "--switch", "s1", "--port", "3", "--mode", "dctcp"}, `--mode "dctcp": want ecn or fastcnp`},
+		{"port set with a bad mode", []string{"port", "set", "--switch", "s1", "--port", "3", "--mode", "dctcp"}, `--mode "dctcp": want ecn, fastcnp or int`},
 		{"port set with a bad pmax", []string{"port", "set", "--switch", "s1", "--port", "3", "--red-pmax", "lots"}, "invalid value"},
 		{"config without verb", []string{"config"}, "config: want"},
 		{"config validate without file", []string{"config", "validate"}, "want one FILE"},

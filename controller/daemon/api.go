@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	"github.com/fastcnp/fastcnp/p4src"
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
 )
@@ -146,7 +146,7 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 	case a.Insecure:
 		return &Authenticator{insecure: true}, nil, nil
 	case a.MTLS != nil:
-		tc, err := serverTLS(a.MTLS.Cert, a.MTLS.Key, a.MTLS.CA)
+		tc, err := tlsfiles.Server(a.MTLS.Cert, a.MTLS.Key, a.MTLS.CA)
 		if err != nil {
 			return nil, nil, fmt.Errorf("api: mtls: %w", err)
 		}
@@ -169,7 +169,7 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 		}
 		var opts []grpc.ServerOption
 		if a.TLS != nil {
-			tc, err := serverTLS(a.TLS.Cert, a.TLS.Key, a.TLS.ClientCA)
+			tc, err := tlsfiles.Server(a.TLS.Cert, a.TLS.Key, a.TLS.ClientCA)
 			if err != nil {
 				return nil, nil, fmt.Errorf("api: tls: %w", err)
 			}
@@ -180,46 +180,11 @@ func NewAuthenticator(a config.Auth) (*Authenticator, []grpc.ServerOption, error
 	return nil, nil, errors.New("api: no authentication configured")
 }
 
-// serverTLS is the API server's TLS config: its certificate and, with a
-// client CA, required client certificates signed by it.
-func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	certPEM, err := config.ReadFileLimited(certFile, "certificate file", maxPEMFileSize)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := config.ReadFileLimited(keyFile, "key file", maxPEMFileSize)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCA == "" {
-		return tc, nil
-	}
-	ca, err := config.ReadFileLimited(clientCA, "CA file", maxPEMFileSize)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("no certificate in %s", clientCA)
-	}
-	tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	return tc, nil
-}
-
 // SecurityWarnings returns what is unsafe about an API configuration that
 // is still valid, on an address other hosts can reach: bearer tokens over
 // plaintext gRPC, or no authentication at all.
 func SecurityWarnings(api config.API) []string {
-	host, _, err := net.SplitHostPort(api.Listen)
-	if err != nil {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() || host == "localhost" {
+	if isLoopback(api.Listen) {
 		return nil
 	}
 	switch a := api.Auth; {
@@ -231,6 +196,34 @@ func SecurityWarnings(api config.API) []string {
 			"everyone who can reach it is admin", api.Listen)}
 	}
 	return nil
+}
+
+// SwitchSecurityWarnings returns what is unsafe about the switch
+// connections of a valid configuration: P4Runtime in plaintext to an
+// address other hosts can reach, where anyone on the path reads and changes
+// what fastcnpd writes, and the switch cannot tell fastcnpd from any other
+// client (docs/operations.md, "Secure deployment").
+func SwitchSecurityWarnings(switches []config.Switch) []string {
+	var out []string
+	for _, sw := range switches {
+		if sw.TLS.Insecure && !isLoopback(sw.Address) {
+			out = append(out, fmt.Sprintf("switch %s: P4Runtime to %s in plaintext (tls: {insecure: true}): anyone on the "+
+				"path can read and change the writes, and the switch cannot tell fastcnpd from another client; serve it "+
+				"with mutual TLS and give tls: {ca, cert, key}", sw.Name, sw.Address))
+		}
+	}
+	return out
+}
+
+// isLoopback reports whether a host:port names a loopback address (or
+// localhost); unparsable addresses are not.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback() || host == "localhost"
 }
 
 // role returns the caller's role.

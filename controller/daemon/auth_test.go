@@ -2,22 +2,15 @@ package daemon
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -29,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/internal/testpki"
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
 )
 
@@ -132,54 +126,6 @@ func TestTokenFileModeWarned(t *testing.T) {
 			}
 		})
 	}
-}
-
-type certKey struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	der  []byte
-}
-
-func makeCert(t *testing.T, cn string, parent *certKey, isCA bool) *certKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: isCA,
-		BasicConstraintsValid: true, DNSNames: []string{cn}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}
-	signer, parentCert := key, tmpl
-	if parent != nil {
-		signer, parentCert = parent.key, parent.cert
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &certKey{cert: c, key: key, der: der}
-}
-
-func writePEM(t *testing.T, dir, name string, ck *certKey) (string, string) {
-	t.Helper()
-	cf, kf := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	if err := os.WriteFile(cf, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ck.der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(ck.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cf, kf
 }
 
 // authEnv is a daemon that is not running (no switch connected) behind the
@@ -347,18 +293,12 @@ func TestTokenAuth(t *testing.T) {
 // with one from another CA do not get through the handshake. Without
 // admin_names every verified client is admin.
 func TestMTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca := makeCert(t, "fastcnp-ca", nil, true)
-	other := makeCert(t, "other-ca", nil, true)
-	caFile, _ := writePEM(t, dir, "ca", ca)
-	sc, sk := writePEM(t, dir, "server", makeCert(t, "fastcnpd", ca, false))
-	cert := func(ck *certKey) []tls.Certificate {
-		return []tls.Certificate{{Certificate: [][]byte{ck.der}, PrivateKey: ck.key}}
-	}
-	operator, viewer, stranger := makeCert(t, "operator", ca, false), makeCert(t, "viewer", ca, false),
-		makeCert(t, "operator", other, false)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	ca, other := testpki.New(t, "fastcnp-ca"), testpki.New(t, "other-ca")
+	caFile := ca.File
+	sc, sk := ca.Issue(t, "fastcnpd")
+	cert := func(c tls.Certificate) []tls.Certificate { return []tls.Certificate{c} }
+	operator, viewer, stranger := ca.Certificate(t, "operator"), ca.Certificate(t, "viewer"), other.Certificate(t, "operator")
+	pool := ca.Pool()
 	tests := []struct {
 		name       string
 		adminNames []string
@@ -454,17 +394,15 @@ func TestTokenTLS(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("admin "+adminTok+"\nread "+readTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ca, other := makeCert(t, "fastcnp-ca", nil, true), makeCert(t, "other-ca", nil, true)
-	caFile, _ := writePEM(t, dir, "ca", ca)
-	sc, sk := writePEM(t, dir, "server", makeCert(t, "fastcnpd", ca, false))
-	client := makeCert(t, "operator", ca, false)
-	pool, otherPool := x509.NewCertPool(), x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	otherPool.AddCert(other.cert)
+	ca, other := testpki.New(t, "fastcnp-ca"), testpki.New(t, "other-ca")
+	caFile := ca.File
+	sc, sk := ca.Issue(t, "fastcnpd")
+	client := ca.Certificate(t, "operator")
+	pool, otherPool := ca.Pool(), other.Pool()
 	tlsCreds := func(roots *x509.CertPool, withCert bool) grpc.DialOption {
 		tc := &tls.Config{RootCAs: roots, ServerName: "fastcnpd", MinVersion: tls.VersionTLS12}
 		if withCert {
-			tc.Certificates = []tls.Certificate{{Certificate: [][]byte{client.der}, PrivateKey: client.key}}
+			tc.Certificates = []tls.Certificate{client}
 		}
 		return grpc.WithTransportCredentials(credentials.NewTLS(tc))
 	}
@@ -545,6 +483,30 @@ func TestSecurityWarnings(t *testing.T) {
 		w := SecurityWarnings(config.API{Listen: tt.listen, Auth: tt.auth})
 		if (len(w) > 0) != (tt.warn != "") || tt.warn != "" && !strings.Contains(w[0], tt.warn) {
 			t.Errorf("%s %+v: warnings %q, want %q", tt.listen, tt.auth, w, tt.warn)
+		}
+	}
+}
+
+// TestSwitchSecurityWarnings: plaintext P4Runtime to a switch address that
+// is not loopback is warned about; TLS, and plaintext on loopback, are not.
+func TestSwitchSecurityWarnings(t *testing.T) {
+	plain := config.SwitchTLS{Insecure: true}
+	mtls := config.SwitchTLS{CA: "/ca", Cert: "/c", Key: "/k"}
+	tests := []struct {
+		addr string
+		tls  config.SwitchTLS
+		warn bool
+	}{
+		{"127.0.0.1:9559", plain, false},
+		{"localhost:9559", plain, false},
+		{"10.0.0.3:9559", plain, true},
+		{"leaf1.fabric:9559", plain, true},
+		{"10.0.0.3:9559", mtls, false},
+	}
+	for _, tt := range tests {
+		w := SwitchSecurityWarnings([]config.Switch{{Name: "leaf1", Address: tt.addr, TLS: tt.tls}})
+		if (len(w) > 0) != tt.warn || tt.warn && !strings.Contains(w[0], "switch leaf1: P4Runtime to "+tt.addr+" in plaintext") {
+			t.Errorf("%s %+v: warnings %q, want warning %v", tt.addr, tt.tls, w, tt.warn)
 		}
 	}
 }

@@ -30,8 +30,6 @@ const (
 	// may list, config.MaxSwitches x 511 ports of about 300 bytes: 40 MB.
 	// 64 MiB is that with a margin of 1.5x; a real state is far smaller.
 	MaxStateFileSize = 64 << 20
-	// maxPEMFileSize bounds the certificate and key files of the API.
-	maxPEMFileSize = 1 << 20
 	// maxAnswerLines bounds the errors and the warnings of a
 	// ValidateConfig answer (config.MaxErrors, plus the count of the
 	// rest), maxAnswerLineLen each of their lines.

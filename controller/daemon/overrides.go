@@ -91,12 +91,11 @@ func applyOverride(s *config.PortSettings, o PortOverride) error {
 		s.CNPGap = d
 	}
 	if o.Mode != nil {
-		switch m := config.Mode(*o.Mode); m {
-		case config.ModeECN, config.ModeFastCNP:
-			s.Mode = m
-		default:
-			return fmt.Errorf("mode %q: want ecn or fastcnp", *o.Mode)
+		m := config.Mode(*o.Mode)
+		if !m.Valid() {
+			return fmt.Errorf("mode %q: want ecn, fastcnp or int", *o.Mode)
 		}
+		s.Mode = m
 	}
 	if o.REDKminBytes != nil {
 		if *o.REDKminBytes > math.MaxUint32 {

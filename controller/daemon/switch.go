@@ -18,6 +18,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
@@ -132,8 +133,18 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 		p4rt.WithBuffers(64, PacketInBuffer, 256, 256),
 	}
 	if !sw.TLS.Insecure {
-		r.opts = append(r.opts, p4rt.WithTLSFiles(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName))
+		// Loaded once at start: a missing or broken file stops fastcnpd
+		// with its name instead of failing every reconnection.
+		tc, err := tlsfiles.Client(sw.TLS.CA, sw.TLS.Cert, sw.TLS.Key, sw.TLS.ServerName)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: switch %s: tls: %w", name, err)
+		}
+		r.opts = append(r.opts, p4rt.WithTLS(tc))
 	}
+	// Present from the start, so that a switch never reached (address,
+	// TLS) shows as 0 rather than missing.
+	d.metrics.switchUp.WithLabelValues(name).Set(0)
+	d.metrics.switchPrimary.WithLabelValues(name).Set(0)
 	// Keepalive (switches[].keepalive): gRPC pings the switch after that
 	// long without anything received and drops a connection that does not
 	// answer within config.KeepaliveTimeout, so a silently dead link ends

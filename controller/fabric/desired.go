@@ -101,6 +101,8 @@ func ModeValue(m config.Mode) (uint8, error) {
 		return p4src.PortModeECN, nil
 	case config.ModeFastCNP:
 		return p4src.PortModeFastcnp, nil
+	case config.ModeINT:
+		return p4src.PortModeInt, nil
 	}
 	return 0, fmt.Errorf("unknown mode %q", m)
 }
@@ -405,7 +407,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	}
 	for _, g := range sortedKeys(masks) {
 		b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
-			p4rt.P("contributors_mask", masks[g]))
+			p4rt.P("contributors_mask", masks[g]), p4rt.P("root", 1))
 		// Slot aging for the group: no entry (timeout 0) leaves it off.
 		if timeoutNs != 0 {
 			b.table(TableINCSlotTimeout, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_slot_timeout",

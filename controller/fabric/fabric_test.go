@@ -461,3 +461,21 @@ func TestAssumeKind(t *testing.T) {
 		t.Errorf("assumed digests: plan %d", p.Len())
 	}
 }
+
+func TestModeValue(t *testing.T) {
+	for _, tc := range []struct {
+		mode config.Mode
+		want uint8
+		ok   bool
+	}{
+		{config.ModeECN, p4src.PortModeECN, true},
+		{config.ModeFastCNP, p4src.PortModeFastcnp, true},
+		{config.ModeINT, p4src.PortModeInt, true},
+		{"dctcp", 0, false},
+	} {
+		got, err := ModeValue(tc.mode)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ModeValue(%s) = %d, %v; want %d", tc.mode, got, err, tc.want)
+		}
+	}
+}

@@ -2,15 +2,14 @@ package p4rt
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"os"
 	"time"
 
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
@@ -198,29 +197,15 @@ func WithTLS(cfg *tls.Config) Option {
 
 // WithTLSFiles uses TLS with a CA bundle to verify the server and, if
 // certFile and keyFile are not empty, a client certificate (mutual TLS).
-// serverName overrides the name checked in the server certificate.
+// serverName overrides the name checked in the server certificate. The
+// files are read (each up to tlsfiles.MaxFileSize) when Dial applies the
+// option; a problem with them fails Dial with ErrInvalidValue.
 func WithTLSFiles(caFile, certFile, keyFile, serverName string) Option {
 	return func(c *config) {
-		cfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				c.credsErr = fmt.Errorf("p4rt: read CA: %w", err)
-				return
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				c.credsErr = fmt.Errorf("p4rt: no certificate in %s: %w", caFile, ErrInvalidValue)
-				return
-			}
-		}
-		if certFile != "" || keyFile != "" {
-			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				c.credsErr = fmt.Errorf("p4rt: load client certificate: %w", err)
-				return
-			}
-			cfg.Certificates = []tls.Certificate{cert}
+		cfg, err := tlsfiles.Client(caFile, certFile, keyFile, serverName)
+		if err != nil {
+			c.credsErr = fmt.Errorf("p4rt: TLS files: %w: %w", err, ErrInvalidValue)
+			return
 		}
 		c.creds = credentials.NewTLS(cfg)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/wire"
@@ -47,20 +48,30 @@ func (p *Path) env(dscp uint8, ecn wire.ECN) wire.Envelope {
 }
 
 // BuildData writes an RC SEND Only data packet for pkt to destQP (the
-// receiver's QP): ECT(0), DSCP 26, the payload made by FillPattern. b must
-// hold the frame; it returns the frame length.
+// receiver's QP): ECT(0), DSCP 26, the payload made by FillPattern, and an
+// empty INT header after the BTH when pkt.INT. b must hold the frame; it
+// returns the frame length.
 func (p *Path) BuildData(b []byte, destQP uint32, pkt *Packet) (int, error) {
 	env := p.env(DataDSCP, wire.ECT0)
 	bth := wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey, DestQP: destQP, AckReq: pkt.AckReq, PSN: pkt.PSN}
 	off := p.Overhead() - wire.ICRCLen
+	if pkt.INT {
+		off += wire.INTHeaderLen
+	}
 	if len(b) < off+pkt.Payload+wire.ICRCLen || len(b) < wire.MinFrameLen {
 		return 0, fmt.Errorf("data frame: buffer of %d bytes too short for %d payload bytes: %w", len(b), pkt.Payload, ErrConfig)
 	}
 	// Write the payload in place, then let the builder fill the headers
-	// around it (BuildRoCE copies payload onto itself: a no-op move).
+	// around it (the builders copy payload onto itself: a no-op move).
 	pay := b[off : off+pkt.Payload]
 	FillPattern(pay, pkt.Offset)
-	n, err := wire.BuildRoCE(b, &env, &bth, pay)
+	var n int
+	var err error
+	if pkt.INT {
+		n, err = wire.BuildRoCEINT(b, &env, bth, wire.INTHeader{Version: wire.INTVersion}, nil, pay)
+	} else {
+		n, err = wire.BuildRoCE(b, &env, &bth, pay)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("data frame PSN %#x: %w", pkt.PSN, err)
 	}
@@ -95,11 +106,24 @@ func INCPayload(first bool) int {
 }
 
 // BuildAck writes the RC ACKNOWLEDGE (or NAK) of rep to destQP (the
-// sender's QP): not ECN-capable, DSCP 26.
-func (p *Path) BuildAck(b []byte, destQP uint32, rep *Reply) (int, error) {
+// sender's QP): not ECN-capable, DSCP 26; the ECN echo bit when rep.ECE;
+// with rep.EchoINT the INT records hops (as the data packet carried them,
+// newest first) echoed between the BTH and the AETH. b must hold
+// AckFrameMax bytes.
+func (p *Path) BuildAck(b []byte, destQP uint32, rep *Reply, hops []wire.INTHop) (int, error) {
 	env := p.env(DataDSCP, wire.NotECT)
 	bth := wire.BTH{PKey: wire.DefaultPKey, DestQP: destQP, PSN: rep.AckPSN}
-	n, err := wire.BuildRCAck(b, &env, bth, wire.AETH{Syndrome: rep.Syndrome, MSN: rep.MSN})
+	if rep.ECE {
+		bth.Resv7 = wire.BTHResv7ECE
+	}
+	aeth := wire.AETH{Syndrome: rep.Syndrome, MSN: rep.MSN}
+	var n int
+	var err error
+	if rep.EchoINT {
+		n, err = wire.BuildRCAckINT(b, &env, bth, aeth, hops)
+	} else {
+		n, err = wire.BuildRCAck(b, &env, bth, aeth)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("ack frame PSN %#x: %w", rep.AckPSN, err)
 	}
@@ -201,6 +225,13 @@ type Event struct {
 	AETH wire.AETH
 	// CNP extension of KindCNP.
 	CNP cc.CNPExt
+	// ECE is the ECN echo bit of a KindAck.
+	ECE bool
+	// INT: the frame has an INT header (INTEcho: with the echo flag) and
+	// NumHops records in Hops, newest first.
+	INT, INTEcho bool
+	NumHops      int
+	Hops         [wire.INTMaxHops]wire.INTHop
 	// IDs and Vector of INC frames (IDs only when the IDS flag is set).
 	IDs    wire.INCIDs
 	HasIDs bool
@@ -223,6 +254,10 @@ func Decode(frame []byte, f *wire.Frame, ev *Event) error {
 	ev.SrcPort = f.UDP.SrcPort
 	ev.DestQP, ev.PSN, ev.AckReq = f.BTH.DestQP, f.BTH.PSN, f.BTH.AckReq
 	ev.CE = f.IPv4.ECN() == wire.CE
+	if f.Has(wire.LayerINT) {
+		ev.INT, ev.INTEcho, ev.NumHops = true, f.INT.Echo(), int(f.INT.HopCount)
+		ev.Hops = f.INTHops
+	}
 	pay, err := f.RoCEPayload(frame)
 	if err != nil {
 		return fmt.Errorf("decode %s: %w", f.IPv4.Src, err)
@@ -243,9 +278,35 @@ func Decode(frame []byte, f *wire.Frame, ev *Event) error {
 			return fmt.Errorf("decode ack from %s: %w", f.IPv4.Src, err)
 		}
 		ev.Kind = KindAck
+		ev.ECE = f.BTH.Resv7&wire.BTHResv7ECE != 0
 	case f.BTH.Opcode <= wire.OpRCSendOnlyImm:
 		ev.Kind = KindData
 		ev.Payload = pay
 	}
 	return nil
+}
+
+// AckFrameMax is the longest ACK BuildAck makes: an 802.1Q tag and
+// wire.INTMaxHops echoed records.
+const AckFrameMax = wire.EthernetLen + wire.Dot1QLen + wire.IPv4Len + wire.UDPLen + wire.BTHLen +
+	wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen + wire.AETHLen + wire.ICRCLen
+
+// CCHops writes the INT records an ACK echoed (ev.Hops, newest first) into
+// dst in path order (first switch first), as host/cc wants them, and
+// returns dst[:n]: link rate 8000 x bytes/ms, times and counters as sent.
+// Records are given only when the ACK echoes them (INTEcho) and every one
+// names a link rate; otherwise none (ok false: records that are unusable).
+func (ev *Event) CCHops(dst *[wire.INTMaxHops]cc.INTHop) (hops []cc.INTHop, ok bool) {
+	if !ev.INT || !ev.INTEcho || ev.NumHops == 0 {
+		return nil, true
+	}
+	n := ev.NumHops
+	for i := 0; i < n; i++ {
+		h := &ev.Hops[n-1-i]
+		if h.RateBytesPerMs == 0 {
+			return nil, false
+		}
+		dst[i] = cc.INTHop{TS: time.Duration(h.TimestampNs), TxBytes: h.TxBytes, QLen: int64(h.QueueBytes), LinkRate: h.RateBps()}
+	}
+	return dst[:n], true
 }

@@ -52,7 +52,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 
 	rep := Reply{Ack: true, AckPSN: 77, Syndrome: wire.SyndromeNAKPSNSequence, MSN: 9}
-	n, err := back.BuildAck(b, 0x111, &rep)
+	n, err := back.BuildAck(b, 0x111, &rep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,9 @@ type Arrival struct {
 	CE bool
 	// Payload is the payload size in bytes.
 	Payload int
+	// INT says the packet carries INT records to echo (an INT header
+	// without the echo flag): the ACK it triggers echoes them.
+	INT bool
 }
 
 // Reply is what the receiver does about one arrival.
@@ -46,6 +49,11 @@ type Reply struct {
 	MSN      uint32
 	// CNP: send a CNP to the sender's QP (the NP fired).
 	CNP bool
+	// ECE: the ACK carries the ECN echo (a packet arrived CE-marked since
+	// the previous ACK, this one included).
+	ECE bool
+	// EchoINT: the ACK echoes this arrival's INT records.
+	EchoINT bool
 }
 
 // ReceiverStats are a receiver's counters.
@@ -69,6 +77,7 @@ type Receiver struct {
 	epsn    uint32 // expected PSN
 	msn     uint32 // messages (SEND Only packets) completed, 24 bits
 	nakSent bool   // a NAK for the current gap was sent
+	ce      bool   // a CE-marked packet arrived since the last ACK
 	np      cc.NPFlow
 	stats   ReceiverStats
 }
@@ -96,7 +105,9 @@ func (r *Receiver) ExpectedPSN() uint32 { return r.epsn }
 // gap gets a NAK (PSN sequence error) carrying the expected PSN, later ones
 // nothing until the gap is filled (IBTA 9.7.5.1.2).
 // Independently, a CE-marked packet runs the NP: a CNP unless one was sent
-// within CNPInterval.
+// within CNPInterval. Every ACK (or NAK) carries the ECN echo when a packet
+// arrived CE-marked since the previous one (this one included), and echoes
+// the arrival's INT records when it has some.
 func (r *Receiver) OnData(a Arrival) (Reply, error) {
 	var rep Reply
 	if a.PSN > wire.MaxPSN || a.Payload < 0 {
@@ -143,7 +154,10 @@ func (r *Receiver) OnData(a Arrival) (Reply, error) {
 			rep.Ack, rep.AckPSN, rep.Syndrome = true, r.epsn, wire.SyndromeNAKPSNSequence
 		}
 	}
+	r.ce = r.ce || a.CE
 	if rep.Ack {
+		rep.ECE, r.ce = r.ce, false
+		rep.EchoINT = a.INT
 		rep.MSN = r.msn
 		if rep.Syndrome == wire.SyndromeACK {
 			r.stats.Acks++

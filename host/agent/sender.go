@@ -89,6 +89,10 @@ type SenderConfig struct {
 	// switch consumes): a packet counts as delivered when it is sent, no
 	// window, no RTO. Pacing and CNPs still apply.
 	NoAck bool
+	// INT puts an INT header on every data packet (Packet.INT), so that
+	// switches in INT mode add their records (HPCC, cc.NeedsINT). The
+	// default Overhead then includes its 4 bytes.
+	INT bool
 }
 
 func (c *SenderConfig) withDefaults() (SenderConfig, error) {
@@ -98,6 +102,9 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 	}
 	if o.Overhead == 0 {
 		o.Overhead = RoCEOverhead
+		if o.INT {
+			o.Overhead += wire.INTHeaderLen
+		}
 	}
 	if o.AckEvery == 0 {
 		o.AckEvery = DefaultAckEvery
@@ -157,6 +164,9 @@ type Packet struct {
 	// because the window shrank below what is in flight (see Sender). It
 	// adds nothing to the bytes in flight.
 	Probe bool
+	// INT asks for INT records: the frame carries an INT header after the
+	// BTH (SenderConfig.INT).
+	INT bool
 }
 
 // MessageDone reports a message whose every byte is acknowledged.
@@ -190,6 +200,8 @@ type SenderStats struct {
 	WindowBlocked  uint64        // Next calls that found the window full
 	AckProbes      uint64        // newest packet re-sent with the A bit (window shrank, see probe)
 	LastCNPWindow  int64         // the window of the last switch CNP, bytes
+	ECEAcks        uint64        // ACKs with the ECN echo given to the algorithm
+	INTAcks        uint64        // ACKs with INT records given to the algorithm
 	Holds          uint64        // times the link started holding the sender (PFC pause, see Hold)
 	Held           time.Duration // time the sender was held, the hold in progress included
 	MessagesPosted int
@@ -466,7 +478,7 @@ func (s *Sender) Next(now time.Duration) (Packet, bool, error) {
 
 	p := Packet{
 		Seq: seq, PSN: s.PSNOf(seq), Offset: m.offset + int64(seq-m.first)*int64(s.cfg.MSS),
-		Payload: pay, WireBytes: w, First: seq == m.first, Last: seq == m.end-1, Window: win,
+		Payload: pay, WireBytes: w, First: seq == m.first, Last: seq == m.end-1, Window: win, INT: s.cfg.INT,
 	}
 	idx := seq - m.first + 1
 	// Request an ACK every AckEvery packets, on a message's last packet,
@@ -539,7 +551,7 @@ func (s *Sender) probe(now time.Duration) (Packet, bool, error) {
 	s.stats.WireBytesSent += int64(r.wire)
 	p := Packet{Seq: seq, PSN: s.PSNOf(seq), Offset: m.offset + int64(seq-m.first)*int64(s.cfg.MSS),
 		Payload: int(r.pay), WireBytes: int(r.wire), AckReq: true, Retransmit: true,
-		First: seq == m.first, Last: seq == m.end-1, Window: s.alg.Window(), Probe: true}
+		First: seq == m.first, Last: seq == m.end-1, Window: s.alg.Window(), Probe: true, INT: s.cfg.INT}
 	if err := s.alg.OnSend(cc.Send{Now: now, Bytes: int64(r.wire)}); err != nil {
 		return Packet{}, false, fmt.Errorf("sender: %s send: %w", s.alg.Name(), err)
 	}
@@ -592,12 +604,26 @@ func (s *Sender) ackUpTo(now time.Duration, end uint64) int64 {
 	return wb
 }
 
+// AckFeedback is what an ACK says about the path besides the PSN: the ECN
+// echo and the INT records the receiver echoed, in path order (first
+// switch first). Hops is passed to the algorithm and not kept.
+type AckFeedback struct {
+	ECE  bool
+	Hops []cc.INTHop
+}
+
 // OnAck handles an RC ACK or NAK for psn (the AETH syndrome tells which).
 // An ACK acknowledges every packet up to and including psn; a NAK with a
 // PSN sequence error acknowledges the packets before psn and makes the
 // sender go back to psn. Other NAKs are errors of the peer and are
 // returned as ErrState.
 func (s *Sender) OnAck(now time.Duration, psn uint32, syndrome uint8) error {
+	return s.OnAckFeedback(now, psn, syndrome, AckFeedback{})
+}
+
+// OnAckFeedback is OnAck with the ACK's feedback for the algorithm (cc.Ack
+// ECE and Hops): counted in ECEAcks and INTAcks.
+func (s *Sender) OnAckFeedback(now time.Duration, psn uint32, syndrome uint8, fb AckFeedback) error {
 	if err := s.checkTime("ack", now); err != nil {
 		return err
 	}
@@ -622,11 +648,12 @@ func (s *Sender) OnAck(now time.Duration, psn uint32, syndrome uint8) error {
 		}
 		wb := s.ackUpTo(now, seq+1)
 		s.stats.Acks++
+		s.countFeedback(fb)
 		s.progress(now)
 		if s.nakActive && s.una > s.lastNAKSeq {
 			s.nakActive = false
 		}
-		if err := s.alg.OnAck(cc.Ack{Now: now, Bytes: wb, RTT: rtt}); err != nil {
+		if err := s.alg.OnAck(cc.Ack{Now: now, Bytes: wb, RTT: rtt, ECE: fb.ECE, Hops: fb.Hops}); err != nil {
 			return fmt.Errorf("sender: %s ack: %w", s.alg.Name(), err)
 		}
 		return nil
@@ -642,7 +669,8 @@ func (s *Sender) OnAck(now time.Duration, psn uint32, syndrome uint8) error {
 		wb := s.ackUpTo(now, seq)
 		if wb > 0 {
 			s.progress(now)
-			if err := s.alg.OnAck(cc.Ack{Now: now, Bytes: wb}); err != nil {
+			s.countFeedback(fb)
+			if err := s.alg.OnAck(cc.Ack{Now: now, Bytes: wb, ECE: fb.ECE, Hops: fb.Hops}); err != nil {
 				return fmt.Errorf("sender: %s ack: %w", s.alg.Name(), err)
 			}
 		}
@@ -656,6 +684,15 @@ func (s *Sender) OnAck(now time.Duration, psn uint32, syndrome uint8) error {
 		return nil
 	default:
 		return fmt.Errorf("sender: NAK syndrome %#02x for PSN %#x: %w", syndrome, psn, ErrState)
+	}
+}
+
+func (s *Sender) countFeedback(fb AckFeedback) {
+	if fb.ECE {
+		s.stats.ECEAcks++
+	}
+	if len(fb.Hops) > 0 {
+		s.stats.INTAcks++
 	}
 }
 

@@ -67,11 +67,12 @@ func hop100G(ts time.Duration, tx uint64, qlen int64) INTHop {
 }
 
 // allConfig returns a 100 Gb/s config with a parameter set for every
-// algorithm: DCQCN nvidia-cx, TIMELY hpcc-sim, DCTCP hpcc-sim, HPCC hpcc-sim.
+// algorithm: DCQCN nvidia-cx, TIMELY hpcc-sim, DCTCP hpcc-sim, HPCC hpcc-sim,
+// LSTM+PID thesis.
 func allConfig(t testing.TB) Config {
 	t.Helper()
 	c := Config{LineRate: 100 * gbps}
-	for algo, set := range map[string]string{"dcqcn": "nvidia-cx", "timely": "hpcc-sim", "dctcp": "hpcc-sim", "hpcc": "hpcc-sim"} {
+	for algo, set := range map[string]string{"dcqcn": "nvidia-cx", "timely": "hpcc-sim", "dctcp": "hpcc-sim", "hpcc": "hpcc-sim", "pid": "thesis"} {
 		if err := c.UseParamSet(algo, set); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fastcnp/fastcnp/host/cc/lstm"
 )
 
 // Defaults applied by Config for zero fields.
@@ -52,6 +54,9 @@ type Config struct {
 	DCTCP DCTCPParams
 	// HPCC holds the HPCC parameters ("hpcc"); start from HPCCPreset.
 	HPCC HPCCParams
+	// LSTMPID holds the LSTM+PID parameters ("pid", "lstm-pid",
+	// "lstm-pid-rttch", "lstm-pid-rttch-win"); start from LSTMPIDPreset.
+	LSTMPID LSTMPIDParams
 }
 
 // presetNames returns the keys of a preset table, sorted.
@@ -88,6 +93,8 @@ func ParamSetNames(algo string) ([]string, error) {
 		return DCTCPPresetNames(), nil
 	case "hpcc":
 		return HPCCPresetNames(), nil
+	case "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win":
+		return LSTMPIDPresetNames(), nil
 	}
 	return nil, fmt.Errorf("parameter sets of %q (known algorithms: %s): %w", algo, strings.Join(Names(), ", "), ErrUnknownAlgorithm)
 }
@@ -118,6 +125,11 @@ func (c *Config) UseParamSet(algo, set string) error {
 		var p HPCCParams
 		if p, err = HPCCPreset(set); err == nil {
 			c.HPCC = p
+		}
+	case "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win":
+		var p LSTMPIDParams
+		if p, err = LSTMPIDPreset(set); err == nil {
+			c.LSTMPID = p
 		}
 	default:
 		_, err = ParamSetNames(algo)
@@ -676,6 +688,141 @@ func (c Config) resolveHPCC() (resolved, error) {
 	}
 	if w := p.MinRate / 8 * r.BaseRTT.Seconds(); w > float64(r.winit) {
 		return r, fmt.Errorf("HPCC parameters %q: the smallest window minRate*T = %v bytes is above Winit %d: %w", p.Set, w, r.winit, ErrBadParams)
+	}
+	return r, nil
+}
+
+// LSTMPIDParams are the parameters of the LSTM+PID algorithms (spec 03; seed
+// 002). The variant (predictor, RTTch, window) comes from the registry name.
+type LSTMPIDParams struct {
+	// Set names the preset these values came from, or "custom" (a label).
+	Set string
+	// Target is RTTtarget, the RTT the PID steers to (thesis: 5 us).
+	Target time.Duration
+	// Smoothing is s of S_t = s*R_t + (1-s)*S_{t-1}, in (0, 1]; 0 = the
+	// model's (the weights file records it), or 0.2 without a model.
+	Smoothing float64
+	// Kp, Ki, Kd are the PID gains (negative Kp and Ki: an RTT above the
+	// target lowers the rate).
+	Kp, Ki, Kd float64
+	// DMin and DMax clamp the PID output d (thesis: -0.6 and 0.5).
+	DMin, DMax float64
+	// IntegralSamples is the window of the Ki term's mean of e: 0 = every
+	// sample of the flow (the thesis's (1/T) * integral of e dt), n > 0 = the
+	// last n samples.
+	IntegralSamples int
+	// MinRate is the floor of the rate, bits/s (the HPCC simulator's 1 Gb/s).
+	MinRate float64
+	// RTTchRun is the number of samples in a row on one side of the target
+	// that moves it ("lstm-pid-rttch*"; spec 03: 6).
+	RTTchRun int
+	// Model is the RTT predictor; nil = the committed trained model
+	// (DefaultLSTMModel). Unused by "pid".
+	Model *lstm.Model
+	// Learner, if set, trains the gains online (and its gains are used
+	// instead of Kp, Ki, Kd); see PIDLearner.
+	Learner *PIDLearner
+}
+
+// lstmpidPresets: "thesis" is seed 002's controller with its trained gains
+// for RTTtarget = 5 us; "thesis-initial" the same with the gains the thesis
+// started its online training from (its untrained PID).
+var lstmpidPresets = map[string]LSTMPIDParams{
+	"thesis": {
+		Set: "thesis", Target: 5 * time.Microsecond, Smoothing: 0,
+		Kp: -0.358, Ki: -0.060, Kd: 0.040, DMin: -0.6, DMax: 0.5,
+		IntegralSamples: 0, MinRate: 1e9, RTTchRun: 6,
+	},
+	"thesis-initial": {
+		Set: "thesis-initial", Target: 5 * time.Microsecond, Smoothing: 0,
+		Kp: -0.2, Ki: -0.05, Kd: 0.1, DMin: -0.6, DMax: 0.5,
+		IntegralSamples: 0, MinRate: 1e9, RTTchRun: 6,
+	},
+}
+
+// LSTMPIDPresetNames returns the names LSTMPIDPreset accepts, sorted.
+func LSTMPIDPresetNames() []string { return presetNames(lstmpidPresets) }
+
+// LSTMPIDPreset returns the named LSTM+PID parameter set: "thesis" or
+// "thesis-initial".
+func LSTMPIDPreset(name string) (LSTMPIDParams, error) {
+	return lookupPreset("LSTM+PID", lstmpidPresets, name)
+}
+
+// Scaled returns the LSTM+PID parameters for a network k times slower (see
+// DCQCNParams.Scaled): the target x k, minRate / k; the gains, clamps and
+// counts unchanged (the features and the PID error are ratios). k must be
+// finite and in [1/MaxScale, MaxScale]; the result is validated.
+func (p LSTMPIDParams) Scaled(k float64) (LSTMPIDParams, error) {
+	if !(k >= 1/MaxScale && k <= MaxScale) {
+		return p, fmt.Errorf("LSTM+PID scale %v, want %v <= k <= %v: %w", k, 1/MaxScale, MaxScale, ErrBadParams)
+	}
+	if k == 1 {
+		return p, p.Validate()
+	}
+	q := p
+	q.Set = fmt.Sprintf("%s x%g", p.Set, k)
+	q.Target = max(time.Duration(math.Round(float64(p.Target)*k)), 1)
+	q.MinRate = p.MinRate / k
+	if err := q.Validate(); err != nil {
+		return p, err
+	}
+	return q, nil
+}
+
+// Validate checks every LSTM+PID parameter on its own.
+func (p LSTMPIDParams) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("LSTM+PID parameters %q: %s: %w", p.Set, fmt.Sprintf(format, args...), ErrBadParams)
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case p.Target == 0 && p.MinRate == 0 && p.Kp == 0 && p.Ki == 0 && p.Kd == 0:
+		return fmt.Errorf("LSTM+PID parameters not set (start from LSTMPIDPreset: %s): %w",
+			strings.Join(LSTMPIDPresetNames(), ", "), ErrBadParams)
+	case p.Target <= 0 || p.Target > maxPeriod:
+		return bad("target = %v, want 0 < target <= %v", p.Target, maxPeriod)
+	case p.Smoothing != 0 && !(p.Smoothing > 0 && p.Smoothing <= 1):
+		return bad("smoothing = %v, want 0 < s <= 1 (0 = the model's)", p.Smoothing)
+	case !finite(p.Kp) || !finite(p.Ki) || !finite(p.Kd):
+		return bad("gains [%v %v %v] must be finite", p.Kp, p.Ki, p.Kd)
+	case !(p.DMin > -1 && p.DMin <= 0) || !(p.DMax >= 0 && p.DMax <= 10):
+		return bad("clamp [%v, %v], want -1 < DMin <= 0 <= DMax <= 10", p.DMin, p.DMax)
+	case p.IntegralSamples < 0 || p.IntegralSamples > 1<<20:
+		return bad("integral window = %d samples, want 0 <= n <= %d", p.IntegralSamples, 1<<20)
+	case !finitePos(p.MinRate):
+		return bad("minRate = %v bits/s, want finite and > 0", p.MinRate)
+	case p.RTTchRun < 1 || p.RTTchRun > 1<<16:
+		return bad("RTTch run = %d, want 1 <= n <= 65536", p.RTTchRun)
+	}
+	if p.Model != nil {
+		if err := p.Model.Validate(); err != nil {
+			return bad("model: %v", err)
+		}
+	}
+	if l := p.Learner; l != nil {
+		if !finite(l.K[0]) || !finite(l.K[1]) || !finite(l.K[2]) || !finitePos(l.LR) || !finitePos(l.Clip) || !finite(l.Beta) {
+			return bad("learner gains %v, lr %v, clip %v, beta %v: want finite gains and beta, lr and clip > 0", l.K, l.LR, l.Clip, l.Beta)
+		}
+	}
+	return nil
+}
+
+// resolveLSTMPID validates c for the LSTM+PID algorithms.
+func (c Config) resolveLSTMPID() (resolved, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return r, err
+	}
+	p := c.LSTMPID
+	if err := p.Validate(); err != nil {
+		return r, err
+	}
+	if p.MinRate > c.LineRate {
+		return r, fmt.Errorf("LSTM+PID parameters %q: minRate %v bits/s is above the line rate %v: %w", p.Set, p.MinRate, c.LineRate, ErrBadParams)
+	}
+	if r.StartRate < p.MinRate {
+		return r, fmt.Errorf("LSTM+PID parameters %q: start rate %v bits/s is below minRate %v: %w", p.Set, r.StartRate, p.MinRate, ErrBadParams)
 	}
 	return r, nil
 }

@@ -2,6 +2,7 @@ package cc
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -99,7 +100,9 @@ func TestOtherPresets(t *testing.T) {
 		{"timely", []string{"hpcc-sim", "paper2015"}, nil},
 		{"dctcp", []string{"hpcc-sim", "spec03"}, nil},
 		{"hpcc", []string{"hpcc-sim"}, nil},
-		{"lstm-pid", nil, ErrUnknownAlgorithm},
+		{"lstm-pid", []string{"thesis", "thesis-initial"}, nil},
+		{"pid", []string{"thesis", "thesis-initial"}, nil},
+		{"bbr", nil, ErrUnknownAlgorithm},
 	} {
 		got, err := ParamSetNames(tc.algo)
 		if !errors.Is(err, tc.err) || strings.Join(got, ",") != strings.Join(tc.names, ",") {
@@ -148,7 +151,7 @@ func TestOtherPresets(t *testing.T) {
 // (the custom sets of the trace tests).
 func validBase() Config {
 	c := cfgWith(customParams())
-	c.TIMELY, c.DCTCP, c.HPCC = timelyCustom(), dctcpCustom(), hpccCustom()
+	c.TIMELY, c.DCTCP, c.HPCC, c.LSTMPID = timelyCustom(), dctcpCustom(), hpccCustom(), lstmpidCustom()
 	return c
 }
 
@@ -180,7 +183,7 @@ func TestConfigValidation(t *testing.T) {
 		{"start above line", mod(func(c *Config) { c.StartRate = 101 * gbps }), "start rate", nil},
 		{"NaN start", mod(func(c *Config) { c.StartRate = nan }), "start rate", nil},
 		{"negative start", mod(func(c *Config) { c.StartRate = -1 }), "start rate", nil},
-		{"start below minRate", mod(func(c *Config) { c.StartRate = 1e5 }), "below minRate", []string{"dcqcn", "dcqcn-fastcnp", "timely", "hpcc"}},
+		{"start below minRate", mod(func(c *Config) { c.StartRate = 1e5 }), "below minRate", []string{"dcqcn", "dcqcn-fastcnp", "timely", "hpcc", "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win"}},
 		{"negative MTU", mod(func(c *Config) { c.MTU = -1 }), "MTU", nil},
 		{"huge MTU", mod(func(c *Config) { c.MTU = 1 << 20 }), "MTU", nil},
 		{"negative base RTT", mod(func(c *Config) { c.BaseRTT = -time.Microsecond }), "base RTT", nil},
@@ -276,8 +279,9 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if got := strings.Join(Names(), ","); got != "dcqcn,dcqcn-fastcnp,dctcp,hpcc,timely" {
-		t.Errorf("Names = %s, want dcqcn,dcqcn-fastcnp,dctcp,hpcc,timely", got)
+	const all = "dcqcn,dcqcn-fastcnp,dctcp,hpcc,lstm-pid,lstm-pid-rttch,lstm-pid-rttch-win,pid,timely"
+	if got := strings.Join(Names(), ","); got != all {
+		t.Errorf("Names = %s, want %s", got, all)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -288,6 +292,10 @@ func TestRegistry(t *testing.T) {
 		{"timely", NoWindowCap},
 		{"dctcp", winit100G},
 		{"hpcc", winit100G},
+		{"pid", NoWindowCap},
+		{"lstm-pid", NoWindowCap},
+		{"lstm-pid-rttch", NoWindowCap},
+		{"lstm-pid-rttch-win", winit100G},
 	} {
 		a, err := New(tc.name, validBase())
 		if err != nil {
@@ -297,11 +305,11 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("New(%s): name %s rate %v window %d next %v", tc.name, a.Name(), a.Rate(), a.Window(), a.NextTimer())
 		}
 	}
-	_, err := New("lstm-pid", validBase())
+	_, err := New("bbr", validBase())
 	if !errors.Is(err, ErrUnknownAlgorithm) {
-		t.Fatalf("New(lstm-pid): err = %v, want ErrUnknownAlgorithm", err)
+		t.Fatalf("New(bbr): err = %v, want ErrUnknownAlgorithm", err)
 	}
-	if !strings.Contains(err.Error(), "dcqcn, dcqcn-fastcnp, dctcp, hpcc, timely") {
+	if !strings.Contains(err.Error(), strings.ReplaceAll(all, ",", ", ")) {
 		t.Errorf("error %q does not list the known names", err)
 	}
 }
@@ -318,6 +326,8 @@ func snapshot(t *testing.T, a Algorithm) any {
 		return *v
 	case *HPCC:
 		return *v
+	case *LSTMPID:
+		return fmt.Sprintf("%+v", *v) // has a slice: compare the printed state
 	}
 	t.Fatalf("no snapshot for %T", a)
 	return nil

@@ -7,15 +7,24 @@ import (
 )
 
 // factories maps each algorithm name to its constructor. Adding an algorithm
-// (e.g. the planned "lstm-pid") is one entry here plus its parameters in
+// is one entry here plus its parameters in
 // Config (and its parameter sets in ParamSetNames and Config.UseParamSet).
 var factories = map[string]func(Config) (Algorithm, error){
-	"dcqcn":         func(c Config) (Algorithm, error) { return NewDCQCN(c) },
-	"dcqcn-fastcnp": func(c Config) (Algorithm, error) { return NewDCQCNFastCNP(c) },
-	"timely":        func(c Config) (Algorithm, error) { return NewTIMELY(c) },
-	"dctcp":         func(c Config) (Algorithm, error) { return NewDCTCP(c) },
-	"hpcc":          func(c Config) (Algorithm, error) { return NewHPCC(c) },
+	"dcqcn":              func(c Config) (Algorithm, error) { return NewDCQCN(c) },
+	"dcqcn-fastcnp":      func(c Config) (Algorithm, error) { return NewDCQCNFastCNP(c) },
+	"timely":             func(c Config) (Algorithm, error) { return NewTIMELY(c) },
+	"dctcp":              func(c Config) (Algorithm, error) { return NewDCTCP(c) },
+	"hpcc":               func(c Config) (Algorithm, error) { return NewHPCC(c) },
+	"pid":                func(c Config) (Algorithm, error) { return NewLSTMPID("pid", c) },
+	"lstm-pid":           func(c Config) (Algorithm, error) { return NewLSTMPID("lstm-pid", c) },
+	"lstm-pid-rttch":     func(c Config) (Algorithm, error) { return NewLSTMPID("lstm-pid-rttch", c) },
+	"lstm-pid-rttch-win": func(c Config) (Algorithm, error) { return NewLSTMPID("lstm-pid-rttch-win", c) },
 }
+
+// NeedsINT reports whether the algorithm called name uses in-band telemetry
+// (Ack.Hops): its runtime must then ask switches for INT records (the INT
+// header on data packets) and pass the echoed records to OnAck.
+func NeedsINT(name string) bool { return name == "hpcc" }
 
 // Names returns the algorithm names New accepts, sorted.
 func Names() []string {

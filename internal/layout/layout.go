@@ -2,7 +2,7 @@
 // against it. The rule (README "Layout"): dependencies flow one way,
 //
 //	wire <- p4src (the P4 program's contract) <- pure models and algorithms
-//	     <- runtimes (software switch, controller, host agent) <- testbed, commands
+//	     <- runtimes (software switch, controller, host agent, simulator) <- testbed, commands
 //
 // and no runtime reaches into another: the controller and the host agent never
 // depend on the software switch, its models or each other.
@@ -28,7 +28,7 @@ type Rule struct {
 // Rules is the dependency rule of the tree.
 var Rules = []Rule{
 	{"wire", []string{""}, "wire is the bottom layer: packet formats only"},
-	{"internal", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto"},
+	{"internal", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "sim"},
 		"internal/ holds generic helpers"},
 	{"p4src", []string{"model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "internal"},
 		"the P4 program's contract depends on nothing but wire and the P4Runtime schema"},
@@ -46,6 +46,16 @@ var Rules = []Rule{
 		"the software switch runtime is driven only through P4Runtime"},
 	{"conformance", []string{"softswitch", "testbed", "host"},
 		"conformance vectors are target-neutral"},
+	{"sim/hpcc", []string{""},
+		"the HPCC simulator's file formats are pure data and parsing"},
+	{"sim/traffic", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "internal", "sim/analysis", "sim/sweep"},
+		"the traffic generator is pure: flows from a seed, no runtime"},
+	{"sim/analysis", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "internal/netns", "internal/testfs", "sim/traffic", "sim/sweep"},
+		"FCT analysis is pure: records in, tables and plots out"},
+	{"sim/sweep", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "sim/engine", "sim/network"},
+		"the sweep runs points through a function value: it never depends on the engine (which needs model/ and host/)"},
+	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "host/agent", "conformance", "internal/netns"},
+		"the simulator drives the pure models and algorithms in virtual time, never a runtime"},
 }
 
 // under reports whether pkg (relative to Module) is dir or below it; "" is the whole module.

@@ -63,6 +63,14 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"allowed: switch on models and ports", m("softswitch"), []string{m("model/pipeline"), m("model/tm"), m("afpacket")}, 0},
 		{"allowed: testbed on everything", m("testbed"), []string{m("softswitch"), m("controller/daemon"), m("host/agent")}, 0},
 		{"prefix is by path element", m("hostile"), []string{m("softswitch")}, 0},
+		{"hpcc formats on anything", m("sim/hpcc"), []string{m("internal/units"), m("sim/traffic")}, 2},
+		{"analysis on the generator", m("sim/analysis"), []string{m("sim/hpcc"), m("sim/traffic")}, 1},
+		{"generator on analysis or a helper", m("sim/traffic"), []string{m("sim/analysis"), m("internal/units"), m("sim/hpcc")}, 2},
+		{"simulator on a runtime", m("sim/engine"), []string{m("softswitch"), m("host/agent"), m("model/tm"), m("host/cc")}, 2},
+		{"allowed: simulator on models and algorithms", m("sim/engine"), []string{m("model/tm"), m("model/pipeline"), m("host/cc"), m("sim/hpcc"), m("wire")}, 0},
+		{"allowed: sweep on the formats and analysis", m("sim/sweep"), []string{m("sim/hpcc"), m("sim/analysis"), m("internal/plotpng")}, 0},
+		{"sweep on the engine", m("sim/sweep"), []string{m("sim/engine"), m("model/tm"), m("sim/hpcc")}, 2},
+		{"internal on the simulator", m("internal/units"), []string{m("sim/hpcc")}, 1},
 	}
 	for _, tc := range tests {
 		got := Check(map[string][]string{tc.pkg: tc.deps})

@@ -47,19 +47,24 @@ func BenchmarkIngressECMP(b *testing.B) {
 }
 
 // BenchmarkEgressData: enqueue accounting plus the egress of a lossless data packet
-// on an uncongested fastcnp port.
+// on an uncongested fastcnp port, per profile (Tofino: cells, departure bookkeeping,
+// pause decision, departure shares, the state machine).
 func BenchmarkEgressData(b *testing.B) {
-	p := newTest(b, p4src.PortModeFastcnp)
-	frame, meta := through(b, p, dataSR(1000).build(b), portS, 0)
-	p.OnEnqueue(&meta) // one packet stays queued so that the queue never underflows
-	var r EgressResult
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		m := meta
-		p.OnEnqueue(&m)
-		if err := p.Egress(frame, portR, int64(i), &m, &r); err != nil || r.CNP || r.Marked {
-			b.Fatal(err)
-		}
+	for _, pr := range []Profile{ProfileV1Model, ProfileTofino1} {
+		b.Run(pr.String(), func(b *testing.B) {
+			p := newTestProfile(b, p4src.PortModeFastcnp, pr)
+			frame, meta := through(b, p, dataSR(1000).build(b), portS, 0)
+			p.OnEnqueue(&meta) // one packet stays queued so that the queue never underflows
+			var r EgressResult
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				m := meta
+				p.OnEnqueue(&m)
+				if err := p.Egress(frame, portR, int64(i), &m, &r); err != nil || r.CNP || r.Marked {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

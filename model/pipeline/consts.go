@@ -42,4 +42,10 @@
 // may hand back a switch CNP that already went through Ingress (like BMv2's
 // recirculation); the caller enqueues it like any other packet (OnEnqueue, then Egress
 // at its dequeue). None of them allocates.
+//
+// Profiles (Options.Profile): the pipeline models the v1model program by default
+// (ProfileV1Model), or the TNA program of p4src/tna compiled for Tofino 1 or 2
+// (ProfileTofino1, ProfileTofino2; docs/tofino.md), whose data-plane state differs: the
+// queue depth in traffic-manager cells, pauses framed by PFC frames or inferred from
+// departure gaps, departure shares, 32-bit times. The control plane is the same.
 package pipeline

@@ -13,6 +13,8 @@ import (
 type Options struct {
 	// Seed seeds the random source of RED marking (deterministic for a given seed).
 	Seed uint64
+	// Profile is the compiled program to model (default ProfileV1Model).
+	Profile Profile
 }
 
 // Pipeline is the reference data plane: tables, registers, counters, value set, clone
@@ -21,6 +23,7 @@ type Pipeline struct {
 	tables                                             []*table
 	tRoute, tTC, tPortCfg, tConn, tIncGroup, tIncRoute *table
 	tL2, tFlowLog2, tPortLog2, tExp2, tNHG, tIncAging  *table
+	tIncChild                                          *table
 	profiles                                           []*profile
 	regs                                               registers
 	counters                                           [numCounters][]counterCell
@@ -32,10 +35,13 @@ type Pipeline struct {
 	repBuf                    []Replica
 	digests                   [2]digestQueue
 	rng, seed                 uint64
+	prof                      Profile
+	tna                       *tnaState // the TNA program's state (Tofino profiles only)
 	pf                        wire.Frame
 	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
 	cnpRes                    IngressResult
 	incBuf                    []byte
+	intBuf                    []byte
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -49,8 +55,13 @@ func New(opts Options) *Pipeline {
 		announcePorts: make([]uint16, 0, p4src.AnnounceUDPPorts),
 		parsePorts:    append(make([]uint16, 0, 1+p4src.AnnounceUDPPorts), p4src.AnnounceUDPPort),
 		incBuf:        make([]byte, 2048),
+		intBuf:        make([]byte, 2048),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
+		prof:          opts.Profile,
+	}
+	if opts.Profile.Tofino() {
+		p.tna = &tnaState{}
 	}
 	if p.rng == 0 {
 		p.rng = 1 // xorshift never leaves 0
@@ -60,6 +71,7 @@ func New(opts Options) *Pipeline {
 		p4src.TableRDMAConnection: &p.tConn, p4src.TableIncGroup: &p.tIncGroup, p4src.TableIncRoute: &p.tIncRoute,
 		p4src.TableL2Forward: &p.tL2, p4src.TableFlowBytesLog2: &p.tFlowLog2, p4src.TablePortBytesLog2: &p.tPortLog2,
 		p4src.TableWindowExp2: &p.tExp2, p4src.TableNextHopGroupSelect: &p.tNHG, p4src.TableIncSlotTimeout: &p.tIncAging,
+		p4src.TableIncChildPort: &p.tIncChild,
 	}
 	for i := range schema.Tables {
 		t := newTable(&schema.Tables[i])
@@ -79,11 +91,14 @@ func New(opts Options) *Pipeline {
 
 // Reset returns the pipeline to the state New gave it (empty tables, program
 // defaults, zero registers and counters, no value set members, clone sessions or
-// digest configs), keeping the RED random seed: what a P4Runtime server does when a
-// new forwarding pipeline config is committed.
+// digest configs), keeping the RED random seed and the profile: what a P4Runtime
+// server does when a new forwarding pipeline config is committed.
 func (p *Pipeline) Reset() {
-	*p = *New(Options{Seed: p.seed})
+	*p = *New(Options{Seed: p.seed, Profile: p.prof})
 }
+
+// Profile returns the program the pipeline models.
+func (p *Pipeline) Profile() Profile { return p.prof }
 
 // rand16 is the uniform 16-bit random number of RED (xorshift64*).
 func (p *Pipeline) rand16() uint64 {
@@ -93,6 +108,17 @@ func (p *Pipeline) rand16() uint64 {
 	x ^= x >> 27
 	p.rng = x
 	return (x * 0x2545F4914F6CDD1D) >> 48
+}
+
+// rand32 is a uniform 32-bit random number from the same source (the TNA program's
+// Random<bit<32>>, split into two independent 16-bit halves by RED).
+func (p *Pipeline) rand32() uint32 {
+	x := p.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	p.rng = x
+	return uint32((x * 0x2545F4914F6CDD1D) >> 32)
 }
 
 // Verdict is the outcome of Ingress.
@@ -125,11 +151,12 @@ const (
 	DropMACControl              // MAC control, not PFC/PAUSE: never forwarded; counted in dropped
 	DropNoRoute                 // route miss or drop action; counted in dropped
 	DropTTL                     // TTL 0 or 1 on arrival; counted in dropped
-	DropINCOffset               // INC offset >= flow length; counted in dropped
+	DropINCOffset               // INC packet of no data flow, or offset >= flow length; counted in dropped
 	DropINCDuplicate            // counted in inc_duplicates
 	DropINCSlotBusy             // counted in inc_slot_busy
 	DropINCConsumed             // contribution absorbed into a slot (not counted as a drop)
 	DropL2Miss                  // not IPv4: l2_forward miss or drop entry; counted in dropped
+	DropINCNotChild             // INC partial aggregate not from a child port (or without IDS part); counted in dropped
 )
 
 // PortConfig is the decoded set_port_config action of a port (all zero and Hit false
@@ -185,7 +212,9 @@ type PacketMeta struct {
 	SrcAddr  uint32
 	DstAddr  uint32
 	// HasBTH is set for RoCEv2 packets: UDPSrcPort and PKey feed a switch CNP.
-	HasBTH     bool
+	HasBTH bool
+	// INTOffset is the offset of the INT header in the forwarded frame (0: none).
+	INTOffset  uint16
 	UDPSrcPort uint16
 	PKey       uint16
 	// ConnHit: rdma_connection ran set_connection with ConnFlags and SenderQPN.
@@ -198,6 +227,9 @@ type PacketMeta struct {
 	Tracked  bool
 	// PortCfg is port_config of the egress port, looked up in ingress.
 	PortCfg PortConfig
+	// FrameLen is the frame's length as enqueued: what it occupies in the traffic
+	// manager (the Tofino profiles count its cells).
+	FrameLen uint16
 }
 
 // PacketIn is the packet_in metadata of a packet sent to the controller.
@@ -269,6 +301,7 @@ func (p *Pipeline) count(id uint32, index uint16, bytes uint32) {
 // to its egress queue (queue_enqueued).
 func (p *Pipeline) forward(out *IngressResult) {
 	out.Verdict = VerdictForward
+	out.Meta.FrameLen = uint16(len(out.Frame))
 	p.count(p4src.CounterQueueEnqueued, p4src.QueueIndex(out.EgressPort, out.Meta.Priority), out.Meta.AcctLen)
 }
 
@@ -331,7 +364,11 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	}
 	// 4. PFC / PAUSE.
 	if f.Has(wire.LayerMACControl) && (f.MACControl.Opcode == wire.MACControlOpPFC || f.MACControl.Opcode == wire.MACControlOpPause) {
-		p.macControl(f, inPort, now, rawNow, acct, out)
+		if p.prof.Tofino() {
+			p.tnaPFC(f, inPort, now, rawNow, acct, out)
+		} else {
+			p.macControl(f, inPort, now, rawNow, acct, out)
+		}
 		p.drop(out, DropPFC)
 		return
 	}
@@ -378,33 +415,28 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	act, pr, _ = p.tPortCfg.lookupExact(uint64(egress), 0, 0)
 	m.PortCfg = decodePortConfig(act, pr)
 	// 7. RDMA connection.
+	var connIndex, workerRank uint64
 	if f.Has(wire.LayerBTH) {
 		m.HasBTH, m.UDPSrcPort, m.PKey = true, f.UDP.SrcPort, f.BTH.PKey
+		if f.Has(wire.LayerINT) {
+			m.INTOffset = uint16(f.Off[wire.LayerINT])
+		}
 		if act, pr, _ := p.tConn.lookupExact(uint64(m.SrcAddr), uint64(f.UDP.SrcPort), uint64(f.BTH.DestQP)); act == p4src.ActionSetConnection {
 			m.ConnHit, m.SenderQPN, m.ConnFlags = true, uint32(pr[0]), uint8(pr[1])
+			connIndex, workerRank = pr[2], pr[4]
 		}
 	}
-	// 8. INC contribution.
-	result := f.Has(wire.LayerINC) && f.INC.IsResult()
-	built := false
-	if f.Has(wire.LayerINC) && !result && m.ConnHit && m.ConnFlags&p4src.ConnFlagIncUplink != 0 {
-		_, pr, _ := p.tConn.lookupExact(uint64(m.SrcAddr), uint64(f.UDP.SrcPort), uint64(f.BTH.DestQP))
-		var ok bool
-		if result, ok = p.incContribution(frame, f, pr, inPort, now, acct, out); !ok {
+	// 8. INC aggregation; 9. partial aggregates go up by hash routing.
+	if f.Has(wire.LayerINC) {
+		if !p.incAggregate(frame, f, inPort, connIndex, workerRank, now, acct, out) {
 			return
 		}
-		built = result
-	}
-	// 9. RESULT routing.
-	if result {
-		var incID uint32
-		if built || f.Has(wire.LayerINCIDs) {
-			incID = f.INCIDs.INCID()
-		}
-		b := IncBucket(incID, f.INC.Version, f.UDP.DstPort)
-		if act, pr, _ := p.tIncRoute.lookupExact(uint64(b), 0, 0); act == p4src.ActionSetNexthop {
-			egress = uint16(pr[0])
-			setMACs(out.Frame, pr[1], pr[2])
+		if f.INC.IsPartial() {
+			b := IncBucket(f.INCIDs.INCID(), f.INC.Version, f.UDP.DstPort)
+			if act, pr, _ := p.tIncRoute.lookupExact(uint64(b), 0, 0); act == p4src.ActionSetNexthop {
+				egress = uint16(pr[0])
+				setMACs(out.Frame, pr[1], pr[2])
+			}
 		}
 	}
 	m.EgressPort, out.EgressPort = egress, egress
@@ -453,6 +485,7 @@ func (p *Pipeline) bridge(frame []byte, f *wire.Frame, inPort uint16, acct uint3
 		p.forward(out)
 	case p4src.ActionL2Flood:
 		out.Verdict, out.Frame, out.McastGroup = VerdictMulticast, frame, uint16(pr[0])
+		out.Meta.FrameLen = uint16(len(frame))
 		out.Replicas = p.replicate(out.McastGroup, inPort)
 	default: // drop: a miss (the program's default) or an entry whose action is drop
 		p.count(p4src.CounterDropped, inPort, acct)
@@ -520,80 +553,153 @@ func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32)
 	return Digest{DigestID: p4src.DigestPortState, Port: port, Event: ev, QueueBytes: qlen, RxBytes: uint32(rx), TimestampNs: now}
 }
 
-// incContribution is step 8 for a contribution of a connection with the INC flag
-// (pr: its set_connection params). It returns result = the packet became the RESULT
-// (out.Frame then holds it), and ok = false when the packet was dropped.
-func (p *Pipeline) incContribution(frame []byte, f *wire.Frame, pr *[maxParams]uint64, inPort uint16, now uint64, acct uint32, out *IngressResult) (result, ok bool) {
-	r := &p.regs
-	ci, rank := pr[2], pr[4]
-	if f.Has(wire.LayerINCIDs) {
+// incKey is what step 8 aggregates a packet under: the slot key (INC ID,
+// offset, operation ID) and the data flow length.
+type incKey struct {
+	incID, offset, flen uint32
+	op                  uint16
+}
+
+// incAggregate is step 8 for a packet with an INC base header: a worker's
+// contribution (connection with the INC flag; connIndex and rank its
+// set_connection params) or a lower switch's partial aggregate (its rank: the
+// inc_child_port entry of inPort) is added to its aggregation slot. It
+// reports false when the packet was dropped or consumed. A packet that
+// completes its slot leaves as the aggregate (out.Frame; f updated): the
+// RESULT at the root of its group's tree, else a partial aggregate.
+// RESULTs, other INC packets and packets of a group without an inc_group
+// entry pass unchanged (true).
+func (p *Pipeline) incAggregate(frame []byte, f *wire.Frame, inPort uint16, connIndex, rank uint64, now uint64, acct uint32, out *IngressResult) bool {
+	var k incKey
+	keyed := false
+	switch {
+	case f.INC.IsPartial():
+		act, cp, _ := p.tIncChild.lookupExact(uint64(inPort), 0, 0)
+		if !f.Has(wire.LayerINCIDs) || act != p4src.ActionSetIncChild {
+			// Not from a lower switch (or no key): refused.
+			p.count(p4src.CounterDropped, inPort, acct)
+			p.drop(out, DropINCNotChild)
+			return false
+		}
 		ids := &f.INCIDs
-		r.incFlowIncID[ci], r.incFlowFirstPSN[ci], r.incFlowLen[ci] = uint64(ids.INCID()), uint64(ids.FirstPSN), uint64(ids.FlowLen)
+		k = incKey{incID: ids.INCID(), offset: ids.FirstPSN, flen: ids.FlowLen, op: ids.OpID}
+		keyed, rank = true, cp[0]
+	case f.INC.IsContribution() && out.Meta.ConnHit && out.Meta.ConnFlags&p4src.ConnFlagIncUplink != 0:
+		k, keyed = p.incFlow(connIndex, f)
+	default:
+		return true
 	}
-	incID, first, flen := uint32(r.incFlowIncID[ci]), uint32(r.incFlowFirstPSN[ci]), uint32(r.incFlowLen[ci])
-	offset := (f.BTH.PSN - first) & 0xFFFFFF
-	if offset >= flen {
+	if !keyed || k.offset >= k.flen {
 		p.count(p4src.CounterDropped, inPort, acct)
 		p.drop(out, DropINCOffset)
-		return false, false
+		return false
 	}
-	_, gp, hit := p.tIncGroup.lookupExact(uint64(incID>>16), 0, 0)
+	_, gp, hit := p.tIncGroup.lookupExact(uint64(k.incID>>16), 0, 0)
 	if !hit {
-		return false, true // forwarded as a normal packet
+		return true // forwarded as a normal packet (a partial: passing through)
 	}
-	slot := IncSlot(incID, offset)
+	r := &p.regs
+	slot := IncSlot(k.incID, k.offset)
 	bit := uint64(1) << rank
 	vec := &f.INCVector
 	bm := r.incSlotBitmap[slot]
-	same := r.incSlotIncID[slot] == uint64(incID) && r.incSlotOffset[slot] == uint64(offset)
-	// Slot aging: another message holding the slot for at least the timeout of
-	// this packet's group (inc_slot_timeout) has been abandoned: take the slot.
-	abandoned := false
-	if bm != 0 && !same {
-		if act, tp, _ := p.tIncAging.lookupExact(uint64(incID>>16), 0, 0); act == p4src.ActionSetIncSlotTimeout && tp[0] != 0 {
-			abandoned = (now-r.incSlotStart[slot])&mask48 >= tp[0]
-		}
+	same := r.incSlotIncID[slot] == uint64(k.incID) && r.incSlotOffset[slot] == uint64(k.offset) && r.incSlotOp[slot] == uint64(k.op)
+	// Slot aging: a slot held (or remembered as done) for at least the
+	// timeout of this packet's group (inc_slot_timeout).
+	aged := false
+	if act, tp, _ := p.tIncAging.lookupExact(uint64(k.incID>>16), 0, 0); act == p4src.ActionSetIncSlotTimeout && tp[0] != 0 {
+		aged = (now-r.incSlotStart[slot])&p.timeMask() >= tp[0]
 	}
+	done := r.incSlotDone[slot] == 1
+	claim := false
 	switch {
-	case bm == 0 || abandoned:
-		if abandoned {
-			p.count(p4src.CounterIncSlotTakeovers, inPort, acct)
-		}
-		r.incSlotIncID[slot], r.incSlotOffset[slot], bm = uint64(incID), uint64(offset), bit
-		r.incSlotStart[slot] = now
-		for i := range p4src.IncVectorLen {
-			r.incSlotValue[i][slot] = uint64(uint32(vec[i]))
-		}
+	case done && same && !aged:
+		// A late copy of an aggregation this slot completed.
+		p.count(p4src.CounterIncDuplicates, inPort, acct)
+		p.drop(out, DropINCDuplicate)
+		return false
+	case bm == 0 || done:
+		claim = true
 	case same:
 		if bm&bit != 0 {
 			p.count(p4src.CounterIncDuplicates, inPort, acct)
 			p.drop(out, DropINCDuplicate)
-			return false, false
+			return false
 		}
 		bm |= bit
 		for i := range p4src.IncVectorLen {
 			r.incSlotValue[i][slot] = uint64(uint32(r.incSlotValue[i][slot]) + uint32(vec[i]))
 		}
+	case aged:
+		// Another message, abandoned: taken over.
+		p.count(p4src.CounterIncSlotTakeovers, inPort, acct)
+		claim = true
 	default:
 		p.count(p4src.CounterIncSlotBusy, inPort, acct)
 		p.drop(out, DropINCSlotBusy)
-		return false, false
+		return false
+	}
+	if claim {
+		r.incSlotIncID[slot], r.incSlotOffset[slot], r.incSlotOp[slot] = uint64(k.incID), uint64(k.offset), uint64(k.op)
+		r.incSlotStart[slot], r.incSlotDone[slot], bm = now&p.timeMask(), 0, bit
+		for i := range p4src.IncVectorLen {
+			r.incSlotValue[i][slot] = uint64(uint32(vec[i]))
+		}
 	}
 	r.incSlotBitmap[slot] = bm
 	p.count(p4src.CounterIncContributions, inPort, acct)
 	if bm != gp[0] {
 		p.drop(out, DropINCConsumed)
-		return false, false
+		return false
 	}
-	r.incSlotBitmap[slot] = 0
-	out.Frame = p.buildResult(frame, f, slot, incID, offset, flen)
+	// Every child is in: the slot is done (it remembers its key for the
+	// slot timeout, from now) and the packet becomes the aggregate.
+	r.incSlotDone[slot], r.incSlotStart[slot] = 1, now&p.timeMask()
+	out.Frame = p.buildAggregate(frame, f, slot, k, gp[1] == 1)
 	p.count(p4src.CounterIncResults, inPort, acct)
-	return true, true
+	return true
 }
 
-// buildResult writes the RESULT packet into p.incBuf and updates f (flags, IDS part)
-// for step 9.
-func (p *Pipeline) buildResult(frame []byte, f *wire.Frame, slot, incID, offset, flen uint32) []byte {
+// incFlow is the data flow map of step 8 for a contribution of connection
+// ci: a first packet (IDS part) is keyed by its IDS part and records its data
+// flow in way inc_flow_next_way[ci] unless a way holds it already; a later
+// packet takes the newest way whose PSN range holds its PSN (none: not keyed).
+func (p *Pipeline) incFlow(ci uint64, f *wire.Frame) (incKey, bool) {
+	r := &p.regs
+	base := ci * p4src.IncFlowWays
+	next := r.incFlowNextWay[ci]
+	psn := f.BTH.PSN
+	if f.Has(wire.LayerINCIDs) {
+		ids := &f.INCIDs
+		k := incKey{incID: ids.INCID(), offset: (psn - ids.FirstPSN) & wire.MaxPSN, flen: ids.FlowLen, op: ids.OpID}
+		known := false
+		for w := range uint64(p4src.IncFlowWays) {
+			c := base + w
+			known = known || r.incFlowIncID[c] == uint64(k.incID) && r.incFlowFirstPSN[c] == uint64(ids.FirstPSN) &&
+				r.incFlowLen[c] == uint64(k.flen) && r.incFlowOp[c] == uint64(k.op)
+		}
+		if !known && k.flen != 0 {
+			c := base + next
+			r.incFlowIncID[c], r.incFlowFirstPSN[c], r.incFlowLen[c], r.incFlowOp[c] = uint64(k.incID), uint64(ids.FirstPSN), uint64(k.flen), uint64(k.op)
+			r.incFlowNextWay[ci] = (next + 1) & (p4src.IncFlowWays - 1)
+		}
+		return k, true
+	}
+	// Newest first: ways next-1, next-2, ..., next (the oldest).
+	for i := uint64(1); i <= p4src.IncFlowWays; i++ {
+		c := base + (next-i)&(p4src.IncFlowWays-1)
+		flen := uint32(r.incFlowLen[c])
+		if off := (psn - uint32(r.incFlowFirstPSN[c])) & wire.MaxPSN; flen != 0 && off < flen {
+			return incKey{incID: uint32(r.incFlowIncID[c]), offset: off, flen: flen, op: uint16(r.incFlowOp[c])}, true
+		}
+	}
+	return incKey{}, false
+}
+
+// buildAggregate writes the aggregate of slot (key k) into p.incBuf, a RESULT
+// when root is set, else a partial aggregate, and updates f (flags, IDS
+// part) for step 9.
+func (p *Pipeline) buildAggregate(frame []byte, f *wire.Frame, slot uint32, k incKey, root bool) []byte {
 	incOff := f.Off[wire.LayerINC]
 	idsOff := incOff + wire.INCLen
 	grow := 0
@@ -611,9 +717,12 @@ func (p *Pipeline) buildResult(frame []byte, f *wire.Frame, slot, incID, offset,
 	b := p.incBuf[:n]
 	copy(b, frame[:idsOff])
 	copy(b[idsOff+grow:], frame[idsOff:n-grow])
-	b[incOff] = wire.INCFlagIDs | wire.INCFlagResult
-	f.INC.Flags = wire.INCFlagIDs | wire.INCFlagResult
-	f.INCIDs = wire.INCIDs{GroupID: uint16(incID >> 16), MessageID: uint16(incID), FirstPSN: offset, FlowLen: flen}
+	flags := uint8(wire.INCFlagIDs | wire.INCFlagPartial)
+	if root {
+		flags = wire.INCFlagIDs | wire.INCFlagResult
+	}
+	b[incOff], f.INC.Flags = flags, flags
+	f.INCIDs = wire.INCIDs{GroupID: uint16(k.incID >> 16), MessageID: uint16(k.incID), FirstPSN: k.offset, OpID: k.op, FlowLen: k.flen}
 	_, _ = f.INCIDs.Encode(b[idsOff:])
 	vecOff := idsOff + wire.INCIDsLen
 	for i := range p4src.IncVectorLen {

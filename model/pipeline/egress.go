@@ -13,6 +13,10 @@ import (
 // queues a forwarded packet (with the Meta of its IngressResult). It sets the flow
 // fields of meta. Lossy packets are ignored.
 func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
+	if p.prof.Tofino() {
+		p.tnaEnqueue(meta)
+		return
+	}
 	meta.Tracked = false
 	if !meta.Lossless || meta.EgressPort >= p4src.NumPorts {
 		return
@@ -49,14 +53,47 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 		return fmt.Errorf("egress on port %d (meta port %d): %w", port, meta.EgressPort, ErrPort)
 	}
 	p.count(p4src.CounterQueueDequeued, p4src.QueueIndex(port, meta.Priority), meta.AcctLen)
+	if p.prof.Tofino() {
+		// The Tofino profiles model the planned TNA program, which has no
+		// INT (docs/tofino.md): no record, no port_tx_bytes.
+		p.tnaEgress(frame, port, uint64(now)&mask48, now, meta, out)
+		return nil
+	}
+	// 7a. The port's byte count, with the record step 7b adds.
+	add := intAdds(frame, meta)
+	tx := p.regs.portTxBytes[port]
+	p.regs.portTxBytes[port] = tx + uint64(meta.AcctLen)
+	if add {
+		p.regs.portTxBytes[port] += wire.INTHopLen
+	}
 	if !meta.Lossless {
 		return nil
 	}
-	p.egress(frame, port, uint64(now)&mask48, now, meta, out)
+	p.egress(frame, port, uint64(now)&mask48, now, meta, out, add, tx)
 	return nil
 }
 
-func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult) {
+// INTGrowth returns the bytes Egress will add to a forwarded frame (with the
+// Meta of its IngressResult): wire.INTHopLen when egress step 7b adds an INT
+// record, else 0. A traffic manager can charge the frame at its size on the
+// wire when it queues it.
+func (p *Pipeline) INTGrowth(frame []byte, meta *PacketMeta) int {
+	if !p.prof.Tofino() && intAdds(frame, meta) {
+		return wire.INTHopLen
+	}
+	return 0
+}
+
+// intAdds reports whether egress step 7b adds an INT record to the packet: a
+// port in INT mode, a lossless packet with an INT header without the echo flag
+// and with fewer than INT_MAX_HOPS records.
+func intAdds(frame []byte, meta *PacketMeta) bool {
+	off := int(meta.INTOffset)
+	return meta.PortCfg.Mode == p4src.PortModeInt && meta.Lossless && off != 0 && off+wire.INTHeaderLen <= len(frame) &&
+		frame[off]&p4src.IntFlagEcho == 0 && frame[off+2] < p4src.IntMaxHops
+}
+
+func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult, intAdd bool, tx uint64) {
 	r := &p.regs
 	cfg := &meta.PortCfg
 	n := uint64(meta.AcctLen)
@@ -104,10 +141,21 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 				return // inside the gap: nothing
 			}
 			r.flowLastCNP[s] = now
-			p.switchCNP(frame, port, now, rawNow, uint32(qlen), uint32(data), meta, out)
+			digest := false
+			if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
+				r.portLastDigest[port] = now
+				digest = true
+			}
+			p.switchCNP(frame, port, now, rawNow, uint32(qlen), uint32(data), uint32(qlen), digest, meta, out)
 			return
 		}
 		p.markCE(frame, port, meta, out)
+	case p4src.PortModeInt:
+		// 7b. The HPCC hop record, in front of the others.
+		if intAdd {
+			out.Frame = p.addINTRecord(frame, meta, wire.INTHop{TimestampNs: now, Port: port, TxBytes: tx,
+				QueueBytes: uint32(r.portQueueBytes[port]), RateBytesPerMs: cfg.RateBytesPerMs})
+		}
 	case p4src.PortModeECN:
 		// 4. RED.
 		kmin, kmax := uint64(cfg.RedKminBytes), uint64(cfg.RedKmaxBytes)
@@ -170,16 +218,13 @@ func (p *Pipeline) cnpWindow(cfg *PortConfig, data, qlen uint32) uint32 {
 	return window.Clamp(cfg.BDPBytes, cfg.MTUBytes, w)
 }
 
-// switchCNP is steps 5 and 6: count, digest, build the CNP and route it through ingress.
-func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data uint32, meta *PacketMeta, out *EgressResult) {
+// switchCNP is steps 5 and 6: count, digest (when the caller's digest gap let it),
+// build the CNP and route it through ingress. The window is computed from data and
+// sum (v1model: the flow's and the port's queued bytes; Tofino: their departure
+// shares); qlen is the queue length the CNP and its digest report.
+func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64, qlen, data, sum uint32, digest bool, meta *PacketMeta, out *EgressResult) {
 	cfg := &meta.PortCfg
-	win := p.cnpWindow(cfg, data, qlen)
-	r := &p.regs
-	digest := false
-	if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
-		r.portLastDigest[port] = now
-		digest = true
-	}
+	win := p.cnpWindow(cfg, data, sum)
 	// The data packet's decision ends here; what follows happens in v1model in the E2E
 	// clone's own egress pass. Without clone session CNP_CLONE_SESSION BMv2 makes no
 	// clone and the data plane cannot tell: no CNP, nothing counted in switch_cnp_sent,
@@ -234,4 +279,28 @@ func (p *Pipeline) switchCNP(frame []byte, port uint16, now uint64, rawNow int64
 		return
 	}
 	out.CNP, out.CNPFrame, out.CNPPort, out.CNPMeta = true, res.Frame, res.EgressPort, res.Meta
+}
+
+// addINTRecord writes frame with rec inserted after its INT header into p.intBuf
+// (grown only for frames above 2 KiB): the hop count + 1, the IPv4 total length
+// (checksum updated incrementally) and the UDP length + INTHopLen. The ICRC does
+// not cover INT bytes and stays.
+func (p *Pipeline) addINTRecord(frame []byte, meta *PacketMeta, rec wire.INTHop) []byte {
+	n := len(frame) + wire.INTHopLen
+	if cap(p.intBuf) < n {
+		p.intBuf = make([]byte, n)
+	}
+	b := p.intBuf[:n]
+	at := int(meta.INTOffset) + wire.INTHeaderLen
+	copy(b, frame[:at])
+	_, _ = rec.Encode(b[at:])
+	copy(b[at+wire.INTHopLen:], frame[at:])
+	b[meta.INTOffset+2]++
+	ip := b[meta.L3Offset:]
+	old := binary.BigEndian.Uint16(ip[2:])
+	binary.BigEndian.PutUint16(ip[2:], old+wire.INTHopLen)
+	updateCsum(ip, 2, old)
+	udp := ip[wire.IPv4Len:]
+	binary.BigEndian.PutUint16(udp[4:], binary.BigEndian.Uint16(udp[4:])+wire.INTHopLen)
+	return b
 }

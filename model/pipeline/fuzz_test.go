@@ -23,7 +23,7 @@ func FuzzPipeline(f *testing.F) {
 	// One pipeline for the whole run: its state accumulates, which explores more.
 	p := newL2Test(f)
 	mustOK(f, p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
-		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b111}}}}))
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b111}, {2, 1}}}}))
 	for w := range 3 {
 		mustOK(f, p.InsertEntry(connEntry(workerIP(w), incSport, incQP, 1, p4src.ConnFlagIncUplink|p4src.ConnFlagCNPTarget, uint64(w), incGroup, uint64(w))))
 	}

@@ -84,7 +84,13 @@ func connEntry(src wire.Addr4, sport uint16, destQP, senderQPN uint32, flags, co
 // the window tables and clone session 100.
 func newTest(t testing.TB, mode uint64) *Pipeline {
 	t.Helper()
-	p := New(Options{Seed: 1})
+	return newTestProfile(t, mode, ProfileV1Model)
+}
+
+// newTestProfile is newTest for a pipeline modelling profile pr.
+func newTestProfile(t testing.TB, mode uint64, pr Profile) *Pipeline {
+	t.Helper()
+	p := New(Options{Seed: 1, Profile: pr})
 	route(t, p, ipR.Uint32()&0xFFFFFF00, 24, portR, macSw, macR)
 	route(t, p, ipS.Uint32()&0xFFFFFF00, 24, portS, macSw, macS)
 	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableTrafficClass, Priority: 10,

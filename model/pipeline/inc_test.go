@@ -24,10 +24,15 @@ func workerIP(w int) wire.Addr4 { return wire.Addr4{10, 0, 0, byte(10 + w)} }
 // three workers (ranks 0..2, contributors mask 0b111) and their connections.
 func newINC(t testing.TB) *Pipeline {
 	t.Helper()
-	p := New(Options{})
+	return newINCProfile(t, ProfileV1Model)
+}
+
+func newINCProfile(t testing.TB, pr Profile) *Pipeline {
+	t.Helper()
+	p := New(Options{Profile: pr})
 	route(t, p, ipR.Uint32()&0xFFFFFF00, 24, portR, macSw, macR)
 	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
-		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b111}}}}))
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b111}, {2, 1}}}}))
 	for w := range 4 {
 		mustOK(t, p.InsertEntry(connEntry(workerIP(w), incSport, incQP, 0x300+uint32(w), p4src.ConnFlagIncUplink, uint64(w), incGroup, uint64(w))))
 	}
@@ -81,7 +86,8 @@ func TestINCAggregation(t *testing.T) {
 	if f.INC.Flags != wire.INCFlagIDs|wire.INCFlagResult {
 		t.Errorf("RESULT flags %#x", f.INC.Flags)
 	}
-	if want := (wire.INCIDs{GroupID: incGroup, MessageID: incMsg, FirstPSN: 0, OpID: 0, FlowLen: flowLen}); f.INCIDs != want {
+	// The operation ID is the data flow's (77), carried into the RESULT.
+	if want := (wire.INCIDs{GroupID: incGroup, MessageID: incMsg, FirstPSN: 0, OpID: 77, FlowLen: flowLen}); f.INCIDs != want {
 		t.Errorf("RESULT IDS %+v, want %+v", f.INCIDs, want)
 	}
 	for i, v := range f.INCVector {
@@ -98,8 +104,8 @@ func TestINCAggregation(t *testing.T) {
 	if ok, _ := wire.VerifyIPv4Checksum(r.Frame[14:]); !ok {
 		t.Error("RESULT IPv4 checksum invalid")
 	}
-	if reg(t, p, p4src.RegIncSlotBitmap, slot) != 0 {
-		t.Error("slot not freed")
+	if reg(t, p, p4src.RegIncSlotDone, slot) != 1 || reg(t, p, p4src.RegIncSlotBitmap, slot) != 0b111 || reg(t, p, p4src.RegIncSlotStart, slot) != 1003 {
+		t.Error("slot not marked done at the completion time")
 	}
 	for _, c := range []struct {
 		id   uint32
@@ -187,38 +193,284 @@ func TestINCGroupMissAndNonINC(t *testing.T) {
 	}
 }
 
-func TestINCResultBucketRouting(t *testing.T) {
-	p := newINC(t)
+// incRoute installs the inc_route entry of the bucket of INC ID id: port 3,
+// destination MAC 02:00:00:00:00:03 (the switch above).
+func incRoute(t *testing.T, p *Pipeline, id uint32) wire.MAC {
+	t.Helper()
 	mac3 := wire.MAC{2, 0, 0, 0, 0, 3}
-	bucket := IncBucket(incID, wire.INCVersion, p4src.RoCEUDPPort)
+	bucket := IncBucket(id, wire.INCVersion, p4src.RoCEUDPPort)
 	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncRoute, Match: []FieldMatch{{FieldID: 1, Value: uint64(bucket)}},
 		Action: Action{ID: p4src.ActionSetNexthop, Params: []Param{{1, 3}, {2, macU64(macSw)}, {3, macU64(mac3)}}}}))
-	// A RESULT made here goes to the bucket's next hop.
+	return mac3
+}
+
+// setGroup (re)writes the inc_group entry of incGroup.
+func setGroup(t *testing.T, p *Pipeline, mask uint64, root bool) {
+	t.Helper()
+	e := &TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, mask}, {2, b2u(root)}}}}
+	mustOK(t, p.ModifyEntry(e))
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// childPort makes port a child port of rank rank.
+func childPort(t *testing.T, p *Pipeline, port uint16, rank uint64) {
+	t.Helper()
+	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncChildPort, Match: []FieldMatch{{FieldID: 1, Value: uint64(port)}},
+		Action: Action{ID: p4src.ActionSetIncChild, Params: []Param{{1, rank}}}}))
+}
+
+// partialPkt is a partial aggregate of offset off of message incMsg (vector
+// base, base+1, ...), as a lower switch sends it.
+func partialPkt(off uint32, base int32, flags uint8) pkt {
+	k := incPkt(0, firstPSN+off, &wire.INCIDs{GroupID: incGroup, MessageID: incMsg, FirstPSN: off, OpID: 77, FlowLen: flowLen}, base)
+	k.src, k.incFlags, k.ttl = wire.Addr4{10, 0, 0, 12}, flags, 63
+	return k
+}
+
+// TestINCPartialAggregates walks one offset up a two-tier tree (docs/dataplane.md
+// ingress 8-9): a leaf that is not the root emits a partial aggregate by
+// hash routing; the spine aggregates the partials of its child ports, whose
+// ranks come from inc_child_port, into the RESULT, which ipv4_route carries.
+func TestINCPartialAggregates(t *testing.T) {
+	// The leaf: three local workers, not the root.
+	leaf := newINC(t)
+	setGroup(t, leaf, 0b111, false)
+	mac3 := incRoute(t, leaf, incID)
+	var r IngressResult
 	for w := range 3 {
-		r := ingress(t, p, incPkt(w, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(t), portS, 1000)
-		if w == 2 && (r.Verdict != VerdictForward || r.EgressPort != 3 || wire.MAC(r.Frame[0:6]) != mac3) {
-			t.Fatalf("RESULT: verdict %d port %d dst %v, want port 3 to %v", r.Verdict, r.EgressPort, wire.MAC(r.Frame[0:6]), mac3)
+		r = ingress(t, leaf, incPkt(w, firstPSN, idsFor(incMsg, firstPSN, flowLen), int32(10*w)).build(t), portS, 1000)
+	}
+	if r.Verdict != VerdictForward || r.EgressPort != 3 || wire.MAC(r.Frame[0:6]) != mac3 {
+		t.Fatalf("leaf aggregate: verdict %d reason %d port %d, want a partial to port 3", r.Verdict, r.DropReason, r.EgressPort)
+	}
+	var f wire.Frame
+	mustOK(t, wire.Parse(r.Frame, wire.ParseOptions{}, &f))
+	if f.INC.Flags != wire.INCFlagIDs|wire.INCFlagPartial || !f.INC.IsPartial() {
+		t.Errorf("leaf aggregate flags %#x, want IDS|PARTIAL", f.INC.Flags)
+	}
+	if want := (wire.INCIDs{GroupID: incGroup, MessageID: incMsg, FirstPSN: 0, OpID: 77, FlowLen: flowLen}); f.INCIDs != want {
+		t.Errorf("partial IDS %+v, want %+v", f.INCIDs, want)
+	}
+	if f.INCVector[1] != 1+11+21 {
+		t.Errorf("partial lane 1 = %d, want 33", f.INCVector[1])
+	}
+	if ok, err := wire.VerifyICRC(r.Frame[14:]); !ok || err != nil {
+		t.Errorf("partial ICRC invalid (%v)", err)
+	}
+
+	// The spine: children on ports 4 (rank 0) and 5 (rank 1), the root.
+	spine := New(Options{})
+	route(t, spine, ipR.Uint32()&0xFFFFFF00, 24, portR, macSw, macR)
+	mustOK(t, spine.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 0b11}, {2, 1}}}}))
+	childPort(t, spine, 4, 0)
+	childPort(t, spine, 5, 1)
+	incRoute(t, spine, incID) // never used by a RESULT
+	for _, tc := range []struct {
+		name   string
+		k      pkt
+		port   uint16
+		reason DropReason
+		ctr    uint32 // counter of the port that must be 1
+	}{
+		{"partial from a host port", partialPkt(0, 1, wire.INCFlagPartial), portS, DropINCNotChild, p4src.CounterDropped},
+		{"partial without IDS part", func() pkt { k := partialPkt(0, 1, wire.INCFlagPartial); k.ids = nil; return k }(), 4, DropINCNotChild, p4src.CounterDropped},
+		{"partial beyond its flow length", partialPkt(flowLen, 1, wire.INCFlagPartial), 4, DropINCOffset, p4src.CounterDropped},
+		{"first child", partialPkt(0, 1, wire.INCFlagPartial), 4, DropINCConsumed, p4src.CounterIncContributions},
+		{"first child again: duplicate", partialPkt(0, 1, wire.INCFlagPartial), 4, DropINCDuplicate, p4src.CounterIncDuplicates},
+	} {
+		r := ingress(t, spine, tc.k.build(t), tc.port, 2000)
+		if r.Verdict != VerdictDrop || r.DropReason != tc.reason {
+			t.Errorf("%s: verdict %d reason %d, want drop %d", tc.name, r.Verdict, r.DropReason, tc.reason)
 		}
-		// The packet keeps the port_config of its routed port (none here).
-		if w == 2 && r.Meta.PortCfg.Hit {
-			t.Error("port config of the bucket port")
+		if got := ctr(t, spine, tc.ctr, int(tc.port)).Packets; got < 1 {
+			t.Errorf("%s: counter %#x[%d] = %d", tc.name, tc.ctr, tc.port, got)
 		}
 	}
-	// A RESULT received from another switch (no connection) is routed the same way.
-	k := incPkt(0, 7, idsFor(incMsg, 0, flowLen), 1)
-	k.src = wire.Addr4{10, 9, 9, 9}
-	k.incFlags = wire.INCFlagResult
-	r := ingress(t, p, k.build(t), portS, 2000)
+	r = ingress(t, spine, partialPkt(0, 100, wire.INCFlagPartial).build(t), 5, 2001)
+	if r.Verdict != VerdictForward || r.EgressPort != portR {
+		t.Fatalf("second child: verdict %d reason %d port %d, want the RESULT to port %d", r.Verdict, r.DropReason, r.EgressPort, portR)
+	}
+	mustOK(t, wire.Parse(r.Frame, wire.ParseOptions{}, &f))
+	if f.INC.Flags != wire.INCFlagIDs|wire.INCFlagResult || f.INCIDs.OpID != 77 || f.INCVector[2] != 3+102 || f.IPv4.TTL != 62 {
+		t.Errorf("spine RESULT flags %#x op %d lane 2 %d ttl %d", f.INC.Flags, f.INCIDs.OpID, f.INCVector[2], f.IPv4.TTL)
+	}
+	if got := ctr(t, spine, p4src.CounterIncResults, 5).Packets; got != 1 {
+		t.Errorf("inc_results[5] = %d", got)
+	}
+	// A RESULT is never aggregated again, nor hash routed: it follows ipv4_route.
+	res := partialPkt(0, 7, wire.INCFlagResult|wire.INCFlagPartial)
+	r = ingress(t, spine, res.build(t), 4, 3000)
+	if r.Verdict != VerdictForward || r.EgressPort != portR || ctr(t, spine, p4src.CounterIncContributions, 4).Packets != 1 {
+		t.Errorf("received RESULT: verdict %d port %d, want forwarded to %d unaggregated", r.Verdict, r.EgressPort, portR)
+	}
+}
+
+// TestINCPartialTransit: a partial aggregate of a group this switch does not
+// aggregate passes through by hash routing; another protocol version hashes
+// to another bucket (no entry: ipv4_route).
+func TestINCPartialTransit(t *testing.T) {
+	p := newINC(t)
+	mustOK(t, p.DeleteEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: incGroup}}}))
+	childPort(t, p, 4, 0)
+	incRoute(t, p, incID)
+	k := partialPkt(1, 5, wire.INCFlagPartial)
+	r := ingress(t, p, k.build(t), 4, 1000)
 	if r.Verdict != VerdictForward || r.EgressPort != 3 {
-		t.Fatalf("received RESULT: verdict %d port %d, want 3", r.Verdict, r.EgressPort)
+		t.Fatalf("transit partial: verdict %d reason %d port %d, want port 3", r.Verdict, r.DropReason, r.EgressPort)
 	}
-	// Another protocol version hashes elsewhere (a different bucket, no entry): routed by IP.
 	k.incVersion = 2
-	if IncBucket(incID, 2, p4src.RoCEUDPPort) != bucket {
-		r = ingress(t, p, k.build(t), portS, 2000)
-		if r.EgressPort != portR {
-			t.Errorf("version-2 RESULT to port %d, want %d by IP", r.EgressPort, portR)
+	if IncBucket(incID, 2, p4src.RoCEUDPPort) != IncBucket(incID, wire.INCVersion, p4src.RoCEUDPPort) {
+		if r = ingress(t, p, k.build(t), 4, 1000); r.EgressPort != portR {
+			t.Errorf("version-2 partial to port %d, want %d by IP", r.EgressPort, portR)
 		}
+	}
+}
+
+// TestINCDoneSlot: a completed slot remembers its key for the group's slot
+// timeout (a late copy is a duplicate, nothing changes), is free at once for
+// any other key, and after the timeout takes the same key as a new
+// aggregation.
+func TestINCDoneSlot(t *testing.T) {
+	p := newINC(t)
+	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncSlotTimeout, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
+		Action: Action{ID: p4src.ActionSetIncSlotTimeout, Params: []Param{{1, 5000}}}}))
+	slot := IncSlot(incID, 0)
+	for w := range 3 {
+		ingress(t, p, incPkt(w, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(t), portS, 1000)
+	}
+	var other uint16
+	for m := uint16(1); m < 0xFFFF; m++ {
+		if m != incMsg && IncSlot(incGroup<<16|uint32(m), 0) == slot {
+			other = m
+			break
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		k      pkt
+		now    int64
+		reason DropReason
+		bitmap uint64
+		done   uint64
+		id     uint32
+	}{
+		{"late copy, 4999 ns after completion", incPkt(1, firstPSN, idsFor(incMsg, firstPSN, flowLen), 9), 5999, DropINCDuplicate, 0b111, 1, incID},
+		{"late copy of a non-first packet", incPkt(2, firstPSN, nil, 9), 5999, DropINCDuplicate, 0b111, 1, incID},
+		{"another key claims at once", incPkt(3, 900, idsFor(other, 900, 1), 1), 6001, DropNone, 0b1000, 0, incGroup<<16 | uint32(other)},
+	} {
+		r := ingress(t, p, tc.k.build(t), portS, tc.now)
+		if tc.reason != DropNone && r.DropReason != tc.reason {
+			t.Errorf("%s: reason %d, want %d", tc.name, r.DropReason, tc.reason)
+		}
+		if b, d, id := reg(t, p, p4src.RegIncSlotBitmap, int(slot)), reg(t, p, p4src.RegIncSlotDone, int(slot)), reg(t, p, p4src.RegIncSlotIncID, int(slot)); b != tc.bitmap || d != tc.done || id != uint64(tc.id) {
+			t.Errorf("%s: slot bitmap %b done %d INC ID %#x, want %b %d %#x", tc.name, b, d, id, tc.bitmap, tc.done, tc.id)
+		}
+	}
+	// Rank 3 alone is not the mask 0b111: the other message waits (the slot
+	// is held). Its RESULT would need ranks 0..2; the takeover counter stays 0.
+	if got := ctr(t, p, p4src.CounterIncSlotTakeovers, portS).Packets; got != 0 {
+		t.Errorf("a done slot was counted as taken over: %d", got)
+	}
+	if got := ctr(t, p, p4src.CounterIncDuplicates, portS).Packets; got != 2 {
+		t.Errorf("inc_duplicates = %d, want 2", got)
+	}
+
+	// The same key after the timeout: a new aggregation.
+	q := newINC(t)
+	mustOK(t, q.InsertEntry(&TableEntry{TableID: p4src.TableIncSlotTimeout, Match: []FieldMatch{{FieldID: 1, Value: incGroup}},
+		Action: Action{ID: p4src.ActionSetIncSlotTimeout, Params: []Param{{1, 5000}}}}))
+	for w := range 3 {
+		ingress(t, q, incPkt(w, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(t), portS, 1000)
+	}
+	r := ingress(t, q, incPkt(0, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(t), portS, 6000)
+	if r.DropReason != DropINCConsumed || reg(t, q, p4src.RegIncSlotBitmap, int(slot)) != 1 || reg(t, q, p4src.RegIncSlotDone, int(slot)) != 0 {
+		t.Errorf("same key after the timeout: reason %d, bitmap %b", r.DropReason, reg(t, q, p4src.RegIncSlotBitmap, int(slot)))
+	}
+}
+
+// TestINCOperationID: the operation ID is part of the slot key: the same INC
+// ID and offset with another operation ID is another aggregation (here: the
+// slot is busy), never added to the first.
+func TestINCOperationID(t *testing.T) {
+	p := newINC(t)
+	ingress(t, p, incPkt(0, firstPSN, idsFor(incMsg, firstPSN, flowLen), 1).build(t), portS, 1000)
+	ids := idsFor(incMsg, firstPSN, flowLen)
+	ids.OpID = 78
+	r := ingress(t, p, incPkt(1, firstPSN, ids, 1).build(t), portS, 1001)
+	slot := int(IncSlot(incID, 0))
+	if r.DropReason != DropINCSlotBusy || reg(t, p, p4src.RegIncSlotBitmap, slot) != 1 || reg(t, p, p4src.RegIncSlotOp, slot) != 77 {
+		t.Errorf("other operation: reason %d bitmap %b op %d, want busy, 0b1, 77", r.DropReason,
+			reg(t, p, p4src.RegIncSlotBitmap, slot), reg(t, p, p4src.RegIncSlotOp, slot))
+	}
+}
+
+// TestINCFlowWays: the data-flow map keeps INC_FLOW_WAYS data flows per
+// connection (spec 04 step 2): packets of two flows of one connection find
+// their flow by PSN, newest first; a retransmitted first packet records
+// nothing new; a fifth flow replaces the oldest.
+func TestINCFlowWays(t *testing.T) {
+	p := newINC(t)
+	setGroup(t, p, 0b1, true) // worker 0 alone completes every slot
+	// Flows of messages 1..4 of worker 0 (connection 0), 4 packets each, PSNs 100.. .
+	first := func(m uint16) uint32 { return firstPSN + 4*uint32(m-1) }
+	for m := uint16(1); m <= 4; m++ {
+		r := ingress(t, p, incPkt(0, first(m), idsFor(m, first(m), flowLen), 1).build(t), portS, 1000)
+		if r.Verdict != VerdictForward {
+			t.Fatalf("message %d first packet: verdict %d reason %d", m, r.Verdict, r.DropReason)
+		}
+	}
+	if got := reg(t, p, p4src.RegIncFlowNextWay, 0); got != 0 {
+		t.Fatalf("next way after 4 flows = %d, want 0", got)
+	}
+	// The first packet of message 4 again: known, nothing written.
+	ingress(t, p, incPkt(0, first(4), idsFor(4, first(4), flowLen), 1).build(t), portS, 1000)
+	if got := reg(t, p, p4src.RegIncFlowNextWay, 0); got != 0 {
+		t.Errorf("a retransmitted first packet moved the next way to %d", got)
+	}
+	for _, tc := range []struct {
+		psn     uint32
+		msg     uint16
+		offset  uint32
+		dropped bool
+	}{
+		{first(3) + 2, 3, 2, false},
+		{first(1) + 3, 1, 3, false},
+		{first(4) + 1, 4, 1, false},
+		{first(1) - 1, 0, 0, true}, // before every flow
+		{first(4) + 4, 0, 0, true}, // past every flow
+	} {
+		r := ingress(t, p, incPkt(0, tc.psn, nil, 1).build(t), portS, 2000)
+		if tc.dropped {
+			if r.DropReason != DropINCOffset {
+				t.Errorf("PSN %d: reason %d, want no data flow", tc.psn, r.DropReason)
+			}
+			continue
+		}
+		var f wire.Frame
+		if r.Verdict != VerdictForward || wire.Parse(r.Frame, wire.ParseOptions{}, &f) != nil ||
+			f.INCIDs.MessageID != tc.msg || f.INCIDs.FirstPSN != tc.offset || f.INCIDs.OpID != 77 {
+			t.Errorf("PSN %d: verdict %d reason %d, IDS %+v, want message %d offset %d", tc.psn, r.Verdict, r.DropReason, f.INCIDs, tc.msg, tc.offset)
+		}
+	}
+	// A zero-length flow is not recorded; a fifth flow replaces message 1's.
+	ingress(t, p, incPkt(0, 900, idsFor(9, 900, 0), 1).build(t), portS, 3000)
+	ingress(t, p, incPkt(0, first(5), idsFor(5, first(5), flowLen), 1).build(t), portS, 3000)
+	if got := reg(t, p, p4src.RegIncFlowIncID, 0); got != incGroup<<16|5 {
+		t.Errorf("way 0 holds INC ID %#x, want message 5", got)
+	}
+	if r := ingress(t, p, incPkt(0, first(1)+1, nil, 1).build(t), portS, 3000); r.DropReason != DropINCOffset {
+		t.Errorf("message 1 after eviction: reason %d, want no data flow", r.DropReason)
+	}
+	if r := ingress(t, p, incPkt(0, first(2)+1, nil, 1).build(t), portS, 3000); r.Verdict != VerdictForward {
+		t.Errorf("message 2 after eviction: verdict %d reason %d", r.Verdict, r.DropReason)
 	}
 }
 

@@ -183,13 +183,14 @@ var schema = &Schema{
 		{ID: p4src.ActionSetNexthop, Name: "FastcnpIngress.set_nexthop", Params: fields("port", 9, "src_mac", 48, "dst_mac", 48)},
 		{ID: p4src.ActionSetTrafficClass, Name: "FastcnpIngress.set_traffic_class", Params: fields("priority", 3, "lossless", 1)},
 		{ID: p4src.ActionSetPortConfig, Name: "FastcnpIngress.set_port_config", Params: fields(
-			"rate_bytes_per_ms", 32, "qth_bytes", 32, "tcheck_ns", 32, "cnp_gap_ns", 32, "mode", 2,
+			"rate_bytes_per_ms", 32, "qth_bytes", 32, "tcheck_ns", 32, "cnp_gap_ns", 32, "mode", 3,
 			"red_kmin_bytes", 32, "red_kmax_bytes", 32, "red_pmax_q16", 16, "rtt_base_ns", 32,
 			"bdp_bytes", 32, "bdp_log2_q6", 16, "mtu_bytes", 16, "pause_quantum_ps", 32,
 			"switch_id", 16, "lossless_priority", 3)},
 		{ID: p4src.ActionSetConnection, Name: "FastcnpIngress.set_connection", Params: fields(
 			"sender_qpn", 24, "flags", 8, "conn_index", 16, "inc_group", 16, "worker_rank", 8)},
-		{ID: p4src.ActionSetIncGroup, Name: "FastcnpIngress.set_inc_group", Params: fields("contributors_mask", 32)},
+		{ID: p4src.ActionSetIncGroup, Name: "FastcnpIngress.set_inc_group", Params: fields("contributors_mask", 32, "root", 1)},
+		{ID: p4src.ActionSetIncChild, Name: "FastcnpIngress.set_inc_child", Params: fields("child_rank", 8)},
 		{ID: p4src.ActionL2SetPort, Name: "FastcnpIngress.l2_set_port", Params: fields("port", 9)},
 		{ID: p4src.ActionL2Flood, Name: "FastcnpIngress.l2_flood", Params: fields("mcast_grp", 16)},
 		{ID: p4src.ActionSetNextHopGroup, Name: "FastcnpIngress.set_next_hop_group", Params: fields("group_id", 16)},
@@ -215,6 +216,8 @@ var schema = &Schema{
 			ActionIDs: []uint32{p4src.ActionSetConnection, p4src.ActionNoAction}, DefaultAction: p4src.ActionNoAction, Size: p4src.ConnTableSize},
 		{ID: p4src.TableIncGroup, Name: "FastcnpIngress.inc_group", Keys: keys("group_id", MatchExact, 16),
 			ActionIDs: []uint32{p4src.ActionSetIncGroup, p4src.ActionNoAction}, DefaultAction: p4src.ActionNoAction, Size: p4src.IncGroups},
+		{ID: p4src.TableIncChildPort, Name: "FastcnpIngress.inc_child_port", Keys: keys("port", MatchExact, 9),
+			ActionIDs: []uint32{p4src.ActionSetIncChild, p4src.ActionNoAction}, DefaultAction: p4src.ActionNoAction, Size: p4src.NumPorts},
 		{ID: p4src.TableIncSlotTimeout, Name: "FastcnpIngress.inc_slot_timeout", Keys: keys("group_id", MatchExact, 16),
 			ActionIDs: []uint32{p4src.ActionSetIncSlotTimeout, p4src.ActionNoAction}, DefaultAction: p4src.ActionNoAction, Size: p4src.IncGroups},
 		{ID: p4src.TableIncRoute, Name: "FastcnpIngress.inc_route", Keys: keys("bucket", MatchExact, 8),
@@ -278,12 +281,15 @@ func registerList() []RegisterInfo {
 		{p4src.RegPortCheckAt, "port_check_at_ns", 48, p4src.NumPorts},
 		{p4src.RegPortQueueBytes, "port_queue_bytes", 32, p4src.NumPorts},
 		{p4src.RegPortLastDigest, "port_last_digest_ns", 48, p4src.NumPorts},
+		{p4src.RegPortTxBytes, "port_tx_bytes", 64, p4src.NumPorts},
 		{p4src.RegFlowBytes, "flow_bytes", 32, p4src.FlowSlots},
 		{p4src.RegFlowKey, "flow_key", 32, p4src.FlowSlots},
 		{p4src.RegFlowLastCNP, "flow_last_cnp_ns", 48, p4src.FlowSlots},
-		{p4src.RegIncFlowIncID, "inc_flow_inc_id", 32, p4src.ConnTableSize},
-		{p4src.RegIncFlowFirstPSN, "inc_flow_first_psn", 24, p4src.ConnTableSize},
-		{p4src.RegIncFlowLen, "inc_flow_len", 32, p4src.ConnTableSize},
+		{p4src.RegIncFlowIncID, "inc_flow_inc_id", 32, p4src.IncFlowSlots},
+		{p4src.RegIncFlowFirstPSN, "inc_flow_first_psn", 24, p4src.IncFlowSlots},
+		{p4src.RegIncFlowLen, "inc_flow_len", 32, p4src.IncFlowSlots},
+		{p4src.RegIncFlowOp, "inc_flow_op", 16, p4src.IncFlowSlots},
+		{p4src.RegIncFlowNextWay, "inc_flow_next_way", 2, p4src.ConnTableSize},
 		{p4src.RegIncSlotIncID, "inc_slot_inc_id", 32, p4src.IncSlots},
 		{p4src.RegIncSlotOffset, "inc_slot_offset", 32, p4src.IncSlots},
 		{p4src.RegIncSlotBitmap, "inc_slot_bitmap", 32, p4src.IncSlots},
@@ -291,7 +297,9 @@ func registerList() []RegisterInfo {
 	for i := 0; i < p4src.IncVectorLen; i++ {
 		r = append(r, RegisterInfo{p4src.RegIncSlotValue0 + uint32(i), "inc_slot_value_" + itoa(i), 32, p4src.IncSlots})
 	}
-	return append(r, RegisterInfo{p4src.RegIncSlotStart, "inc_slot_start_ns", 48, p4src.IncSlots})
+	return append(r, RegisterInfo{p4src.RegIncSlotStart, "inc_slot_start_ns", 48, p4src.IncSlots},
+		RegisterInfo{p4src.RegIncSlotOp, "inc_slot_op", 16, p4src.IncSlots},
+		RegisterInfo{p4src.RegIncSlotDone, "inc_slot_done", 1, p4src.IncSlots})
 }
 
 func itoa(i int) string {

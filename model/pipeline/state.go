@@ -9,15 +9,26 @@ import (
 
 const mask48 = 1<<48 - 1
 
+// timeMask is the width of the times the program keeps in registers: 48 bits in
+// v1model, 32 in the TNA program.
+func (p *Pipeline) timeMask() uint64 {
+	if p.prof.Tofino() {
+		return 0xFFFFFFFF
+	}
+	return mask48
+}
+
 // registers holds every register array, one uint64 per cell, masked to the register's
 // width on every write (as a bit<W> register would wrap).
 type registers struct {
 	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
-	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest [p4src.NumPorts]uint64
+	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest, portTxBytes [p4src.NumPorts]uint64
 	flowBytes, flowKey, flowLastCNP            [p4src.FlowSlots]uint64
-	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.ConnTableSize]uint64
+	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.IncFlowSlots]uint64
+	incFlowOp                                  [p4src.IncFlowSlots]uint64
+	incFlowNextWay                             [p4src.ConnTableSize]uint64
 	incSlotIncID, incSlotOffset, incSlotBitmap [p4src.IncSlots]uint64
-	incSlotStart                               [p4src.IncSlots]uint64
+	incSlotStart, incSlotOp, incSlotDone       [p4src.IncSlots]uint64
 	incSlotValue                               [p4src.IncVectorLen][p4src.IncSlots]uint64
 }
 
@@ -41,6 +52,8 @@ func (r *registers) slice(id uint32) []uint64 {
 		return r.portQueueBytes[:]
 	case p4src.RegPortLastDigest:
 		return r.portLastDigest[:]
+	case p4src.RegPortTxBytes:
+		return r.portTxBytes[:]
 	case p4src.RegFlowBytes:
 		return r.flowBytes[:]
 	case p4src.RegFlowKey:
@@ -61,6 +74,14 @@ func (r *registers) slice(id uint32) []uint64 {
 		return r.incSlotBitmap[:]
 	case p4src.RegIncSlotStart:
 		return r.incSlotStart[:]
+	case p4src.RegIncFlowOp:
+		return r.incFlowOp[:]
+	case p4src.RegIncFlowNextWay:
+		return r.incFlowNextWay[:]
+	case p4src.RegIncSlotOp:
+		return r.incSlotOp[:]
+	case p4src.RegIncSlotDone:
+		return r.incSlotDone[:]
 	}
 	if id >= p4src.RegIncSlotValue0 && id < p4src.RegIncSlotValue0+p4src.IncVectorLen {
 		return r.incSlotValue[id-p4src.RegIncSlotValue0][:]

@@ -226,6 +226,9 @@ func checkParams(a *Action) ([maxParams]uint64, error) {
 			return out, fmt.Errorf("action %s: worker_rank %d >= 32 (bitmap width): %w", ai.Name, out[4], ErrInvalidArgument)
 		}
 	}
+	if a.ID == p4src.ActionSetIncChild && out[0] >= 32 {
+		return out, fmt.Errorf("action %s: child_rank %d >= 32 (bitmap width): %w", ai.Name, out[0], ErrInvalidArgument)
+	}
 	return out, nil
 }
 

@@ -177,16 +177,16 @@ func TestModifyDeleteReadAndFull(t *testing.T) {
 	// inc_group holds INC_GROUPS entries.
 	for g := range p4src.IncGroups {
 		mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: uint64(g)}},
-			Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}}}}))
+			Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}, {2, 1}}}}))
 	}
 	err = p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: 999}},
-		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}}}})
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}, {2, 1}}}})
 	if !isErr(err, ErrResourceExhausted) {
 		t.Errorf("full table: %v", err)
 	}
 	mustOK(t, p.DeleteEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: 3}}}))
 	mustOK(t, p.InsertEntry(&TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: 999}},
-		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}}}}))
+		Action: Action{ID: p4src.ActionSetIncGroup, Params: []Param{{1, 1}, {2, 1}}}}))
 	if rs, _ := p.ReadEntries(p4src.TableIncGroup, nil); len(rs) != p4src.IncGroups {
 		t.Errorf("read %d inc_group entries", len(rs))
 	}

@@ -26,8 +26,14 @@
 #define INC_VECTOR_LEN           16    // 32-bit lanes in an INC vector (wire-formats.md "INC header")
 #define INC_GROUPS               256   // FastcnpIngress.inc_group
 #define INC_BUCKETS              256   // FastcnpIngress.inc_route (power of two, key is 8 bits)
+// INC data-flow map (spec 04 step 2; docs/dataplane.md ingress 8): the data
+// flows remembered per connection, newest first, and the cells of the
+// inc_flow_* registers (connection index * INC_FLOW_WAYS + way).
+#define INC_FLOW_WAYS            4
+#define INC_FLOW_SLOTS           16384 // CONN_TABLE_SIZE * INC_FLOW_WAYS
 #define LOG2_TABLE_SIZE          2048  // *_bytes_log2 and window_exp2
 #define ANNOUNCE_UDP_PORTS       4     // entries of the announce_udp_port parser value set (extra ports)
+#define INT_MAX_HOPS             5     // INT hop records a packet carries at most (wire-formats.md "INT header")
 
 // The UDP destination port of RDMA-connection announcements that the parser
 // ALWAYS recognises, as a constant select case (wire-formats.md; Go's
@@ -42,10 +48,23 @@
 #define ANNOUNCE_UDP_PORT        4792
 #endif
 
+// The INT records are unrolled (int_hop_0 .. int_hop_4 in headers.p4, the
+// parser states in parser.p4). A different count needs new ones there.
+#if INT_MAX_HOPS != 5
+#error "INT_MAX_HOPS is unrolled for 5 records in headers.p4 and parser.p4"
+#endif
+
 // The INC code is unrolled lane by lane (one register per lane, pinned IDs
 // 0x16000013 .. 0x16000022). A different vector length needs new lanes there.
 #if INC_VECTOR_LEN != 16
 #error "INC_VECTOR_LEN is unrolled for 16 lanes in headers.p4, registers.p4 and v1model/fastcnp.p4"
+#endif
+// The data-flow map is unrolled way by way (v1model/fastcnp.p4 INC_FLOW_WAY).
+#if INC_FLOW_WAYS != 4
+#error "INC_FLOW_WAYS is unrolled for 4 ways in v1model/fastcnp.p4"
+#endif
+#if INC_FLOW_SLOTS != CONN_TABLE_SIZE * INC_FLOW_WAYS
+#error "INC_FLOW_SLOTS must be CONN_TABLE_SIZE * INC_FLOW_WAYS"
 #endif
 
 // ---------------------------------------------------------------------------
@@ -125,8 +144,15 @@ const bit<8>  ANNOUNCE_VERSION      = 1;
 
 // INC header (wire-formats.md "INC header").
 const bit<8>  INC_FLAG_IDS          = 0x01;
-const bit<8>  INC_FLAG_RESULT       = 0x02;
+const bit<8>  INC_FLAG_RESULT       = 0x02;        // the final aggregate (root of the tree)
+const bit<8>  INC_FLAG_PARTIAL      = 0x04;        // a partial aggregate on its way up (multi-tier INC)
 const bit<16> INC_IDS_BYTES         = 16;
+
+// INT header (wire-formats.md "INT header and hop records"; HPCC).
+const bit<8>  INT_BTH_MARK          = 0x02;        // BTH byte 4 (resv8a): an INT header follows
+const bit<8>  INT_FLAG_ECHO         = 0x01;        // records echoed by a receiver: add none
+const bit<8>  INT_VERSION           = 1;
+const bit<16> INT_HOP_BYTES         = 24;
 
 // set_connection flags (docs/dataplane.md "Actions").
 const bit<8>  CONN_FLAG_INC_UPLINK  = 0x01;
@@ -138,9 +164,12 @@ const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
 // ---------------------------------------------------------------------------
 // Port modes and states (docs/dataplane.md "Units and constants").
 // ---------------------------------------------------------------------------
-const bit<2> PORT_MODE_OFF     = 0;   // forward only
-const bit<2> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
-const bit<2> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+// 3 bits: room for every mode (3 is kept for the ablation of the PFC-aware port
+// state, issue 12).
+const bit<3> PORT_MODE_OFF     = 0;   // forward only
+const bit<3> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
+const bit<3> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+const bit<3> PORT_MODE_INT     = 4;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
 
 const bit<1> PORT_DETERMINED   = 0;
 const bit<1> PORT_UNDETERMINED = 1;
@@ -164,6 +193,22 @@ const bit<3> INC_OUTCOME_OUT_OF_RANGE = 5;   // offset >= data flow length
 
 // RED: r is a uniform 16-bit random number.
 const bit<16> RED_RANDOM_MAX = 0xFFFF;
+
+// ---------------------------------------------------------------------------
+// Tofino (p4src/tna, docs/tofino.md). Macros: the v1model program ignores them.
+// ---------------------------------------------------------------------------
+#define TOFINO1_CELL_BYTES       80    // traffic-manager buffer cell, Tofino 1 (deq_qdepth unit)
+#define TOFINO2_CELL_BYTES       176   // traffic-manager buffer cell, Tofino 2
+#define TOFINO1_CPU_PORT         192   // PCIe CPU port of 2-pipe Tofino 1 parts (4-pipe: 320, -DTNA_CPU_PORT=320)
+#define TOFINO2_CPU_PORT         0     // PCIe CPU port of Tofino 2 (pipe 0, port 0)
+#define TOFINO1_RECIRC_PORT      68    // recirculation port of pipe 0, Tofino 1: the mirror session's port
+#define TOFINO2_RECIRC_PORT      6     // recirculation port of pipe 0, Tofino 2
+#define PAUSE_GAP_PS_SHIFT       3     // inferred pause: a departure gap > pause_quantum_ps >> 3 ns (~125 quanta)
+#define WINDOW_EPOCH_SHIFT       13    // departure shares are counted per 2^13 ns (8.2 us) epoch
+#define LOG2_NS_PER_MS_Q6        1276  // round(64 * log2(10^6)): rx > C*T in the log domain
+#define RED_RATIO_K_OFFSET       1024  // 64 * 16: exp2(1024 + log2(d) - log2(R)) = 65536 * d/R
+#define PFC_EVENT_QID            7     // queue of PFC events ingress -> egress (strict priority, never paused)
+#define FASTCNP_RECIRC_ETHERTYPE 0x88B5 // pseudo-Ethernet type of the recirculation header (IEEE local experimental)
 
 // ---------------------------------------------------------------------------
 // v1model packet instance types (BMv2 simple_switch.md).

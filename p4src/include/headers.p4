@@ -102,7 +102,7 @@ header bth_h {
     bit<2>  pad_count;
     bit<4>  transport_version;
     bit<16> partition_key;
-    bit<8>  resv8a;         // fastcnp: INC_BTH_MARK = an INC header follows (masked in the ICRC)
+    bit<8>  resv8a;         // fastcnp: INC_BTH_MARK / INT_BTH_MARK = an INC / INT header follows (masked in the ICRC)
     bit<24> dest_qp;
     bit<1>  ack_req;
     bit<7>  resv7;
@@ -152,7 +152,7 @@ header announcement_h {
 
 // INC base header (4 bytes), after the BTH when BTH.resv8a == INC_BTH_MARK.
 header inc_base_h {
-    bit<8>  flags;          // INC_FLAG_IDS | INC_FLAG_RESULT
+    bit<8>  flags;          // INC_FLAG_IDS | INC_FLAG_RESULT | INC_FLAG_PARTIAL
     bit<8>  version;        // INC protocol version, 1 (part of the INC bucket hash)
     bit<16> reserved;
 }
@@ -162,7 +162,7 @@ header inc_ids_h {
     bit<16> group_id;       // communication-group ID  } together: the 32-bit INC ID
     bit<16> message_id;     // INC message ID          }
     bit<8>  reserved0;
-    bit<24> first_psn;      // first PSN of the data flow (RESULT: the offset)
+    bit<24> first_psn;      // first PSN of the data flow (RESULT, PARTIAL: the offset)
     bit<16> operation_id;   // communication-operation ID
     bit<16> reserved1;
     bit<32> flow_len;       // data flow length, packets
@@ -188,6 +188,24 @@ header inc_vector_h {
     bit<32> lane15;
 }
 
+// INT header (4 bytes), after the BTH when BTH.resv8a == INT_BTH_MARK; its
+// hop records follow, newest first (wire-formats.md "INT header").
+header int_header_h {
+    bit<8>  flags;          // INT_FLAG_ECHO: records echoed in an ACK
+    bit<8>  version;        // INT_VERSION
+    bit<8>  hop_count;      // records that follow, at most INT_MAX_HOPS
+    bit<8>  reserved;
+}
+
+// INT hop record (24 bytes): the HPCC record of the port the packet left by.
+header int_hop_h {
+    bit<48> timestamp_ns;   // egress timestamp, ns
+    bit<16> port;           // egress port
+    bit<64> tx_bytes;       // bytes the port sent before this packet
+    bit<32> queue_bytes;    // lossless queue when the packet left (it excluded)
+    bit<32> rate_bytes_per_ms; // port line rate
+}
+
 // Every header, in wire order (the deparser emits them in this order).
 struct fastcnp_headers_t {
     packet_in_h    packet_in;
@@ -204,6 +222,13 @@ struct fastcnp_headers_t {
     inc_base_h     inc_base;
     inc_ids_h      inc_ids;
     inc_vector_h   inc_vector;
+    int_header_h   int_header;
+    int_hop_h      int_new_hop;  // the record this switch adds, in front of the others
+    int_hop_h      int_hop_0;    // the records as received (INT_MAX_HOPS, unrolled)
+    int_hop_h      int_hop_1;
+    int_hop_h      int_hop_2;
+    int_hop_h      int_hop_3;
+    int_hop_h      int_hop_4;
     icrc_h         icrc;
 }
 
@@ -259,7 +284,7 @@ struct fastcnp_metadata_t {
     bit<32>   qth_bytes;
     bit<32>   tcheck_ns;
     bit<32>   cnp_gap_ns;
-    bit<2>    mode;
+    bit<3>    mode;
     bit<32>   red_kmin_bytes;
     bit<32>   red_kmax_bytes;
     bit<16>   red_pmax_q16;
@@ -288,7 +313,9 @@ struct fastcnp_metadata_t {
     // inc_group, inc_route.
     bit<16>   inc_lookup_group;     // inc_group key: INC ID >> 16
     bit<32>   contributors_mask;
+    bit<1>    inc_root;             // set_inc_group: this switch emits the RESULT
     bit<8>    inc_bucket;           // inc_route key: INC bucket hash
+    bit<8>    inc_child_rank;       // inc_child_port: the contributor bit of the lower switch behind the ingress port
     bit<32>   inc_slot_timeout_ns;  // inc_slot_timeout: slot aging, 0 = off
 
     // Flow table (enqueue accounting, dequeue).

@@ -7,7 +7,7 @@
 // parser to keep its P4Info name FastcnpParser.announce_udp_port). It calls
 // the sub-parsers below:
 //   FastcnpFrameParser        Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP
-//   FastcnpRoceParser         BTH, then the CNP extension or the INC header
+//   FastcnpRoceParser         BTH, then the CNP extension, the INC header or the INT header
 //   FastcnpAnnouncementParser the 32-byte RDMA-connection announcement
 // Malformed input ends in `reject` with one of the errors below; the ingress
 // control checks the parser error first (Ingress step 1). Extracting past the
@@ -22,7 +22,8 @@ error {
     Ipv4BadVersion,         // IPv4 version != 4
     Ipv4BadIhl,             // IPv4 IHL < 5
     AnnouncementBadMagic,   // announcement magic != "FCNP"
-    AnnouncementBadVersion  // announcement version != 1
+    AnnouncementBadVersion, // announcement version != 1
+    IntTooManyHops          // INT hop count > INT_MAX_HOPS
 }
 
 // Ethernet -> [802.1Q] -> MAC control [-> PFC times] | IPv4 -> UDP. Sets
@@ -89,15 +90,75 @@ parser FastcnpFrameParser(packet_in pkt,
 
 // After UDP destination port 4791: the BTH; opcode 0x81 (CNP) -> the 16-byte
 // fastcnp extension; else BTH byte 4 == INC_BTH_MARK -> the INC header
-// (base, IDS part if flag IDS, vector); else nothing more. The ICRC is not parsed.
+// (base, IDS part if flag IDS, vector); else BTH byte 4 == INT_BTH_MARK -> the
+// INT header and its hop_count records (more than INT_MAX_HOPS: error
+// IntTooManyHops); else nothing more. The ICRC is not parsed.
 parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
     state start {
         pkt.extract(hdr.bth);
         transition select(hdr.bth.opcode, hdr.bth.resv8a) {
             (BTH_OPCODE_CNP, _): parse_cnp_ext;
             (_, INC_BTH_MARK):   parse_inc_base;
+            (_, INT_BTH_MARK):   parse_int_header;
             default:             accept;
         }
+    }
+
+    // The records, unrolled for INT_MAX_HOPS = 5: state parse_int_hop_i
+    // extracts record i and stops after hop_count of them.
+    state parse_int_header {
+        pkt.extract(hdr.int_header);
+        transition select(hdr.int_header.hop_count) {
+            0:       accept;
+            1:       parse_int_hop_0;
+            2:       parse_int_hop_0;
+            3:       parse_int_hop_0;
+            4:       parse_int_hop_0;
+            5:       parse_int_hop_0;
+            default: parse_int_too_many;
+        }
+    }
+
+    state parse_int_too_many {
+        verify(false, error.IntTooManyHops);
+        transition reject;
+    }
+
+    state parse_int_hop_0 {
+        pkt.extract(hdr.int_hop_0);
+        transition select(hdr.int_header.hop_count) {
+            1:       accept;
+            default: parse_int_hop_1;
+        }
+    }
+
+    state parse_int_hop_1 {
+        pkt.extract(hdr.int_hop_1);
+        transition select(hdr.int_header.hop_count) {
+            2:       accept;
+            default: parse_int_hop_2;
+        }
+    }
+
+    state parse_int_hop_2 {
+        pkt.extract(hdr.int_hop_2);
+        transition select(hdr.int_header.hop_count) {
+            3:       accept;
+            default: parse_int_hop_3;
+        }
+    }
+
+    state parse_int_hop_3 {
+        pkt.extract(hdr.int_hop_3);
+        transition select(hdr.int_header.hop_count) {
+            4:       accept;
+            default: parse_int_hop_4;
+        }
+    }
+
+    state parse_int_hop_4 {
+        pkt.extract(hdr.int_hop_4);
+        transition accept;
     }
 
     state parse_cnp_ext {
@@ -153,6 +214,13 @@ control FastcnpEmit(packet_out pkt, in fastcnp_headers_t hdr) {
         pkt.emit(hdr.inc_base);
         pkt.emit(hdr.inc_ids);
         pkt.emit(hdr.inc_vector);
+        pkt.emit(hdr.int_header);
+        pkt.emit(hdr.int_new_hop);
+        pkt.emit(hdr.int_hop_0);
+        pkt.emit(hdr.int_hop_1);
+        pkt.emit(hdr.int_hop_2);
+        pkt.emit(hdr.int_hop_3);
+        pkt.emit(hdr.int_hop_4);
         pkt.emit(hdr.icrc);
     }
 }

@@ -246,6 +246,31 @@ control IcrcIncResult(inout fastcnp_headers_t hdr) {
     inc_slot_value_##i.write(slot, lane_sum);                              \
     hdr.inc_vector.lane##i = lane_sum;
 
+// One way of the INC data-flow map (docs/dataplane.md ingress 8), K = 1 for
+// the newest flow of the connection .. 0 (= 4 mod 4) for the oldest: read the
+// flow in cell flow_base + (next_way - K); a first packet (IDS part) notes
+// whether this way holds its flow already, a later packet takes the first way
+// (newest first) whose PSN range [first PSN, first PSN + length) holds its PSN.
+#define INC_FLOW_WAY(K)                                                    \
+    fw_cell = flow_base + (bit<32>)(next_way - K);                         \
+    inc_flow_inc_id.read(fw_inc_id, fw_cell);                              \
+    inc_flow_first_psn.read(fw_first_psn, fw_cell);                        \
+    inc_flow_len.read(fw_len, fw_cell);                                    \
+    inc_flow_op.read(fw_op, fw_cell);                                      \
+    fw_offset = (bit<32>)(hdr.bth.psn - fw_first_psn);                     \
+    if (ids_present) {                                                     \
+        if (fw_inc_id == inc_id && fw_first_psn == hdr.inc_ids.first_psn &&\
+            fw_len == flow_len && fw_op == op) {                           \
+            known = true;                                                  \
+        }                                                                  \
+    } else if (!keyed && fw_len != 0 && fw_offset < fw_len) {              \
+        inc_id = fw_inc_id;                                                \
+        offset = fw_offset;                                                \
+        op = fw_op;                                                        \
+        flow_len = fw_len;                                                 \
+        keyed = true;                                                      \
+    }
+
 // Frame length from the IPv4 total length: what a packet the switch built is
 // truncated to, and what it accounts for.
 #define FRAME_BYTES_FROM_IPV4(frame_bytes)                                 \
@@ -330,7 +355,7 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                                            bit<32> qth_bytes,
                                            bit<32> tcheck_ns,
                                            bit<32> cnp_gap_ns,
-                                           bit<2>  mode,
+                                           bit<3>  mode,
                                            bit<32> red_kmin_bytes,
                                            bit<32> red_kmax_bytes,
                                            bit<16> red_pmax_q16,
@@ -372,8 +397,18 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         meta.worker_rank = worker_rank;
     }
 
-    @id(0x01000006) action set_inc_group(bit<32> contributors_mask) {
+    // The children an INC group's aggregate waits for on this switch (worker
+    // ranks and child switch ranks), and whether this switch is the root of
+    // the group's tree (spec 04 "Controller duties"; issue 16).
+    @id(0x01000006) action set_inc_group(bit<32> contributors_mask, bit<1> root) {
         meta.contributors_mask = contributors_mask;
+        meta.inc_root = root;
+    }
+
+    // The lower switch behind an ingress port: its partial aggregates count
+    // as contributor child_rank (issue 16).
+    @id(0x01000020) action set_inc_child(bit<8> child_rank) {
+        meta.inc_child_rank = child_rank;
     }
 
     // Slot aging (spec 04 "free slots of abandoned messages"): a slot held by
@@ -466,6 +501,15 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
         actions = { set_inc_group; NoAction; }
         default_action = NoAction();
         size = INC_GROUPS;
+    }
+
+    // Child ports: the ports behind which a lower switch sends partial
+    // aggregates, and the contributor bit each one is (multi-tier INC).
+    @id(0x02000020) table inc_child_port {
+        key = { standard_metadata.ingress_port: exact @name("port"); }
+        actions = { set_inc_child; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
     }
 
     // INC slot aging per INC group (the controller writes the same timeout for
@@ -744,26 +788,83 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
             rdma_connection.apply();
         }
 
-        // ---- Step 8: INC contribution (spec 04 data path steps 2-3).
-        if (hdr.inc_base.isValid() && (hdr.inc_base.flags & INC_FLAG_RESULT) == 0 &&
-            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0) {
-            bit<32> conn_cell = (bit<32>)meta.conn_index;
+        // ==== INC (spec 04; docs/dataplane.md ingress 8-9; issue 16: multi-tier) ====
+        // ---- Step 8: INC aggregation (spec 04 data path steps 1-3). A switch
+        // aggregates contributions of its workers (RDMA connections with the
+        // INC flag) and partial aggregates of the lower switches behind its
+        // child ports alike; each child is one bit of the slot's bitmap.
+        bool inc_contribution = hdr.inc_base.isValid() &&
+            (hdr.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == 0 &&
+            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0;
+        bool inc_partial = hdr.inc_base.isValid() &&
+            (hdr.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL;
+        if (inc_contribution || inc_partial) {
             bool ids_present = hdr.inc_ids.isValid();
+            // The aggregation key (INC ID, offset, operation ID), the data
+            // flow length and the contributor bit.
+            bit<32> inc_id = 0;
+            bit<32> offset = 0;
+            bit<16> op = 0;
+            bit<32> flow_len = 0;
+            bit<8>  contributor_rank = 0;
+            bool    keyed = false;
             if (ids_present) {
-                // First packet of a data flow: data flow ID -> INC ID.
-                inc_flow_inc_id.write(conn_cell, hdr.inc_ids.group_id ++ hdr.inc_ids.message_id);
-                inc_flow_first_psn.write(conn_cell, hdr.inc_ids.first_psn);
-                inc_flow_len.write(conn_cell, hdr.inc_ids.flow_len);
+                inc_id = hdr.inc_ids.group_id ++ hdr.inc_ids.message_id;
+                offset = (bit<32>)(hdr.bth.psn - hdr.inc_ids.first_psn);   // mod 2^24
+                op = hdr.inc_ids.operation_id;
+                flow_len = hdr.inc_ids.flow_len;
+                keyed = true;
             }
-            bit<32> inc_id;
-            bit<24> first_psn;
-            bit<32> flow_len;
-            inc_flow_inc_id.read(inc_id, conn_cell);
-            inc_flow_first_psn.read(first_psn, conn_cell);
-            inc_flow_len.read(flow_len, conn_cell);
-            bit<24> offset24 = hdr.bth.psn - first_psn;      // mod 2^24
-            bit<32> offset = (bit<32>)offset24;
-            if (offset >= flow_len) {
+            if (inc_partial) {
+                // A partial aggregate of a lower switch: its offset is in the
+                // IDS part's first PSN field; its bit is the rank the
+                // controller gave the child switch behind the ingress port.
+                // Without a child port entry, or without the IDS part, it is
+                // refused (a host cannot pose as a lower switch).
+                if (!ids_present) {
+                    dropped.count(in_port);
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
+                if (!inc_child_port.apply().hit) {
+                    dropped.count(in_port);
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
+                offset = (bit<32>)hdr.inc_ids.first_psn;
+                contributor_rank = meta.inc_child_rank;
+            } else {
+                // A worker's contribution: the data flow map, INC_FLOW_WAYS
+                // flows per connection (spec 04 step 2). The first packet of a
+                // data flow (IDS part) records the flow unless a way already
+                // holds it (a retransmitted first packet); a later packet
+                // belongs to the newest flow whose PSN range holds it.
+                contributor_rank = meta.worker_rank;
+                bit<32> flow_base = (bit<32>)meta.conn_index * INC_FLOW_WAYS;
+                bit<2>  next_way;
+                inc_flow_next_way.read(next_way, (bit<32>)meta.conn_index);
+                bool known = false;
+                bit<32> fw_cell;
+                bit<32> fw_inc_id;
+                bit<24> fw_first_psn;
+                bit<32> fw_len;
+                bit<16> fw_op;
+                bit<32> fw_offset;
+                INC_FLOW_WAY(2w1)
+                INC_FLOW_WAY(2w2)
+                INC_FLOW_WAY(2w3)
+                INC_FLOW_WAY(2w0)
+                if (ids_present && !known && flow_len != 0) {
+                    bit<32> new_cell = flow_base + (bit<32>)next_way;
+                    inc_flow_inc_id.write(new_cell, inc_id);
+                    inc_flow_first_psn.write(new_cell, hdr.inc_ids.first_psn);
+                    inc_flow_len.write(new_cell, flow_len);
+                    inc_flow_op.write(new_cell, op);
+                    inc_flow_next_way.write((bit<32>)meta.conn_index, next_way + 1);
+                }
+            }
+            if (!keyed || offset >= flow_len) {
+                // No data flow holds the PSN, or it is past the flow's end.
                 dropped.count(in_port);
                 mark_to_drop(standard_metadata);
                 return;
@@ -773,32 +874,35 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 bit<32> slot_hash;
                 hash(slot_hash, HashAlgorithm.crc32, 32w0, { inc_id, offset }, 64w0x100000000);
                 bit<32> slot = slot_hash & (INC_SLOTS - 1);
-                bit<32> contributor = (bit<32>)1 << meta.worker_rank;
+                bit<32> contributor = (bit<32>)1 << contributor_rank;
                 bit<32> bitmap;
                 bit<32> slot_inc_id;
                 bit<32> slot_offset;
+                bit<16> slot_op;
+                bit<1>  slot_done;
                 time_ns_t slot_start_ns;
                 inc_slot_bitmap.read(bitmap, slot);
                 inc_slot_inc_id.read(slot_inc_id, slot);
                 inc_slot_offset.read(slot_offset, slot);
+                inc_slot_op.read(slot_op, slot);
+                inc_slot_done.read(slot_done, slot);
                 inc_slot_start_ns.read(slot_start_ns, slot);
-                bool same_message = slot_inc_id == inc_id && slot_offset == offset;
-                // Slot aging: another message holding the slot for at least the
-                // timeout of this packet's group has been abandoned.
+                bool same_message = slot_inc_id == inc_id && slot_offset == offset && slot_op == op;
+                // Slot aging: a slot held (or remembered as done) for at least
+                // the timeout of this packet's group.
                 meta.inc_slot_timeout_ns = 0;
                 inc_slot_timeout.apply();
-                bool abandoned = bitmap != 0 && !same_message && meta.inc_slot_timeout_ns != 0 &&
-                                 meta.now_ns - slot_start_ns >= (time_ns_t)meta.inc_slot_timeout_ns;
+                bool aged = meta.inc_slot_timeout_ns != 0 &&
+                            meta.now_ns - slot_start_ns >= (time_ns_t)meta.inc_slot_timeout_ns;
                 bit<1> claim = 0;
-                if (bitmap == 0 || abandoned) {
-                    if (abandoned) {
-                        inc_slot_takeovers.count(in_port);
-                    }
+                if (slot_done == 1 && same_message && !aged) {
+                    // A late copy of an aggregation this slot completed (a
+                    // retransmission, or a lower switch sending again).
+                    inc_duplicates.count(in_port);
+                    mark_to_drop(standard_metadata);
+                    return;
+                } else if (bitmap == 0 || slot_done == 1) {
                     claim = 1;
-                    inc_slot_inc_id.write(slot, inc_id);
-                    inc_slot_offset.write(slot, offset);
-                    inc_slot_start_ns.write(slot, meta.now_ns);
-                    bitmap = contributor;
                 } else if (same_message) {
                     if ((bitmap & contributor) != 0) {
                         inc_duplicates.count(in_port);
@@ -806,10 +910,21 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                         return;
                     }
                     bitmap = bitmap | contributor;
+                } else if (aged) {
+                    // Another message, abandoned: taken over.
+                    inc_slot_takeovers.count(in_port);
+                    claim = 1;
                 } else {
                     inc_slot_busy.count(in_port);
                     mark_to_drop(standard_metadata);
                     return;
+                }
+                if (claim == 1) {
+                    inc_slot_inc_id.write(slot, inc_id);
+                    inc_slot_offset.write(slot, offset);
+                    inc_slot_op.write(slot, op);
+                    inc_slot_start_ns.write(slot, meta.now_ns);
+                    bitmap = contributor;
                 }
                 bit<32> lane_sum;
                 INC_LANE(0)
@@ -829,10 +944,18 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                 INC_LANE(14)
                 INC_LANE(15)
                 inc_contributions.count(in_port);
+                inc_slot_bitmap.write(slot, bitmap);
                 if (bitmap == meta.contributors_mask) {
-                    // All contributions in: this packet becomes the RESULT.
-                    inc_slot_bitmap.write(slot, 0);
-                    hdr.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
+                    // Every child is in: the slot is done (it remembers the key
+                    // for the slot timeout, from now) and this packet becomes
+                    // the aggregate: the RESULT at the root of the group's
+                    // tree, else a partial aggregate for the switch above.
+                    inc_slot_done.write(slot, 1);
+                    inc_slot_start_ns.write(slot, meta.now_ns);
+                    hdr.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
+                    if (meta.inc_root == 1) {
+                        hdr.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
+                    }
                     if (!ids_present) {
                         hdr.inc_ids.setValid();
                         hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
@@ -845,7 +968,7 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                     hdr.inc_ids.message_id = inc_id[15:0];
                     hdr.inc_ids.reserved0 = 0;
                     hdr.inc_ids.first_psn = offset[23:0];
-                    hdr.inc_ids.operation_id = 0;
+                    hdr.inc_ids.operation_id = op;
                     hdr.inc_ids.reserved1 = 0;
                     hdr.inc_ids.flow_len = flow_len;
                     icrc_inc_result.apply(hdr);
@@ -853,32 +976,30 @@ control FastcnpIngress(inout fastcnp_headers_t hdr,
                     inc_results.count(in_port);
                 } else {
                     // Consumed: more contributions expected.
-                    inc_slot_bitmap.write(slot, bitmap);
+                    if (claim == 1) {
+                        inc_slot_done.write(slot, 0);
+                    }
                     mark_to_drop(standard_metadata);
                     return;
                 }
             }
         }
 
-        // ---- Step 9: RESULT packets go by hash routing (spec 04 steps 4-5).
-        if (hdr.inc_base.isValid() && (hdr.inc_base.flags & INC_FLAG_RESULT) != 0) {
-            // The INC ID comes from the IDS part, which every RESULT carries; a
-            // received RESULT without one hashes INC ID 0, as in the Go pipeline
-            // (fields of an invalid header are undefined).
-            bit<16> bucket_group_id = 0;
-            bit<16> bucket_message_id = 0;
-            if (hdr.inc_ids.isValid()) {
-                bucket_group_id = hdr.inc_ids.group_id;
-                bucket_message_id = hdr.inc_ids.message_id;
-            }
+        // ---- Step 9: partial aggregates go up by hash routing on the INC ID
+        // (spec 04 steps 4-5): the ones made in step 8, and those passing
+        // through a switch without their group (inc_group miss). A RESULT goes
+        // down by ipv4_route like any packet, and is never aggregated again.
+        if (hdr.inc_base.isValid() &&
+            (hdr.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
             bit<16> bucket_hash;
             hash(bucket_hash, HashAlgorithm.crc16, 16w0,
-                 { bucket_group_id, bucket_message_id, hdr.inc_base.version,
+                 { hdr.inc_ids.group_id, hdr.inc_ids.message_id, hdr.inc_base.version,
                    hdr.udp.dst_port },
                  32w0x10000);
             meta.inc_bucket = (bit<8>)(bucket_hash & (INC_BUCKETS - 1));
             inc_route.apply();
         }
+        // ==== end INC ====
 
         // ---- Step 10: enqueue accounting, lossless packets (spec 01 event 2,
         // flowTable enqueue): the port's queue, rx_bytes while paused, and the
@@ -1024,6 +1145,13 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
                 hdr.inc_base.setInvalid();
                 hdr.inc_ids.setInvalid();
                 hdr.inc_vector.setInvalid();
+                hdr.int_header.setInvalid();
+                hdr.int_new_hop.setInvalid();
+                hdr.int_hop_0.setInvalid();
+                hdr.int_hop_1.setInvalid();
+                hdr.int_hop_2.setInvalid();
+                hdr.int_hop_3.setInvalid();
+                hdr.int_hop_4.setInvalid();
                 icrc_cnp.apply(hdr);
             }
             recirculate_preserving_field_list(FL_RECIRCULATE);
@@ -1059,13 +1187,27 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             truncate(meta.truncate_to_bytes);
         }
 
+        // ---- Step 7a (docs/dataplane.md "INT"): the port's byte count, for every
+        // packet that leaves, with the record step 7b adds to it. A port in INT
+        // mode adds one to a lossless packet that carries an INT header without
+        // the echo flag and with room for one more record.
+        bit<32> port_cell = (bit<32>)standard_metadata.egress_port;
+        bool int_add = meta.mode == PORT_MODE_INT && meta.lossless == 1 && hdr.int_header.isValid() &&
+                       (hdr.int_header.flags & INT_FLAG_ECHO) == 0 &&
+                       hdr.int_header.hop_count < INT_MAX_HOPS;
+        bit<64> tx_before;
+        // ATOMIC tx_bytes
+        port_tx_bytes.read(tx_before, port_cell);
+        port_tx_bytes.write(port_cell, tx_before + (bit<64>)meta.acct_len +
+                                       (int_add ? (bit<64>)INT_HOP_BYTES : 64w0));
+        // END ATOMIC
+
         // Only lossless packets were accounted at enqueue (Ingress step 10).
         if (meta.lossless == 0) {
             return;
         }
 
         meta.now_ns = standard_metadata.egress_global_timestamp * NS_PER_US;
-        bit<32> port_cell = (bit<32>)standard_metadata.egress_port;
         meta.deferred_cnp = 0;
         meta.deferred_cnp_digest = 0;
         meta.deferred_port_event = PORT_EVENT_NONE;
@@ -1157,6 +1299,24 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
                 hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ ECN_CE);
             hdr.ipv4.ecn = ECN_CE;
             ecn_marked.count(port_cell);
+        }
+
+        // ---- Step 7b (INT mode): the HPCC hop record, in front of the others;
+        // the IPv4 and UDP lengths grow by INT_HOP_BYTES (the ICRC does not cover
+        // INT bytes: wire-formats.md "INT header").
+        if (int_add) {
+            hdr.int_new_hop.setValid();
+            hdr.int_new_hop.timestamp_ns = meta.now_ns;
+            hdr.int_new_hop.port = (bit<16>)standard_metadata.egress_port;
+            hdr.int_new_hop.tx_bytes = tx_before;
+            hdr.int_new_hop.queue_bytes = queue_bytes - meta.acct_len;
+            hdr.int_new_hop.rate_bytes_per_ms = meta.rate_bytes_per_ms;
+            hdr.int_header.hop_count = hdr.int_header.hop_count + 1;
+            bit<16> int_total_len = hdr.ipv4.total_len + INT_HOP_BYTES;
+            hdr.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.ipv4.hdr_checksum,
+                hdr.ipv4.total_len, int_total_len);
+            hdr.ipv4.total_len = int_total_len;
+            hdr.udp.length = hdr.udp.length + INT_HOP_BYTES;
         }
 
         if (make_cnp == 1) {

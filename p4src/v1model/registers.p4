@@ -10,7 +10,8 @@
 // runner presets and reads them through BMv2's Thrift CLI, simple_switch_CLI,
 // by these names: docs/conformance.md, "Register presets".)
 // Cells are indexed by port number (NUM_PORTS), flow slot (FLOW_SLOTS),
-// connection index (CONN_TABLE_SIZE) or aggregation slot (INC_SLOTS).
+// connection index (CONN_TABLE_SIZE), data flow (INC_FLOW_SLOTS) or
+// aggregation slot (INC_SLOTS).
 
 #ifndef _FASTCNP_REGISTERS_P4_
 #define _FASTCNP_REGISTERS_P4_
@@ -37,6 +38,8 @@
 @id(0x16000008) register<bit<32>>(NUM_PORTS) port_queue_bytes;
 // when the last cnp_digest_t for p was sent
 @id(0x16000009) register<bit<48>>(NUM_PORTS) port_last_digest_ns;
+// bytes p has sent: every packet at dequeue, INT records included (INT tx_bytes)
+@id(0x16000024) register<bit<64>>(NUM_PORTS) port_tx_bytes;
 
 // Per flow (spec 01 flowTable), hash-indexed; see docs/dataplane.md "Hashes".
 // bytes of the flow in this slot now queued (flowTable data[f])
@@ -46,23 +49,36 @@
 // when the last switch CNP for the flow was made (cnpGap)
 @id(0x1600000C) register<bit<48>>(FLOW_SLOTS) flow_last_cnp_ns;
 
-// INC: per connection, the data flow -> INC ID map (spec 04 step 2).
-// per connection: INC ID of its current data flow (group << 16 | message)
-@id(0x1600000D) register<bit<32>>(CONN_TABLE_SIZE) inc_flow_inc_id;
-// per connection: first PSN of its current data flow
-@id(0x1600000E) register<bit<24>>(CONN_TABLE_SIZE) inc_flow_first_psn;
-// per connection: length in packets of its current data flow
-@id(0x1600000F) register<bit<32>>(CONN_TABLE_SIZE) inc_flow_len;
+// INC: the data flow -> INC ID map (spec 04 step 2; docs/dataplane.md ingress
+// 8): INC_FLOW_WAYS data flows per connection, cell conn_index *
+// INC_FLOW_WAYS + way. A data flow is (first PSN, operation ID, length); a
+// packet belongs to the newest flow of its connection whose PSN range holds it.
+// per data flow: its INC ID (group << 16 | message)
+@id(0x1600000D) register<bit<32>>(INC_FLOW_SLOTS) inc_flow_inc_id;
+// per data flow: its first PSN
+@id(0x1600000E) register<bit<24>>(INC_FLOW_SLOTS) inc_flow_first_psn;
+// per data flow: its length in packets (0: the way holds no flow)
+@id(0x1600000F) register<bit<32>>(INC_FLOW_SLOTS) inc_flow_len;
+// per data flow: its communication-operation ID
+@id(0x16000040) register<bit<16>>(INC_FLOW_SLOTS) inc_flow_op;
+// per connection: the way the next new data flow is written to (round robin)
+@id(0x16000041) register<bit<2>>(CONN_TABLE_SIZE) inc_flow_next_way;
 
 // INC: aggregation slots (spec 04 step 3).
 // aggregation slot: INC ID it holds
 @id(0x16000010) register<bit<32>>(INC_SLOTS) inc_slot_inc_id;
 // aggregation slot: offset (PSN - first PSN) it holds
 @id(0x16000011) register<bit<32>>(INC_SLOTS) inc_slot_offset;
-// aggregation slot: contributors added so far (bit = worker rank); 0 = free
+// aggregation slot: contributors added so far (bit = worker rank or child
+// switch rank); 0 = free
 @id(0x16000012) register<bit<32>>(INC_SLOTS) inc_slot_bitmap;
-// aggregation slot: when its message claimed it (slot aging, inc_slot_timeout)
+// aggregation slot: when its message claimed it, or completed (slot aging)
 @id(0x16000023) register<bit<48>>(INC_SLOTS) inc_slot_start_ns;
+// aggregation slot: the operation ID of the message it holds
+@id(0x16000042) register<bit<16>>(INC_SLOTS) inc_slot_op;
+// aggregation slot: 1 = it holds a completed (INC ID, offset, operation):
+// free for any other, a late copy of that one is a duplicate
+@id(0x16000043) register<bit<1>>(INC_SLOTS) inc_slot_done;
 
 // INC: one register per vector lane, the running sums of the slot.
 @id(0x16000013) register<bit<32>>(INC_SLOTS) inc_slot_value_0;

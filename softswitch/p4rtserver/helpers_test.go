@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,8 +146,11 @@ func newHarness(t *testing.T, hopts ...harnessOpt) *harness {
 	return h
 }
 
+// ctxT is one RPC's deadline: a guard against a hung server, not a measure
+// of speed. A wildcard read of every register cell (about 110,000 cells) takes
+// seconds under -race on a loaded machine.
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -164,8 +168,14 @@ type streamClient struct {
 
 func (h *harness) openStream(t *testing.T) *streamClient {
 	t.Helper()
+	return openStreamOn(t, h.cli)
+}
+
+// openStreamOn opens a StreamChannel with cli.
+func openStreamOn(t *testing.T, cli p4v1.P4RuntimeClient) *streamClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := h.cli.StreamChannel(ctx)
+	st, err := cli.StreamChannel(ctx)
 	if err != nil {
 		cancel()
 		t.Fatalf("StreamChannel: %v", err)
@@ -498,9 +508,11 @@ func (h *harness) snapshot(t *testing.T) []string {
 			if cv, err = p.ReadCounter(c.ID, -1, cv[:0]); err != nil {
 				return err
 			}
+			// strconv, not fmt: a snapshot formats every cell (~110,000), many
+			// times per test, under -race.
 			b := fmt.Appendf(nil, "counter %#x:", c.ID)
 			for _, v := range cv {
-				b = fmt.Appendf(b, " %d/%d", v.Packets, v.Bytes)
+				b = strconv.AppendUint(append(strconv.AppendUint(append(b, ' '), v.Packets, 10), '/'), v.Bytes, 10)
 			}
 			out = append(out, string(b))
 		}
@@ -510,7 +522,7 @@ func (h *harness) snapshot(t *testing.T) []string {
 			}
 			b := fmt.Appendf(nil, "register %#x:", r.ID)
 			for _, v := range rv {
-				b = fmt.Appendf(b, " %d", v.Value)
+				b = strconv.AppendUint(append(b, ' '), v.Value, 10)
 			}
 			out = append(out, string(b))
 		}

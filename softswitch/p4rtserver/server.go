@@ -218,7 +218,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}()
 	go func() { defer wg.Done(); s.packetInLoop(ctx) }()
 	go func() { defer wg.Done(); s.digestLoop(ctx) }()
-	s.log.WithField("addr", lis.Addr().String()).Info("serving P4Runtime")
+	s.log.WithFields(logrus.Fields{"addr": lis.Addr().String(), "security": Security(s.opts.TLS)}).Info("serving P4Runtime")
+	if w := ExposureWarning(lis.Addr(), s.opts.TLS); w != "" {
+		s.log.WithField("addr", lis.Addr().String()).Warn(w)
+	}
 	err := s.grpc.Serve(lis)
 	cancel()
 	wg.Wait()
@@ -242,6 +245,41 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() { close(s.stopped) })
 	s.grpc.Stop()
+}
+
+// Security names how a server with this TLS config authenticates: "mtls"
+// (clients need a certificate of the configured CA), "tls" (encrypted, any
+// client) or "plaintext".
+func Security(tc *tls.Config) string {
+	switch {
+	case tc == nil:
+		return "plaintext"
+	case tc.ClientAuth == tls.RequireAndVerifyClientCert && tc.ClientCAs != nil:
+		return "mtls"
+	}
+	return "tls"
+}
+
+// ExposureWarning says what any host that reaches addr can do to a server
+// with this TLS config when addr is not a loopback address: without mutual
+// TLS, any client may arbitrate with a higher election ID, become primary
+// and rewrite every table. It is "" for mTLS and for loopback addresses.
+func ExposureWarning(addr net.Addr, tc *tls.Config) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.IP.IsLoopback() {
+		return ""
+	}
+	switch Security(tc) {
+	case "plaintext":
+		return "P4Runtime is served in PLAINTEXT on an address other hosts can reach: any client that reaches it can " +
+			"become primary with a higher election ID and rewrite or delete every table entry, unauthenticated. " +
+			"Serve it with mutual TLS (--ca-cert-file, --server-cert-file, --server-key-file) or on a loopback address"
+	case "tls":
+		return "P4Runtime is served over TLS without client certificates on an address other hosts can reach: any " +
+			"client that reaches it can become primary and rewrite every table entry. Give --ca-cert-file so that " +
+			"clients need a certificate signed by it (mutual TLS)"
+	}
+	return ""
 }
 
 // checkDevice answers NOT_FOUND for another device ID (P4Runtime spec).

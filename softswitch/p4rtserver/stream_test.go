@@ -3,18 +3,14 @@ package p4rtserver
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/internal/testpki"
+	"github.com/fastcnp/fastcnp/internal/tlsfiles"
 	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
@@ -246,24 +242,14 @@ func TestDigests(t *testing.T) {
 	prim.expectNone(100 * time.Millisecond)
 }
 
-// TestTLS serves over TLS on loopback.
+// TestTLS serves over TLS (without client certificates) on loopback.
 func TestTLS(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := testpki.New(t, "fabric-ca")
+	cert, key := ca.Issue(t, "fastcnp-switch")
+	srvTLS, err := tlsfiles.Server(cert, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fastcnp-switch"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTLS := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
 	srv, err := New(Options{DeviceID: 1, DataPlane: NewLocalDataPlane(pipeline.New(pipeline.Options{}), LocalOptions{}), TLS: srvTLS})
 	if err != nil {
 		t.Fatal(err)
@@ -274,9 +260,8 @@ func TestTLS(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), lis) }()
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		RootCAs: ca.Pool(), ServerName: "fastcnp-switch", MinVersion: tls.VersionTLS12})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/fastcnp/fastcnp/internal/plotpng"
 	"github.com/fastcnp/fastcnp/testbed"
 )
 
@@ -36,7 +36,7 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 		for _, x := range []struct {
 			p    *plot.Plot
 			name string
-		}{{rp, "rates-" + string(r.Mode) + ".png"}, {qp, "queues-" + string(r.Mode) + ".png"}} {
+		}{{rp, "rates-" + r.Label() + ".png"}, {qp, "queues-" + r.Label() + ".png"}} {
 			if err := x.p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, x.name)); err != nil {
 				return files, fmt.Errorf("report: save %s: %w", x.name, err)
 			}
@@ -50,8 +50,8 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 			ps   []*plot.Plot
 			name string
 		}{{ratePlots, "rates.png"}, {queuePlots, "queues.png"}} {
-			if err := saveRow(x.ps, filepath.Join(dir, x.name)); err != nil {
-				return files, err
+			if err := plotpng.SaveRow(filepath.Join(dir, x.name), x.ps, 6*vg.Inch, 4*vg.Inch); err != nil {
+				return files, fmt.Errorf("report: %w", err)
 			}
 			files = append(files, x.name)
 		}
@@ -59,27 +59,11 @@ func Plots(runs []*testbed.Result, dir string) ([]string, error) {
 	return files, nil
 }
 
-// saveRow draws plots side by side into one PNG.
-func saveRow(ps []*plot.Plot, path string) error {
-	w, h := vg.Length(len(ps))*6*vg.Inch, 4*vg.Inch
-	img := vgimgCanvas(w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(ps), PadX: vg.Millimeter * 4, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{ps}, tiles, dc)
-	for i, p := range ps {
-		p.Draw(canvases[0][i])
-	}
-	if err := savePNG(img, path); err != nil {
-		return fmt.Errorf("report: save %s: %w", path, err)
-	}
-	return nil
-}
-
 // RatePlot draws each flow's receive rate (Mb/s) over time with its fair
 // share as a dashed line.
 func RatePlot(r *testbed.Result) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, mode %s: rate per flow", r.Topology, r.Mode)
+	p.Title.Text = fmt.Sprintf("%s, %s: rate per flow", r.Topology, runTitle(r))
 	p.X.Label.Text = "time since the agents' common start (s)"
 	p.Y.Label.Text = "Mb/s (receiver goodput)"
 	p.Legend.Top = true
@@ -133,7 +117,7 @@ func RatePlot(r *testbed.Result) (*plot.Plot, error) {
 // that never queued more than one frame are left out.
 func QueuePlot(r *testbed.Result) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, mode %s: egress queues", r.Topology, r.Mode)
+	p.Title.Text = fmt.Sprintf("%s, %s: egress queues", r.Topology, runTitle(r))
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "KB queued"
 	p.Legend.Top = true
@@ -185,4 +169,13 @@ func peerOf(r *testbed.Result, key string) string {
 		}
 	}
 	return "?"
+}
+
+// runTitle names a run in plot titles: "mode M", plus the hosts' algorithm
+// when it is not the mode's own DCQCN variant.
+func runTitle(r *testbed.Result) string {
+	if l := r.Label(); l != string(r.Mode) {
+		return fmt.Sprintf("mode %s, %s", r.Mode, l)
+	}
+	return "mode " + string(r.Mode)
 }

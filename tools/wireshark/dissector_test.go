@@ -264,6 +264,16 @@ func TestDissector(t *testing.T) {
 	idsFirst := wire.INCIDs{GroupID: 5, MessageID: 9, FirstPSN: 0xABCDEF, OpID: 3, FlowLen: 4}
 	idsResult := wire.INCIDs{GroupID: 0xFFFF, MessageID: 1, FirstPSN: 0, OpID: 0xFFFF, FlowLen: 0xFFFFFFFF}
 	incBTH := wire.BTH{Opcode: wire.OpRCSendOnly, PKey: wire.DefaultPKey, DestQP: 0x000111, PSN: 0xABCDEF}
+	intHops := []wire.INTHop{
+		{TimestampNs: wire.INTMaxTimestamp, Port: 3, TxBytes: math.MaxUint64, QueueBytes: 3000, RateBytesPerMs: 12_500_000},
+		{TimestampNs: 1000, Port: 12, TxBytes: 5158, QueueBytes: 0, RateBytesPerMs: 3_125_000},
+	}
+	// markINT sets the INT mark on a frame built without it (a malformed INT
+	// header has no ICRC to compute; the dissector does not check it).
+	markINT := func(f []byte) []byte {
+		f[ipOffset(f)+wire.IPv4Len+wire.UDPLen+4] = wire.INTBTHMark
+		return f
+	}
 
 	annUp := wire.NewAnnouncement(wire.AnnounceUp, wire.AnnounceFlagCNPTarget)
 	annUp.SenderIP, annUp.ReceiverIP, annUp.UDPSrcPort, annUp.SenderQPN, annUp.ReceiverQPN = ipA, ipB, 0xc123, 0x333, 0x111
@@ -381,7 +391,8 @@ func TestDissector(t *testing.T) {
 			want: with(absent("fastcnp.cnp", "fastcnp.ann"),
 				"infiniband.bth.opcode", "4", "fastcnp.bth.opcode", "0x04", "fastcnp.bth.byte4", "0x01",
 				"fastcnp.inc", "1", "fastcnp.inc.flags", "0x01", "fastcnp.inc.flags.ids", "1",
-				"fastcnp.inc.flags.result", "0", "fastcnp.inc.version", "1", "fastcnp.inc.reserved", "0x0000",
+				"fastcnp.inc.flags.result", "0", "fastcnp.inc.flags.partial", "0", "fastcnp.inc.kind", "contribution",
+				"fastcnp.inc.version", "1", "fastcnp.inc.reserved", "0x0000",
 				"fastcnp.inc.group", "5", "fastcnp.inc.msg", "9", "fastcnp.inc.id", "0x00050009",
 				"fastcnp.inc.reserved1", "0x00", "fastcnp.inc.first_psn", "11259375", "fastcnp.inc.op_id", "3",
 				"fastcnp.inc.reserved2", "0x0000", "fastcnp.inc.flow_len", "4",
@@ -399,10 +410,36 @@ func TestDissector(t *testing.T) {
 			}),
 			want: with(absent("fastcnp.cnp"),
 				"fastcnp.bth.opcode", "0x0a", "fastcnp.inc.flags", "0x03", "fastcnp.inc.flags.ids", "1",
-				"fastcnp.inc.flags.result", "1", "fastcnp.inc.group", "65535", "fastcnp.inc.msg", "1",
+				"fastcnp.inc.flags.result", "1", "fastcnp.inc.flags.partial", "0", "fastcnp.inc.kind", "result",
+				"fastcnp.inc.group", "65535", "fastcnp.inc.msg", "1",
 				"fastcnp.inc.id", "0xffff0001", "fastcnp.inc.first_psn", "0", "fastcnp.inc.op_id", "65535",
 				"fastcnp.inc.flow_len", "4294967295", "fastcnp.inc.vector.elem", joinInts(vec2[:])),
 			info:  "INC IDS, RESULT id=0xffff0001",
+			clean: true,
+		},
+		{
+			// A partial aggregate (multi-tier INC): IDS and PARTIAL; with
+			// RESULT also set it is a RESULT.
+			name: "inc_partial",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildINC(b, &fwd, incBTH, wire.INC{Flags: wire.INCFlagPartial, Version: wire.INCVersion}, &idsResult, &vec2)
+			}),
+			want: with(absent("fastcnp.cnp"),
+				"fastcnp.inc.flags", "0x05", "fastcnp.inc.flags.ids", "1", "fastcnp.inc.flags.result", "0",
+				"fastcnp.inc.flags.partial", "1", "fastcnp.inc.flags.reserved", "0x00", "fastcnp.inc.kind", "partial aggregate",
+				"fastcnp.inc.id", "0xffff0001", "fastcnp.inc.first_psn", "0", "fastcnp.inc.vector.elem", joinInts(vec2[:])),
+			info:  "INC IDS, PARTIAL id=0xffff0001",
+			clean: true,
+		},
+		{
+			name: "inc_result_and_partial",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildINC(b, &fwd, incBTH, wire.INC{Flags: wire.INCFlagResult | wire.INCFlagPartial, Version: wire.INCVersion}, &idsResult, &vec2)
+			}),
+			want: with(absent("fastcnp.cnp"),
+				"fastcnp.inc.flags", "0x07", "fastcnp.inc.flags.result", "1", "fastcnp.inc.flags.partial", "1",
+				"fastcnp.inc.kind", "result"),
+			info:  "INC IDS, RESULT, PARTIAL id=0xffff0001",
 			clean: true,
 		},
 		{
@@ -418,6 +455,75 @@ func TestDissector(t *testing.T) {
 			info:     "INC RESULT",
 			clean:    true,
 			notProto: []string{"rpcordma", "data"},
+		},
+		{
+			// A data packet with two INT records (newest first).
+			name: "int_data_two_hops",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRoCEINT(b, &fwd, data, wire.INTHeader{Version: wire.INTVersion}, intHops, bytes.Repeat([]byte{0x5a}, 32))
+			}),
+			want: with(absent("fastcnp.cnp", "fastcnp.inc", "fastcnp.int.aeth.syndrome"),
+				"fastcnp.bth.opcode", "0x04", "fastcnp.bth.byte4", "0x02", "fastcnp.int", "1",
+				"fastcnp.int.flags", "0x00", "fastcnp.int.flags.echo", "0", "fastcnp.int.version", "1",
+				"fastcnp.int.hop_count", "2", "fastcnp.int.reserved", "0x00",
+				"fastcnp.int.hop.timestamp_ns", "281474976710655,1000", "fastcnp.int.hop.port", "3,12",
+				"fastcnp.int.hop.tx_bytes", "18446744073709551615,5158",
+				"fastcnp.int.hop.queue_bytes", "3000,0", "fastcnp.int.hop.rate_bytes_per_ms", "12500000,3125000",
+				"fastcnp.int.hop.rate_gbps", "100,25"),
+			info:     "INT hops=2 [port=3 q=3000] [port=12 q=0]",
+			clean:    true,
+			notProto: []string{"rpcordma"},
+		},
+		{
+			// An ACK echoing one record: the AETH after it.
+			name: "int_ack_echo",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRCAckINT(b, &rev, wire.BTH{PKey: wire.DefaultPKey, DestQP: 0x000333, PSN: 77},
+					wire.AETH{Syndrome: wire.SyndromeACK, MSN: 9}, intHops[:1])
+			}),
+			want: with(absent("fastcnp.cnp", "fastcnp.inc"),
+				"fastcnp.bth.opcode", "0x11", "fastcnp.bth.byte4", "0x02", "fastcnp.int.flags", "0x01",
+				"fastcnp.int.flags.echo", "1", "fastcnp.int.hop_count", "1", "fastcnp.int.hop.port", "3",
+				"fastcnp.int.aeth.syndrome", "0x1f", "fastcnp.int.aeth.msn", "9", "fastcnp.bth.ece", "0"),
+			info:  "INT ECHO hops=1 [port=3 q=3000] AETH syndrome=0x1f msn=9",
+			clean: true,
+		},
+		{
+			// A plain ACK with the ECN echo bit.
+			name: "ack_ece",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRCAck(b, &rev, wire.BTH{PKey: wire.DefaultPKey, DestQP: 0x000333, PSN: 78, Resv7: wire.BTHResv7ECE},
+					wire.AETH{Syndrome: wire.SyndromeACK, MSN: 10})
+			}),
+			want: with(absent("fastcnp.int", "fastcnp.cnp", "fastcnp.inc"),
+				"fastcnp.bth.opcode", "0x11", "fastcnp.bth.ece", "1", "infiniband.aeth.msn", "10"),
+			info:  "ECE",
+			clean: true,
+		},
+		{
+			// A plain ACK without it gets no fastcnp tree.
+			name: "ack_plain",
+			frame: build(t, func(b []byte) (int, error) {
+				return wire.BuildRCAck(b, &rev, wire.BTH{PKey: wire.DefaultPKey, DestQP: 0x000333, PSN: 79}, wire.AETH{Syndrome: wire.SyndromeACK, MSN: 11})
+			}),
+			want:  absent("fastcnp.bth.opcode", "fastcnp.bth.ece"),
+			clean: true,
+		},
+		{
+			// Hop count 6: malformed for the switch.
+			name:   "int_too_many_hops",
+			frame:  markINT(build(t, func(b []byte) (int, error) { return wire.BuildRoCE(b, &fwd, &data, []byte{0, 1, 6, 0}) })),
+			want:   map[string]string{"fastcnp.int.hop_count": "6", "fastcnp.int.hop.port": ""},
+			expert: []string{"INT hop count above 5"},
+		},
+		{
+			// A record cut short: 10 of its 24 bytes.
+			name: "int_hop_short",
+			frame: markINT(build(t, func(b []byte) (int, error) {
+				return wire.BuildRoCE(b, &fwd, &data, append([]byte{0, 1, 1, 0}, make([]byte, 10)...))
+			})),
+			want:   map[string]string{"fastcnp.int.hop_count": "1", "fastcnp.int.hop.port": ""},
+			expert: []string{"INT hop record 0 truncated: 10 of 24 bytes"},
 		},
 		{
 			name:  "ann_up",

@@ -6,14 +6,22 @@
 --   * the INC header: after the BTH of a RoCEv2 packet whose BTH byte 4 is 0x01
 --     (the INC mark) and whose opcode is not 0x81: 4-byte base header, the
 --     16-byte IDS part when flag IDS is set, then 16 big-endian int32s;
+--   * the INT header (HPCC in-band telemetry): after the BTH of a RoCEv2
+--     packet whose BTH byte 4 is 0x02 (the INT mark) and whose opcode is not
+--     0x81: 4-byte header, then hop_count 24-byte records, newest first; in
+--     an ACK (opcode 0x11, echo flag) the AETH follows the records;
 --   * the RDMA-connection announcement: a 32-byte UDP payload to the
 --     announcement port (default 4792, preference fastcnp.announce_port).
+--
+--   * the ECN echo of an RC ACK (opcode 0x11): the top reserved bit of BTH
+--     byte 8 (0x40), set by fastcnp receivers for DCTCP senders.
 --
 -- RoCEv2 (UDP 4791) stays Wireshark's own InfiniBand dissector: this script
 -- takes the udp.port 4791 entry, calls the dissector that was registered
 -- there (the InfiniBand "RRoCE" one) first, then adds a "fastcnp" tree for
--- the bytes after the BTH. Plain RoCE packets (no CNP, no INC mark) get
--- nothing from it. Every field is filterable under "fastcnp.".
+-- the bytes after the BTH. Plain RoCE packets (no CNP, no INC or INT mark)
+-- get nothing from it. (Wireshark's own tree of an ACK that echoes INT
+-- records reads the INT header as its AETH; the fastcnp tree has the real one.) Every field is filterable under "fastcnp.".
 --
 -- Load: tshark -X lua_script:tools/wireshark/fastcnp.lua, or copy this file
 -- to ~/.local/lib/wireshark/plugins/ (see README.md next to it).
@@ -31,13 +39,20 @@ local INC_VECTOR_BYTES = INC_VECTOR_LEN * 4
 local ANN_LEN = 32
 
 local OP_CNP = 0x81
+local OP_ACK = 0x11
+local AETH_LEN = 4
 local INC_BTH_MARK = 0x01
+local INT_BTH_MARK = 0x02
+local INT_HDR_LEN = 4
+local INT_HOP_LEN = 24
+local INT_MAX_HOPS = 5 -- P4 INT_MAX_HOPS
+local INT_VERSION = 1
 local ANN_MAGIC = 0x46434E50 -- "FCNP"
 local ANN_VERSION = 1
 local CNP_EXT_VERSION = 1
 local INC_VERSION = 1
 
-local fastcnp = Proto("fastcnp", "fastcnp (CNP extension, INC header, RDMA-connection announcement)")
+local fastcnp = Proto("fastcnp", "fastcnp (CNP extension, INC header, INT header, RDMA-connection announcement)")
 
 -- Value strings.
 local opcode_vals = {
@@ -60,6 +75,7 @@ local opcode_vals = {
 local bth_byte4_vals = {
     [0x00] = "none",
     [INC_BTH_MARK] = "INC mark: an INC header follows",
+    [INT_BTH_MARK] = "INT mark: an INT header follows",
     [0x40] = "BECN",
     [0x80] = "FECN",
 }
@@ -71,7 +87,9 @@ local pf = {
     opcode = ProtoField.uint8("fastcnp.bth.opcode", "Opcode", base.HEX, opcode_vals,
         nil, "BTH opcode, with RoCEv2's CNP (0x81) named"),
     byte4 = ProtoField.uint8("fastcnp.bth.byte4", "BTH byte 4", base.HEX, bth_byte4_vals,
-        nil, "BTH reserved byte 4 (resv8a): 0x01 marks an INC packet"),
+        nil, "BTH reserved byte 4 (resv8a): 0x01 marks an INC packet, 0x02 an INT packet"),
+    ece = ProtoField.bool("fastcnp.bth.ece", "ECN echo (ECE: acknowledged data arrived CE-marked)", 8, set_vals, 0x40,
+        "fastcnp's ECN echo in an RC ACK: BTH byte 8, bit 0x40 (reserved in IBTA)"),
     icrc = ProtoField.uint32("fastcnp.icrc", "ICRC", base.HEX, nil, nil,
         "Invariant CRC as the CRC-32 value (sent least-significant byte first); not verified"),
 
@@ -92,8 +110,10 @@ local pf = {
     inc = ProtoField.none("fastcnp.inc", "fastcnp INC header"),
     inc_flags = ProtoField.uint8("fastcnp.inc.flags", "Flags", base.HEX),
     inc_flag_ids = ProtoField.bool("fastcnp.inc.flags.ids", "IDS (INC ID and data flow ID follow)", 8, set_vals, 0x01),
-    inc_flag_result = ProtoField.bool("fastcnp.inc.flags.result", "RESULT (aggregated by a switch)", 8, set_vals, 0x02),
-    inc_flag_resv = ProtoField.uint8("fastcnp.inc.flags.reserved", "Reserved flags", base.HEX, nil, 0xFC),
+    inc_flag_result = ProtoField.bool("fastcnp.inc.flags.result", "RESULT (the final aggregate)", 8, set_vals, 0x02),
+    inc_flag_partial = ProtoField.bool("fastcnp.inc.flags.partial", "PARTIAL (a partial aggregate on its way up)", 8, set_vals, 0x04),
+    inc_flag_resv = ProtoField.uint8("fastcnp.inc.flags.reserved", "Reserved flags", base.HEX, nil, 0xF8),
+    inc_kind = ProtoField.string("fastcnp.inc.kind", "Kind"),
     inc_version = ProtoField.uint8("fastcnp.inc.version", "Version", base.DEC),
     inc_resv = ProtoField.uint16("fastcnp.inc.reserved", "Reserved", base.HEX),
     inc_group = ProtoField.uint16("fastcnp.inc.group", "Communication-group ID", base.DEC),
@@ -128,18 +148,38 @@ local pf = {
     ann_inc_group = ProtoField.uint16("fastcnp.ann.inc_group", "INC communication-group ID", base.DEC),
     ann_resv4 = ProtoField.uint16("fastcnp.ann.reserved4", "Reserved", base.HEX),
     ann_trailing = ProtoField.bytes("fastcnp.ann.trailing", "Bytes after the announcement"),
+
+    int = ProtoField.none("fastcnp.int", "fastcnp INT header"),
+    int_flags = ProtoField.uint8("fastcnp.int.flags", "Flags", base.HEX),
+    int_flag_echo = ProtoField.bool("fastcnp.int.flags.echo", "ECHO (records echoed by a receiver in an ACK)", 8, set_vals, 0x01),
+    int_flag_resv = ProtoField.uint8("fastcnp.int.flags.reserved", "Reserved flags", base.HEX, nil, 0xFE),
+    int_version = ProtoField.uint8("fastcnp.int.version", "Version", base.DEC),
+    int_hop_count = ProtoField.uint8("fastcnp.int.hop_count", "Hop count", base.DEC),
+    int_resv = ProtoField.uint8("fastcnp.int.reserved", "Reserved", base.HEX),
+    int_hop = ProtoField.none("fastcnp.int.hop", "Hop record"),
+    int_hop_ts = ProtoField.uint64("fastcnp.int.hop.timestamp_ns", "Egress timestamp (ns)", base.DEC),
+    int_hop_port = ProtoField.uint16("fastcnp.int.hop.port", "Egress port", base.DEC),
+    int_hop_tx = ProtoField.uint64("fastcnp.int.hop.tx_bytes", "Bytes sent by the port before this packet", base.DEC),
+    int_hop_qlen = ProtoField.uint32("fastcnp.int.hop.queue_bytes", "Queue (bytes)", base.DEC),
+    int_hop_rate = ProtoField.uint32("fastcnp.int.hop.rate_bytes_per_ms", "Link rate (bytes per ms)", base.DEC),
+    int_hop_gbps = ProtoField.double("fastcnp.int.hop.rate_gbps", "Link rate (Gb/s)"),
+    int_aeth_syndrome = ProtoField.uint8("fastcnp.int.aeth.syndrome", "AETH syndrome (after the records)", base.HEX),
+    int_aeth_msn = ProtoField.uint24("fastcnp.int.aeth.msn", "AETH MSN (after the records)", base.DEC),
 }
 -- Registration order (the order of the field list in Wireshark).
 local pf_order = {
-    "opcode", "byte4", "icrc", "cnp", "cnp_version", "cnp_flags", "cnp_flag_window",
+    "opcode", "byte4", "ece", "icrc", "cnp", "cnp_version", "cnp_flags", "cnp_flag_window",
     "cnp_flag_switch", "cnp_flag_resv", "cnp_resv1", "cnp_switch", "cnp_window", "cnp_port",
     "cnp_queue", "cnp_resv2", "cnp_plain", "inc", "inc_flags", "inc_flag_ids",
-    "inc_flag_result", "inc_flag_resv", "inc_version", "inc_resv", "inc_group", "inc_msg",
+    "inc_flag_result", "inc_flag_partial", "inc_flag_resv", "inc_kind", "inc_version", "inc_resv", "inc_group", "inc_msg",
     "inc_id", "inc_resv1", "inc_first_psn", "inc_op", "inc_resv2", "inc_flow_len",
     "inc_vector", "inc_elem", "inc_trailing", "ann", "ann_magic", "ann_version", "ann_type",
     "ann_flags", "ann_flag_inc", "ann_flag_cnp", "ann_flag_resv", "ann_rank", "ann_sender_ip",
     "ann_receiver_ip", "ann_udp_sport", "ann_resv1", "ann_resv2", "ann_sender_qpn",
-    "ann_resv3", "ann_receiver_qpn", "ann_inc_group", "ann_resv4", "ann_trailing"
+    "ann_resv3", "ann_receiver_qpn", "ann_inc_group", "ann_resv4", "ann_trailing",
+    "int", "int_flags", "int_flag_echo", "int_flag_resv", "int_version", "int_hop_count",
+    "int_resv", "int_hop", "int_hop_ts", "int_hop_port", "int_hop_tx", "int_hop_qlen",
+    "int_hop_rate", "int_hop_gbps", "int_aeth_syndrome", "int_aeth_msn"
 }
 local field_list = {}
 for i, k in ipairs(pf_order) do field_list[i] = assert(pf[k], k) end
@@ -157,8 +197,10 @@ local ef = {
         expert.group.MALFORMED, expert.severity.ERROR),
     ann_bad_version = ProtoExpert.new("fastcnp.ann.bad_version", "Unsupported announcement version (the switch drops it as malformed)",
         expert.group.MALFORMED, expert.severity.ERROR),
-    bad_version = ProtoExpert.new("fastcnp.bad_version", "Unknown CNP extension or INC header version",
+    bad_version = ProtoExpert.new("fastcnp.bad_version", "Unknown CNP extension, INC or INT header version",
         expert.group.PROTOCOL, expert.severity.WARN),
+    int_too_many = ProtoExpert.new("fastcnp.int.too_many_hops", "INT hop count above 5 (the switch drops the packet as malformed)",
+        expert.group.MALFORMED, expert.severity.ERROR),
     unknown_type = ProtoExpert.new("fastcnp.ann.unknown_type", "Unknown announcement type (ignored and counted by the controller)",
         expert.group.PROTOCOL, expert.severity.WARN),
     reserved = ProtoExpert.new("fastcnp.reserved_nonzero", "Reserved bits are not zero",
@@ -169,7 +211,7 @@ local ef = {
         expert.group.SEQUENCE, expert.severity.CHAT),
 }
 local ef_order = {
-    "truncated", "cut", "bad_magic", "ann_bad_version", "bad_version", "unknown_type",
+    "truncated", "cut", "bad_magic", "ann_bad_version", "bad_version", "int_too_many", "unknown_type",
     "reserved", "trailing", "plain"
 }
 local expert_list = {}
@@ -293,29 +335,47 @@ local function dissect_cnp_ext(tvb, off, lim, pinfo, tree)
     return table.concat(summary, " ")
 end
 
--- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
--- ICRC) and returns a one-line summary for the Info column.
-local function dissect_inc(tvb, off, lim, pinfo, tree)
+-- header_tree adds the tree item of a header starting at off (covering the
+-- bytes up to lim) and, when fewer than need bytes are there, marks it
+-- truncated; it returns the item and whether the header is whole.
+local function header_tree(tvb, off, lim, tree, field, what, need)
     local have = avail(tvb, off, lim)
     local t
     if have > 0 then
-        t = tree:add(pf.inc, tvb(off, have))
+        t = tree:add(field, tvb(off, have))
     else
-        t = tree:add(pf.inc, tvb(0, 0))
+        t = tree:add(field, tvb(0, 0))
     end
-    if have < INC_LEN then
+    if have < need then
         t:append_text(" [truncated]")
-        truncated(t, tvb, off, lim, "INC base header", INC_LEN, have)
-        return "INC [truncated]"
+        truncated(t, tvb, off, lim, what, need, have)
+        return t, false
     end
+    return t, true
+end
+
+-- dissect_inc decodes the INC header in tvb[off:lim) (lim: start of the
+-- ICRC) and returns a one-line summary for the Info column.
+local function dissect_inc(tvb, off, lim, pinfo, tree)
+    local t, whole = header_tree(tvb, off, lim, tree, pf.inc, "INC base header", INC_LEN)
+    if not whole then return "INC [truncated]" end
     local flags = tvb(off, 1):uint()
     local fi = t:add(pf.inc_flags, tvb(off, 1))
-    local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" } })
+    local fnames = flag_names(flags, { { 0x1, "IDS" }, { 0x2, "RESULT" }, { 0x4, "PARTIAL" } })
     if fnames ~= "" then fi:append_text(" (" .. fnames .. ")") end
     fi:add(pf.inc_flag_ids, tvb(off, 1))
     fi:add(pf.inc_flag_result, tvb(off, 1))
+    fi:add(pf.inc_flag_partial, tvb(off, 1))
     local ri = fi:add(pf.inc_flag_resv, tvb(off, 1))
-    if bit32.band(flags, 0xFC) ~= 0 then ri:add_proto_expert_info(ef.reserved) end
+    if bit32.band(flags, 0xF8) ~= 0 then ri:add_proto_expert_info(ef.reserved) end
+    -- The kind (docs/wire-formats.md "INC header"): RESULT wins over PARTIAL.
+    local kind = "contribution"
+    if bit32.band(flags, 0x2) ~= 0 then
+        kind = "result"
+    elseif bit32.band(flags, 0x4) ~= 0 then
+        kind = "partial aggregate"
+    end
+    t:add(pf.inc_kind, tvb(off, 1), kind):set_generated()
     local ver = tvb(off + 1, 1):uint()
     local vi = t:add(pf.inc_version, tvb(off + 1, 1))
     if ver ~= INC_VERSION then
@@ -371,6 +431,70 @@ local function dissect_inc(tvb, off, lim, pinfo, tree)
     return summary
 end
 
+-- dissect_int decodes the INT header and its records in tvb[off:lim) (lim:
+-- start of the ICRC), and for an ACK the AETH after them, and returns a
+-- one-line summary for the Info column.
+local function dissect_int(tvb, off, lim, pinfo, tree, opcode)
+    local t, whole = header_tree(tvb, off, lim, tree, pf.int, "INT header", INT_HDR_LEN)
+    if not whole then return "INT [truncated]" end
+    local flags = tvb(off, 1):uint()
+    local fi = t:add(pf.int_flags, tvb(off, 1))
+    if bit32.band(flags, 0x1) ~= 0 then fi:append_text(" (ECHO)") end
+    fi:add(pf.int_flag_echo, tvb(off, 1))
+    local ri = fi:add(pf.int_flag_resv, tvb(off, 1))
+    if bit32.band(flags, 0xFE) ~= 0 then ri:add_proto_expert_info(ef.reserved) end
+    local ver = tvb(off + 1, 1):uint()
+    local vi = t:add(pf.int_version, tvb(off + 1, 1))
+    if ver ~= INT_VERSION then
+        vi:add_proto_expert_info(ef.bad_version, string.format("INT version %d, expected %d", ver, INT_VERSION))
+    end
+    local n = tvb(off + 2, 1):uint()
+    local ni = t:add(pf.int_hop_count, tvb(off + 2, 1))
+    local r2 = t:add(pf.int_resv, tvb(off + 3, 1))
+    if tvb(off + 3, 1):uint() ~= 0 then r2:add_proto_expert_info(ef.reserved) end
+    local summary = "INT"
+    if bit32.band(flags, 0x1) ~= 0 then summary = summary .. " ECHO" end
+    summary = summary .. string.format(" hops=%d", n)
+    if n > INT_MAX_HOPS then
+        ni:add_proto_expert_info(ef.int_too_many)
+        t:append_text(": " .. summary:sub(5))
+        return summary
+    end
+    local o = off + INT_HDR_LEN
+    for i = 0, n - 1 do
+        local m = avail(tvb, o, lim)
+        if m < INT_HOP_LEN then
+            t:append_text(" [truncated]")
+            truncated(t, tvb, o, lim, string.format("INT hop record %d", i), INT_HOP_LEN, m)
+            return summary .. " [truncated]"
+        end
+        local h = t:add(pf.int_hop, tvb(o, INT_HOP_LEN))
+        local port, q, rate = tvb(o + 6, 2):uint(), tvb(o + 16, 4):uint(), tvb(o + 20, 4):uint()
+        h:append_text(string.format(" %d: port %d, queue %d B, %.1f Gb/s", i, port, q, rate * 8000 / 1e9))
+        h:add(pf.int_hop_ts, tvb(o, 6), tvb(o, 6):uint64())
+        h:add(pf.int_hop_port, tvb(o + 6, 2))
+        h:add(pf.int_hop_tx, tvb(o + 8, 8))
+        h:add(pf.int_hop_qlen, tvb(o + 16, 4))
+        h:add(pf.int_hop_rate, tvb(o + 20, 4))
+        h:add(pf.int_hop_gbps, tvb(o + 20, 4), rate * 8000 / 1e9):set_generated()
+        summary = summary .. string.format(" [port=%d q=%d]", port, q)
+        o = o + INT_HOP_LEN
+    end
+    if opcode == OP_ACK then
+        local m = avail(tvb, o, lim)
+        if m < AETH_LEN then
+            t:append_text(" [truncated]")
+            truncated(t, tvb, o, lim, "AETH after the INT records", AETH_LEN, m)
+            return summary .. " [truncated]"
+        end
+        t:add(pf.int_aeth_syndrome, tvb(o, 1))
+        t:add(pf.int_aeth_msn, tvb(o + 1, 3))
+        summary = summary .. string.format(" AETH syndrome=0x%02x msn=%d", tvb(o, 1):uint(), tvb(o + 1, 3):uint())
+    end
+    t:append_text(": " .. summary:sub(5))
+    return summary
+end
+
 -- info_append appends s to the Info column, after a space.
 local function info_append(pinfo, s)
     local info = tostring(pinfo.cols.info)
@@ -387,13 +511,21 @@ local function dissect_roce(tvb, pinfo, tree)
     end
     local opcode, byte4 = tvb(0, 1):uint(), tvb(4, 1):uint()
     local is_cnp = opcode == OP_CNP
-    if not is_cnp and byte4 ~= INC_BTH_MARK then
+    local ece = opcode == OP_ACK and cap >= 9 and bit32.band(tvb(8, 1):uint(), 0x40) ~= 0
+    if not is_cnp and byte4 ~= INC_BTH_MARK and byte4 ~= INT_BTH_MARK and not ece then
         return -- a plain RoCEv2 packet
     end
     local lim = rep - ICRC_LEN -- start of the ICRC
     local t = tree:add(fastcnp, tvb(0, math.min(cap, rep)))
     local oi = t:add(pf.opcode, tvb(0, 1))
     t:add(pf.byte4, tvb(4, 1))
+    if opcode == OP_ACK and cap >= 9 then
+        t:add(pf.ece, tvb(8, 1))
+        if ece then
+            t:append_text(", ECE")
+            info_append(pinfo, "ECE")
+        end
+    end
     if is_cnp then
         t:append_text(", CNP")
         oi:append_text(" (RoCEv2 congestion notification packet)")
@@ -406,6 +538,12 @@ local function dissect_roce(tvb, pinfo, tree)
         local named, n = info:gsub("Unknown OpCode%s*", "CNP ", 1)
         if n == 0 then named = "CNP " .. info end
         pinfo.cols.info:set(named)
+        info_append(pinfo, s)
+    elseif byte4 ~= INT_BTH_MARK and byte4 ~= INC_BTH_MARK then
+        return -- an ACK with the ECN echo only
+    elseif byte4 == INT_BTH_MARK then
+        t:append_text(", INT")
+        local s = dissect_int(tvb, BTH_LEN, lim, pinfo, t, opcode)
         info_append(pinfo, s)
     else
         t:append_text(", INC")
@@ -486,9 +624,9 @@ end
 local udp_table = DissectorTable.get("udp.port")
 local roce_orig = udp_table:get_dissector(ROCE_PORT)
 
--- inc_pending is true while the InfiniBand dissector runs on an INC packet:
--- then fastcnp's heuristic on "infiniband.payload" claims the payload, so
--- that no other heuristic (RPC over RDMA, SMB Direct, ...) misreads the INC
+-- inc_pending is true while the InfiniBand dissector runs on an INC or INT
+-- packet: then fastcnp's heuristic on "infiniband.payload" claims the payload,
+-- so that no other heuristic (RPC over RDMA, SMB Direct, ...) misreads the
 -- header; the fastcnp tree is added after the InfiniBand dissector returns.
 local inc_pending = false
 
@@ -501,7 +639,8 @@ end
 function fastcnp.dissector(tvb, pinfo, tree)
     if pinfo.match_uint == ROCE_PORT then
         if roce_orig ~= nil then
-            inc_pending = tvb:len() >= 5 and tvb(0, 1):uint() ~= OP_CNP and tvb(4, 1):uint() == INC_BTH_MARK
+            inc_pending = tvb:len() >= 5 and tvb(0, 1):uint() ~= OP_CNP and
+                (tvb(4, 1):uint() == INC_BTH_MARK or tvb(4, 1):uint() == INT_BTH_MARK)
             -- A short or odd packet can make the InfiniBand dissector throw;
             -- it has then already added its own "Malformed" item.
             pcall(roce_orig.call, roce_orig, tvb, pinfo, tree)

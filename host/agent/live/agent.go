@@ -187,6 +187,7 @@ type Agent struct {
 	incRecv  map[uint32][]*agent.INCChecker // local QPN -> checkers
 	rr       int
 	rxStats  RxCounters
+	ccHops   [wire.INTMaxHops]cc.INTHop // an ACK's echoed records for host/cc (under mu)
 	// PFC: the received pauses, and the replies (ACKs, CNPs) waiting for
 	// their priority to resume, oldest first.
 	gate      *agent.PauseGate
@@ -210,7 +211,12 @@ type RxCounters struct {
 	INCResults  uint64 `json:"inc_results"` // INC RESULT frames received
 	MACControl  uint64 `json:"mac_control"` // PFC and PAUSE frames applied (see PauseStats)
 	AcksSent    uint64 `json:"acks_sent"`
+	ECEAcksSent uint64 `json:"ece_acks_sent"` // ACKs sent with the ECN echo
+	INTAcksSent uint64 `json:"int_acks_sent"` // ACKs sent echoing INT records
 	CNPsSent    uint64 `json:"cnps_sent"`
+	// BadINT counts ACKs whose echoed INT records were unusable (a record
+	// without a link rate): the algorithm got the ACK without them.
+	BadINT      uint64 `json:"bad_int"`
 	ReplyErrors uint64 `json:"reply_errors"`
 	// RepliesHeld counts ACKs and CNPs that waited for their priority to
 	// resume from a PFC pause before being sent; RepliesDropped the held
@@ -361,6 +367,9 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 	}
 	sc := a.cfg.Sender
 	sc.Overhead = f.path.Overhead()
+	if sc.INT = cc.NeedsINT(a.cfg.Algo) && fc.INC == nil; sc.INT {
+		sc.Overhead += wire.INTHeaderLen
+	}
 	if sc.LineGap == 0 {
 		sc.LineGap = DefaultLineGap
 	}
@@ -932,8 +941,14 @@ func (a *Agent) recvLoop(ctx context.Context) error {
 }
 
 // replySlot is the reply buffer space per received frame: an ACK (62
-// bytes, padded to 64) and a CNP (74 bytes).
-const replySlot = 64 + 128
+// bytes, padded to 64; up to agent.AckFrameMax with echoed INT records) and
+// a CNP (74 bytes).
+const (
+	ackSlot   = 192
+	replySlot = ackSlot + 128
+)
+
+var _ [ackSlot - agent.AckFrameMax]struct{} // an echoing ACK fits its slot
 
 // reply is a frame the receive loop answers with and its priority.
 type reply struct {
@@ -981,7 +996,11 @@ func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte, replies []
 			a.rxStats.UnknownQP++
 			return replies, false, nil
 		}
-		if err := f.snd.OnAck(now, ev.PSN, ev.AETH.Syndrome); err != nil {
+		hops, ok := ev.CCHops(&a.ccHops)
+		if !ok {
+			a.rxStats.BadINT++
+		}
+		if err := f.snd.OnAckFeedback(now, ev.PSN, ev.AETH.Syndrome, agent.AckFeedback{ECE: ev.ECE, Hops: hops}); err != nil {
 			return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 		}
 		f.collectRTT()
@@ -1004,7 +1023,8 @@ func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte, replies []
 		if !f.learned || f.path.DstMAC != ev.SrcMAC {
 			f.path.DstMAC, f.learned = ev.SrcMAC, true
 		}
-		rep, err := f.rcv.OnData(agent.Arrival{Now: now, PSN: ev.PSN, AckReq: ev.AckReq, CE: ev.CE, Payload: len(ev.Payload)})
+		rep, err := f.rcv.OnData(agent.Arrival{Now: now, PSN: ev.PSN, AckReq: ev.AckReq, CE: ev.CE, Payload: len(ev.Payload),
+			INT: ev.INT && !ev.INTEcho})
 		if err != nil {
 			return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 		}
@@ -1016,13 +1036,19 @@ func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte, replies []
 		}
 		off := 0
 		if rep.Ack {
-			n, err := f.path.BuildAck(rb[off:64], f.rqpn, &rep)
+			n, err := f.path.BuildAck(rb[off:ackSlot], f.rqpn, &rep, ev.Hops[:ev.NumHops])
 			if err != nil {
 				return replies, false, fmt.Errorf("flow %s: %w", f.cfg.Name, err)
 			}
 			replies = append(replies, reply{rb[off : off+n], f.path.Priority(agent.DataDSCP)})
-			off = 64
+			off = ackSlot
 			a.rxStats.AcksSent++
+			if rep.ECE {
+				a.rxStats.ECEAcksSent++
+			}
+			if rep.EchoINT {
+				a.rxStats.INTAcksSent++
+			}
 		}
 		if rep.CNP {
 			n, err := f.path.BuildCNP(rb[off:], f.rqpn, nil)

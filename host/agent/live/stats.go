@@ -48,6 +48,8 @@ type Record struct {
 	BytesAcked    *int64       `json:"bytes_acked,omitempty"`    // payload bytes acknowledged
 	CNPSwitch     *uint64      `json:"cnp_switch,omitempty"`     // CNPs from a switch (fastcnp extension)
 	CNPNP         *uint64      `json:"cnp_np,omitempty"`         // plain CNPs (receiver NP)
+	ECEAcks       *uint64      `json:"ece_acks,omitempty"`       // ACKs with the ECN echo
+	INTAcks       *uint64      `json:"int_acks,omitempty"`       // ACKs echoing INT records
 	Retransmits   *uint64      `json:"retransmits,omitempty"`    // packets sent again
 	Timeouts      *uint64      `json:"timeouts,omitempty"`       // retransmission timeouts
 	Naks          *uint64      `json:"naks,omitempty"`           // NAKs received
@@ -258,6 +260,7 @@ func (a *Agent) sample() []Record {
 			SendWindowMax: ptr(normWin(f.intWinMax)),
 			BytesSent:     ptr(st.WireBytesSent), PayloadSent: ptr(st.PayloadSent), BytesAcked: ptr(st.PayloadAcked),
 			CNPSwitch: ptr(st.CNPSwitch), CNPNP: ptr(st.CNPNP), Retransmits: ptr(st.Retransmits),
+			ECEAcks: ptr(st.ECEAcks), INTAcks: ptr(st.INTAcks),
 			Timeouts: ptr(st.Timeouts), Naks: ptr(st.Naks),
 			PausedUs: ptr(us(st.Held)), Holds: ptr(st.Holds), PauseRx: ptr(ps.XOFF[f.path.Priority(agent.DataDSCP)]),
 		}
@@ -334,6 +337,7 @@ func (a *Agent) writeSummary() {
 		r := Record{Type: "summary", T: t, Flow: f.cfg.Name, Role: "sender", Done: ptr(f.snd.Done()),
 			BytesSent: ptr(st.WireBytesSent), PayloadSent: ptr(st.PayloadSent), BytesAcked: ptr(st.PayloadAcked),
 			CNPSwitch: ptr(st.CNPSwitch), CNPNP: ptr(st.CNPNP), Retransmits: ptr(st.Retransmits),
+			ECEAcks: ptr(st.ECEAcks), INTAcks: ptr(st.INTAcks),
 			Timeouts: ptr(st.Timeouts), Naks: ptr(st.Naks), WindowBytes: ptr(win),
 			PeakInflight: ptr(f.peakInflight), MinWindow: ptr(minw),
 			PausedUs: ptr(us(st.Held)), Holds: ptr(st.Holds), PauseRx: ptr(ps.XOFF[f.path.Priority(agent.DataDSCP)]),

@@ -428,7 +428,7 @@ type PortSettings struct {
 	TcheckNs    uint64                 `protobuf:"varint,5,opt,name=tcheck_ns,json=tcheckNs,proto3" json:"tcheck_ns,omitempty"`
 	RttBaseNs   uint64                 `protobuf:"varint,6,opt,name=rtt_base_ns,json=rttBaseNs,proto3" json:"rtt_base_ns,omitempty"`
 	CnpGapNs    uint64                 `protobuf:"varint,7,opt,name=cnp_gap_ns,json=cnpGapNs,proto3" json:"cnp_gap_ns,omitempty"`
-	// mode is "ecn" or "fastcnp".
+	// mode is "ecn", "fastcnp" or "int".
 	Mode         string      `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
 	RedKminBytes uint64      `protobuf:"varint,9,opt,name=red_kmin_bytes,json=redKminBytes,proto3" json:"red_kmin_bytes,omitempty"`
 	RedKmaxBytes uint64      `protobuf:"varint,10,opt,name=red_kmax_bytes,json=redKmaxBytes,proto3" json:"red_kmax_bytes,omitempty"`

@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/testbed"
 	"github.com/fastcnp/fastcnp/testbed/report"
 )
@@ -39,7 +40,9 @@ func main() {
 
 func run() error {
 	topoPath := flag.String("topo", "testbed/topologies/s1-victim.json", "topology file")
-	modes := flag.String("modes", "ecn,fastcnp", "comma-separated modes to run, in order: ecn, fastcnp")
+	modes := flag.String("modes", "ecn,fastcnp", "comma-separated runs, in order: a switch mode (ecn: DCQCN hosts, fastcnp: DCQCN with the fastcnp window) or a sender algorithm ("+strings.Join(cc.Names(), ", ")+"), which runs on the ports' mode it needs")
+	ccParams := flag.String("cc-params", "", "fastcnp-host --cc-params for the runs named by a sender algorithm (default: the agent's)")
+	hostArgs := flag.String("host-args", "", "extra fastcnp-host arguments for every host, space-separated, after the testbed's own (a flag given again overrides it, e.g. \"--cc-scale 1000 --rtt-target 11ms\")")
 	out := flag.String("out", "", "output directory (default results/<topology>-<UTC timestamp>)")
 	binDir := flag.String("bin", "", "directory with prebuilt fastcnp-switch, fastcnp-host and fastcnpd (default: go build)")
 	duration := flag.Duration("duration", 0, "override the topology's run duration")
@@ -63,14 +66,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var ms []config.Mode
-	for _, m := range strings.Split(*modes, ",") {
-		switch mm := config.Mode(strings.TrimSpace(m)); mm {
-		case config.ModeECN, config.ModeFastCNP:
-			ms = append(ms, mm)
-		default:
-			return fmt.Errorf("-modes: unknown mode %q (ecn, fastcnp)", m)
+	var specs []runSpec
+	for _, name := range strings.Split(*modes, ",") {
+		name = strings.TrimSpace(name)
+		m, algo, err := testbed.RunSpec(name, cc.Names())
+		if err != nil {
+			return fmt.Errorf("-modes: %w", err)
 		}
+		specs = append(specs, runSpec{name, m, algo})
+	}
+	ms := make([]config.Mode, len(specs))
+	for i, s := range specs {
+		ms[i] = s.mode
 	}
 	if *plan != "" {
 		pl, err := topo.WritePlan(*plan, testbed.ControllerOptions{Mode: ms[0], Target: testbed.Target(*target),
@@ -86,8 +93,8 @@ func run() error {
 			return errors.New("-replot needs -out")
 		}
 		var runs []*testbed.Result
-		for _, m := range ms {
-			b, err := os.ReadFile(filepath.Join(*out, "result-"+string(m)+".json"))
+		for _, s := range specs {
+			b, err := os.ReadFile(filepath.Join(*out, "result-"+s.name+".json"))
 			if err != nil {
 				return fmt.Errorf("replot: %w", err)
 			}
@@ -97,7 +104,7 @@ func run() error {
 			}
 			runs = append(runs, &r)
 		}
-		return writeOutputs(runs, topo, ms, *out)
+		return writeOutputs(runs, topo, specs, *out)
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (it creates network namespaces and veth pairs); run it with sudo")
@@ -117,28 +124,40 @@ func run() error {
 	}
 	defer cleanup()
 	var runs []*testbed.Result
-	for _, m := range ms {
-		log.WithFields(logrus.Fields{"topology": topo.Name, "mode": m}).Info("running")
-		res, err := testbed.Run(ctx, testbed.Options{Topology: topo, Mode: m, Binaries: bins,
-			WorkDir: filepath.Join(*out, string(m)), Duration: *duration, DCQCNParams: *params, Nice: *nice, Log: log})
+	for _, s := range specs {
+		log.WithFields(logrus.Fields{"topology": topo.Name, "mode": s.mode, "cc": s.cc}).Info("running")
+		o := testbed.Options{Topology: topo, Mode: s.mode, CC: s.cc, Binaries: bins, HostArgs: strings.Fields(*hostArgs),
+			WorkDir: filepath.Join(*out, s.name), Duration: *duration, DCQCNParams: *params, Nice: *nice, Log: log}
+		if s.cc != "" {
+			o.CCParams = *ccParams
+		}
+		res, err := testbed.Run(ctx, o)
 		if err != nil {
-			return fmt.Errorf("mode %s: %w", m, err)
+			return fmt.Errorf("run %s: %w", s.name, err)
 		}
 		runs = append(runs, res)
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return fmt.Errorf("result: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(*out, "result-"+string(m)+".json"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*out, "result-"+s.name+".json"), b, 0o644); err != nil {
 			return fmt.Errorf("result: %w", err)
 		}
 	}
-	return writeOutputs(runs, topo, ms, *out)
+	return writeOutputs(runs, topo, specs, *out)
+}
+
+// runSpec is one run of -modes: its name, the switch mode and the hosts'
+// algorithm ("" for the mode's own DCQCN variant).
+type runSpec struct {
+	name string
+	mode config.Mode
+	cc   string
 }
 
 // writeOutputs prints the table and writes table.txt, table.md, flows.csv
 // and the plots into out.
-func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, ms []config.Mode, out string) error {
+func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, specs []runSpec, out string) error {
 	var table bytes.Buffer
 	if err := testbed.WriteTable(&table, runs); err != nil {
 		return err
@@ -155,7 +174,7 @@ func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, ms []config.Mo
 		return fmt.Errorf("table: %w", err)
 	}
 	var md bytes.Buffer
-	fmt.Fprintf(&md, "# %s: %s\n\n%s\n\n", topo.Name, strings.Join(modeNames(ms), " vs "), topo.Description)
+	fmt.Fprintf(&md, "# %s: %s\n\n%s\n\n", topo.Name, strings.Join(runNames(specs), " vs "), topo.Description)
 	if err := testbed.WriteMarkdown(&md, runs); err != nil {
 		return err
 	}
@@ -190,10 +209,10 @@ func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, ms []config.Mo
 	return errors.Join(errs...)
 }
 
-func modeNames(ms []config.Mode) []string {
+func runNames(specs []runSpec) []string {
 	var s []string
-	for _, m := range ms {
-		s = append(s, string(m))
+	for _, r := range specs {
+		s = append(s, r.name)
 	}
 	return s
 }
