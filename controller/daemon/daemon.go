@@ -85,9 +85,13 @@ type Daemon struct {
 	// owns the state file; a standby never writes it.
 	writer atomic.Bool
 
-	saveMu   sync.Mutex // serialises state file writes
-	stamp    fileStamp  // the state file as last read or written (saveMu)
-	slog     stateLog   // the state file's log (saveMu)
+	saveMu sync.Mutex // serialises state file writes
+	stamp  fileStamp  // the state file as last read or written (saveMu)
+	// token is the election ID this instance was made primary with, by
+	// switch (saveMu): written into every snapshot, it tells a writer that
+	// took over from a stale one (persist.go, supplantedLocked).
+	token    map[string]p4rt.Uint128
+	slog     stateLog // the state file's log (saveMu)
 	switches []*switchRunner
 	byName   map[string]*switchRunner
 
@@ -140,7 +144,8 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{}}
+	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{},
+		token: map[string]p4rt.Uint128{}}
 	d.metrics = newMetrics(opts.Registry)
 	d.events = newBroker(d.metrics.eventsDropped.Inc, func(n int) { d.metrics.subscribers.Set(float64(n)) })
 	if opts.Config.HA != nil {
@@ -251,6 +256,9 @@ func (d *Daemon) saveLocked() error {
 	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
+	if err := d.supplantedLocked(); err != nil {
+		return err
+	}
 	return d.compactLocked()
 }
 
@@ -320,21 +328,38 @@ func (d *Daemon) reloadIfChanged() {
 }
 
 // Run connects to every switch and keeps them in their desired state until
-// ctx ends; it returns once every goroutine it started has ended. A primary
-// then writes the state file a last time (refresh times not yet saved); a
-// standby leaves it alone.
+// ctx ends; it returns once every goroutine it started has ended. When ctx
+// ends a primary writes the state file a last time (refresh times not yet
+// saved), before it lets the switches go; a standby leaves it alone.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.ha != nil {
 		return d.runHA(ctx)
 	}
-	d.run(ctx)
-	if !d.writer.Load() {
-		return nil
+	// The switches are let go only after the final write: while this
+	// instance is still their primary no standby can take over and write
+	// the shared file in between (its changes would be lost under this
+	// final snapshot).
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.run(rctx)
+	}()
+	<-ctx.Done()
+	var err error
+	if d.writer.Load() {
+		// The final write compacts the log into the snapshot, unless another
+		// instance took the file over meanwhile (it is then left as that one
+		// wrote it: only refresh times newer than idle_timeout/4 are not saved).
+		d.mu.Lock()
+		err = d.saveLocked()
+		d.mu.Unlock()
+		if errors.Is(err, errSupplanted) {
+			err = nil
+		}
 	}
-	// The final write compacts the log into the snapshot.
-	d.mu.Lock()
-	err := d.saveLocked()
-	d.mu.Unlock()
+	stop()
+	<-done
 	return err
 }
 

@@ -578,8 +578,14 @@ func (d *Daemon) electionID(configured p4rt.Uint128) p4rt.Uint128 {
 // ID a switch made this leader primary with: the p4rt client raises its ID
 // when a switch reports a higher one seen before (etcd restored from an
 // old backup, or wiped), and the next leader must outrank that too.
+//
+// With the state file, it records the ID as this instance's claim on the
+// file (Daemon.token).
 func (d *Daemon) noteElectionID(r *switchRunner, id p4rt.Uint128) {
 	if d.ha == nil {
+		d.saveMu.Lock()
+		d.token[r.name] = id
+		d.saveMu.Unlock()
 		return
 	}
 	t := d.ha.current()

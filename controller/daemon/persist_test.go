@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -280,11 +281,74 @@ func TestLongFlowKeepsConnection(t *testing.T) {
 
 // TestResumedPrimaryLeavesStateFile: a primary whose streams the switches
 // dropped (a hung process: fastcnp-switch's keepalive ends its streams) comes
-// back after the standby took over, and reconnects as a backup. It no longer
-// owns the shared state file: it must not write it, not even when it stops,
-// or the snapshot it compacts from its stale view would drop what the new
-// primary logged since.
+// back after the standby took over. It no longer owns the shared state file:
+// it must not write it, not even when it stops, or the snapshot it compacts
+// from its stale view would drop what the new primary logged since. It may
+// learn it from the switches (it reconnects as a backup), or not at all (it is
+// stopped while still cut off: systemd sends SIGCONT after SIGTERM): then the
+// file itself tells it, changed by another instance since it last wrote it.
 func TestResumedPrimaryLeavesStateFile(t *testing.T) {
+	for _, reconnect := range []bool{true, false} {
+		name := "stops while still cut off"
+		if reconnect {
+			name = "reconnects as a backup, then stops"
+		}
+		t.Run(name, func(t *testing.T) {
+			s1, s2, state := twoSwitches(t)
+			p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
+			via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
+			a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
+			waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+			b := startDaemon(t, testConfig(t, state, s1, s2), nil)
+			waitStandby(t, b.Daemon)
+			ctx := context.Background()
+			first := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}}
+			if _, err := a.AddConnection(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			// a's streams end and it cannot reconnect until b has taken over.
+			for _, p := range []*proxy{p1, p2} {
+				p.held.Store(true)
+				p.cut()
+			}
+			waitPrimary(t, b.Daemon)
+			second := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"), UDPSrcPort: 3, ReceiverQPN: 4}}
+			if _, err := b.AddConnection(ctx, second); err != nil {
+				t.Fatal(err)
+			}
+			if reconnect {
+				for _, p := range []*proxy{p1, p2} {
+					p.held.Store(false)
+				}
+				waitStandby(t, a.Daemon)
+				if a.writer.Load() {
+					t.Error("the resumed primary still owns the state file")
+				}
+			}
+			a.stopNow()
+			fs, _, err := readState(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, fc := range fs.Connections {
+				got = append(got, fmt.Sprintf("%s/%d/%d", fc.SenderIP, fc.UDPSrcPort, fc.ReceiverQPN))
+			}
+			sort.Strings(got)
+			if want := []string{"10.1.1.5/1/2", "10.1.1.6/3/4"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("state file after the resumed primary stopped: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestStaleWriteReplaced: a primary that has not learnt of a takeover yet
+// (its streams dropped, its pending work still running) writes the shared
+// state file before the new primary does. The new primary, which outranks it
+// (its election ID on the switches is higher), keeps writing: its next change
+// compacts its own view over the stale one's; the stale instance, whose next
+// write finds the file written by a higher election ID, gives it up.
+func TestStaleWriteReplaced(t *testing.T) {
 	s1, s2, state := twoSwitches(t)
 	p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
 	via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
@@ -293,38 +357,47 @@ func TestResumedPrimaryLeavesStateFile(t *testing.T) {
 	b := startDaemon(t, testConfig(t, state, s1, s2), nil)
 	waitStandby(t, b.Daemon)
 	ctx := context.Background()
-	first := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}}
-	if _, err := a.AddConnection(ctx, first); err != nil {
+	conn := func(sport uint16) fabric.Connection {
+		return fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: sport, ReceiverQPN: 2},
+			Source: "api", Static: true}
+	}
+	if _, err := a.AddConnection(ctx, conn(1)); err != nil {
 		t.Fatal(err)
 	}
-	// a's streams end and it cannot reconnect until b has taken over.
 	for _, p := range []*proxy{p1, p2} {
 		p.held.Store(true)
 		p.cut()
 	}
 	waitPrimary(t, b.Daemon)
-	second := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"), UDPSrcPort: 3, ReceiverQPN: 4}}
-	if _, err := b.AddConnection(ctx, second); err != nil {
-		t.Fatal(err)
+	// a's pending work: a change it logs as if still primary.
+	if _, _, err := a.upsert(conn(2)); err != nil {
+		t.Fatalf("the stale write: %v (it should land: nothing newer is in the file yet)", err)
 	}
-	for _, p := range []*proxy{p1, p2} {
-		p.held.Store(false)
+	// b's change: b outranks the file's writer, so it keeps the file.
+	if _, err := b.AddConnection(ctx, conn(3)); err != nil {
+		t.Fatalf("the new primary's change after a stale write: %v", err)
 	}
-	waitStandby(t, a.Daemon)
+	if !b.writer.Load() {
+		t.Fatal("the new primary gave up the state file to a stale writer")
+	}
+	// a's next write finds b's snapshot: a gives up.
+	if _, _, err := a.upsert(conn(4)); !errors.Is(err, errSupplanted) {
+		t.Fatalf("a stale write after the new primary's: %v, want errSupplanted", err)
+	}
 	if a.writer.Load() {
-		t.Error("the resumed primary still owns the state file")
+		t.Error("the stale primary still writes the state file")
 	}
 	a.stopNow()
 	fs, _, err := readState(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got []uint16
 	for _, fc := range fs.Connections {
-		got = append(got, fmt.Sprintf("%s/%d/%d", fc.SenderIP, fc.UDPSrcPort, fc.ReceiverQPN))
+		got = append(got, fc.UDPSrcPort)
 	}
-	sort.Strings(got)
-	if want := []string{"10.1.1.5/1/2", "10.1.1.6/3/4"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("state file after the resumed primary stopped: %v, want %v", got, want)
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	if want := []uint16{1, 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("state file: connections with sports %v, want %v (the new primary's view)", got, want)
 	}
 }
