@@ -7,7 +7,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 
-.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo clean
+.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo sim-demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,11 +47,14 @@ fuzz-sim: ## fuzz the simulator's file parsers (sim/hpcc), FUZZTIME each (defaul
 	@for f in FuzzParseTopology FuzzParseFlows FuzzParseConfig FuzzParseOutputs; do \
 	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} ./sim/hpcc/ || exit 1; done
 
-p4: ## compile p4src with p4c (needs p4c on PATH; says how to get it otherwise)
+p4: ## compile every P4 profile with a compiler present (v1model: p4c-bm2-ss; tofino, tofino2: p4c-barefoot) and compare each P4Info
 	bash p4src/build.sh
 
 demo: ## the main job: S1 victim flow, ecn vs fastcnp, side by side
 	@if [ -x scripts/demo.sh ]; then bash scripts/demo.sh; else echo "make demo: not yet available (the testbed issue adds it)"; fi
+
+sim-demo: ## fastcnp-sim at 100 Gb/s: S1, S1 with commodity senders and S2 (scaled) in dcqcn, fastcnp and the ablation, side by side
+	$(GO) run ./cmd/fastcnp-sim demo $(if $(SIM_OUT),--out $(SIM_OUT))
 
 clean: ## remove build outputs
 	rm -rf bin p4src/build

@@ -17,8 +17,8 @@ import (
 var GoFeatures = GoFeaturesFor(pipeline.ProfileV1Model)
 
 // GoFeaturesFor returns the @requires features the Go target supports when it models
-// profile pr: every target-neutral feature; "v1model-state" and "registers" (the
-// v1model program's registers) for v1model; "tofino-state" and the chip for the Tofino
+// profile pr: every target-neutral feature; "v1model-state", "registers" (the
+// v1model program's registers), "inc-flow-ways" and "inc-done-slots" for v1model; "tofino-state" and the chip for the Tofino
 // profiles.
 func GoFeaturesFor(pr pipeline.Profile) map[string]bool {
 	m := map[string]bool{"go-only": true}
@@ -30,6 +30,8 @@ func GoFeaturesFor(pr pipeline.Profile) map[string]bool {
 	if pr.Tofino() {
 		delete(m, "v1model-state")
 		delete(m, "registers")
+		delete(m, "inc-flow-ways")
+		delete(m, "inc-done-slots")
 		m[pr.String()] = true
 	} else {
 		delete(m, "tofino-state")

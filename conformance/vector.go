@@ -57,7 +57,7 @@ var RefusalCodes = []string{"INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "
 // Features a vector may require (@requires). The Go target supports those of the
 // profile it models (GoFeaturesFor); the BMv2 runner supports "v1model-state" and, when
 // BMv2's Thrift CLI (simple_switch_CLI) works (or the switch implements registers over
-// P4Runtime), "registers", none of the others.
+// P4Runtime), "registers", and "inc-flow-ways", none of the others.
 var Features = map[string]string{
 	"registers":       "register writes and reads (BMv2's P4Runtime server cannot do them; the BMv2 runner makes them through simple_switch_CLI, or over P4Runtime on a switch that can, and neither works here)",
 	"dequeue-control": "the vector decides when packets leave their queue (BMv2's traffic manager decides)",
@@ -68,6 +68,8 @@ var Features = map[string]string{
 	"refusal-codes":   "the canonical code of a refused write (PI's codes for these refusals, action profiles above all, are not verified)",
 	"v1model-state":   "the v1model program's data-plane state: queue and per-flow bytes counted by the program, a pause ended by its expiry time, 48-bit times (BMv2 and fastcnp-switch run that program; the Tofino program keeps its state differently, docs/tofino.md)",
 	"tofino-state":    "the Tofino program's data-plane state: queue depth in traffic-manager cells, pauses inferred from departure gaps or framed by PFC frames and closed at the next departure, departure shares, 32-bit times (docs/tofino.md; the Go model's Tofino profiles)",
+	"inc-flow-ways":   "several data flows per connection in the INC data-flow map (v1model keeps INC_FLOW_WAYS; the Tofino program one, docs/tofino.md)",
+	"inc-done-slots":  "an INC slot remembers a completed aggregation for the slot timeout and drops its late copies (v1model; the Tofino program frees the slot at once, docs/tofino.md)",
 	"tofino1":         "Tofino 1's 80-byte traffic-manager cells (the Go model's tofino1 profile)",
 	"tofino2":         "Tofino 2's 176-byte traffic-manager cells (the Go model's tofino2 profile)",
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // The two pieces of run-time arithmetic of the P4 program that replace wide
-// products (include/controls.p4: ps_to_ns and PORT_RESUME_DECISION), transcribed
-// statement by statement into Go with the constants read from include/defines.p4,
+// products (v1model/decisions.p4: ps_to_ns and PORT_RESUME_DECISION), transcribed
+// statement by statement into Go with the constants read from v1model/defines.p4,
 // and checked against exact big-integer arithmetic. Every intermediate value is
 // checked to stay below 2^64, the widest type the P4 code uses. This tests the
 // algorithm the P4 text spells out, not the P4 text itself (p4c and BMv2 do that).
@@ -22,11 +22,11 @@ type p4Consts struct {
 
 func readP4Consts(t *testing.T) p4Consts {
 	t.Helper()
-	src := readRepoFile(t, "p4src/include/defines.p4")
+	src := readRepoFile(t, "p4src/v1model/defines.p4")
 	get := func(name string) uint64 {
 		m := regexp.MustCompile(`const\s+bit<64>\s+` + name + `\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;`).FindStringSubmatch(src)
 		if m == nil {
-			t.Fatalf("defines.p4 has no const bit<64> %s", name)
+			t.Fatalf("v1model/defines.p4 has no const bit<64> %s", name)
 		}
 		v, err := strconv.ParseUint(m[1], 0, 64)
 		if err != nil {
@@ -59,7 +59,7 @@ func (c u64) add(a, b uint64) uint64 {
 	return s
 }
 
-// psToNs is controls.p4 ps_to_ns.
+// psToNs is decisions.p4 ps_to_ns.
 func psToNs(c u64, k p4Consts, ps uint64) uint64 {
 	ps &= 1<<48 - 1 // bit<48> argument
 	xLo := ps & 0xFFFFFF
@@ -71,7 +71,7 @@ func psToNs(c u64, k p4Consts, ps uint64) uint64 {
 	return (c.add(p2, s1>>24) >> 10) & (1<<48 - 1)
 }
 
-// rxBeatsRate is the BEATS computation of controls.p4 PORT_RESUME_DECISION.
+// rxBeatsRate is the BEATS computation of decisions.p4 PORT_RESUME_DECISION.
 func rxBeatsRate(c u64, k p4Consts, rx, rate uint32, tNs uint64) bool {
 	tNs &= 1<<48 - 1
 	rxScaled := c.mul(uint64(rx), k.nsPerMs)

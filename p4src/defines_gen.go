@@ -46,28 +46,10 @@ const (
 	AnnounceUDPPort = 4792
 	// CPUPort is CPU_PORT (bit<9>): P4Runtime packet-in/out port (BMv2 --cpu-port 255).
 	CPUPort = 255
-	// CNPCloneSession is CNP_CLONE_SESSION (bit<32>): E2E clone session that carries switch CNPs and deferred digests.
+	// CNPCloneSession is CNP_CLONE_SESSION (bit<32>): E2E clone (v1model) / mirror (TNA) session that carries switch CNPs and egress digests.
 	CNPCloneSession = 100
-	// DigestReceiver is DIGEST_RECEIVER (bit<32>): v1model digest receiver id (ignored by BMv2's P4Runtime server).
-	DigestReceiver = 1
-	// FLEgressClone is FL_EGRESS_CLONE (#define): data packet (egress) -> its E2E clone.
-	FLEgressClone = 1
-	// FLRecirculate is FL_RECIRCULATE (#define): E2E clone (egress) -> recirculated packet (ingress).
-	FLRecirculate = 2
-	// FLResubmit is FL_RESUBMIT (#define): recirculated packet -> its resubmit (second digest).
-	FLResubmit = 3
 	// DigestMinGapNs is DIGEST_MIN_GAP_NS (bit<48>): cnp_digest_t at most once per this gap per port.
 	DigestMinGapNs = 100000
-	// NsPerUs is NS_PER_US (bit<48>): BMv2 timestamps count microseconds.
-	NsPerUs = 1000
-	// PsToNsMagicHi is PS_TO_NS_MAGIC_HI (bit<64>).
-	PsToNsMagicHi = 17179869
-	// PsToNsMagicLo is PS_TO_NS_MAGIC_LO (bit<64>).
-	PsToNsMagicLo = 3087008
-	// NsPerMs is NS_PER_MS (bit<64>).
-	NsPerMs = 1000000
-	// RateTHiLimit is RATE_T_HI_LIMIT (bit<64>).
-	RateTHiLimit = 0x10000000
 	// EthertypeIPv4 is ETHERTYPE_IPV4 (bit<16>).
 	EthertypeIPv4 = 0x0800
 	// EthertypeVLAN is ETHERTYPE_VLAN (bit<16>).
@@ -156,6 +138,8 @@ const (
 	PortModeECN = 1
 	// PortModeFastcnp is PORT_MODE_FASTCNP (bit<3>): switch CNPs with explicit window (spec 01).
 	PortModeFastcnp = 2
+	// PortModeFastcnpNoPFCState is PORT_MODE_FASTCNP_NO_PFC_STATE (bit<3>).
+	PortModeFastcnpNoPFCState = 3
 	// PortModeInt is PORT_MODE_INT (bit<3>): HPCC: an INT hop record on data packets that ask for one (spec 03).
 	PortModeInt = 4
 	// PortDetermined is PORT_DETERMINED (bit<1>).
@@ -214,12 +198,4 @@ const (
 	PFCEventQid = 7
 	// FastcnpRecircEthertype is FASTCNP_RECIRC_ETHERTYPE (#define): pseudo-Ethernet type of the recirculation header (IEEE local experimental).
 	FastcnpRecircEthertype = 0x88B5
-	// PktInstanceTypeNormal is PKT_INSTANCE_TYPE_NORMAL (bit<32>).
-	PktInstanceTypeNormal = 0
-	// PktInstanceTypeEgressClone is PKT_INSTANCE_TYPE_EGRESS_CLONE (bit<32>).
-	PktInstanceTypeEgressClone = 2
-	// PktInstanceTypeRecirc is PKT_INSTANCE_TYPE_RECIRC (bit<32>).
-	PktInstanceTypeRecirc = 4
-	// PktInstanceTypeResubmit is PKT_INSTANCE_TYPE_RESUBMIT (bit<32>).
-	PktInstanceTypeResubmit = 6
 )

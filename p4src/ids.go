@@ -1,4 +1,5 @@
 //go:generate go run ./cmd/p4defines -in include/defines.p4 -out defines_gen.go
+//go:generate go run ./cmd/p4log2 -out tna/log2_entries.p4
 
 package p4src
 

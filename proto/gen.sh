@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for the P4Runtime schema under proto/.
+# Regenerates the Go code for the P4Runtime schema under proto/, and for Stratum's
+# Tofino device config.
 #
 # Output lands next to the .proto files:
 #   proto/p4/v1/{p4runtime,p4data}.pb.go, proto/p4/v1/p4runtime_grpc.pb.go
 #   proto/p4/config/v1/{p4info,p4types}.pb.go
+#   proto/stratum/hal/lib/barefoot/bf.pb.go
 # google/rpc/*.proto are given to protoc for import resolution only: their Go
 # types come from google.golang.org/genproto (see proto/README.md).
 #
@@ -66,6 +68,7 @@ cd "${root}"
   --go_out=. --go_opt=module="${MODULE}" \
   --go-grpc_out=. --go-grpc_opt=module="${MODULE}" \
   p4/v1/p4runtime.proto p4/v1/p4data.proto \
-  p4/config/v1/p4info.proto p4/config/v1/p4types.proto
+  p4/config/v1/p4info.proto p4/config/v1/p4types.proto \
+  stratum/hal/lib/barefoot/bf.proto
 
-echo "proto/gen.sh: generated Go for p4/v1 and p4/config/v1"
+echo "proto/gen.sh: generated Go for p4/v1, p4/config/v1 and stratum/hal/lib/barefoot"

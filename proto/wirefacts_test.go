@@ -29,6 +29,7 @@ import (
 
 	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
+	bfpb "github.com/fastcnp/fastcnp/proto/stratum/hal/lib/barefoot"
 )
 
 // Field notation: "name number kind [rep] [oneof=NAME] [opt]".
@@ -731,6 +732,43 @@ var fileFacts = []struct {
 		enums:   p4infoEnums,
 	},
 	{path: "p4/config/v1/p4types.proto", pkg: "p4.config.v1", msgs: p4typesMessages},
+	{
+		path:    "stratum/hal/lib/barefoot/bf.proto",
+		pkg:     "stratum.hal.barefoot",
+		imports: []string{"p4/config/v1/p4info.proto"},
+		msgs:    stratumBfMessages,
+	},
+}
+
+// stratumBfMessages is Stratum's stratum/hal/lib/barefoot/bf.proto (stratum/stratum
+// main), message by message: the device config stratum_bfrt takes.
+var stratumBfMessages = map[string][]string{
+	"stratum.hal.barefoot.BfPipelineConfig": {
+		"p4_name 1 string",
+		"bfruntime_info 2 bytes",
+		"profiles 3 msg:stratum.hal.barefoot.BfPipelineConfig.Profile rep",
+	},
+	"stratum.hal.barefoot.BfPipelineConfig.Profile": {
+		"profile_name 1 string",
+		"context 2 bytes",
+		"binary 3 bytes",
+		"pipe_scope 4 uint32 rep",
+	},
+	"stratum.hal.barefoot.BfrtDeviceConfig": {
+		"programs 1 msg:stratum.hal.barefoot.BfrtDeviceConfig.P4Program rep",
+	},
+	"stratum.hal.barefoot.BfrtDeviceConfig.P4Program": {
+		"name 1 string",
+		"bfrt 2 bytes",
+		"p4info 3 msg:p4.config.v1.P4Info",
+		"pipelines 4 msg:stratum.hal.barefoot.BfrtDeviceConfig.P4Program.P4Pipeline rep",
+	},
+	"stratum.hal.barefoot.BfrtDeviceConfig.P4Program.P4Pipeline": {
+		"name 1 string",
+		"scope 2 uint32 rep",
+		"context 3 bytes",
+		"config 4 bytes",
+	},
 }
 
 // describeKind renders a field's type in the table notation.
@@ -1061,6 +1099,16 @@ func TestKnownWireBytes(t *testing.T) {
 		msg  proto.Message
 		want []byte
 	}{
+		{
+			// Stratum's BfPipelineConfig: p4_name(1,len)="p", bfruntime_info(2,len)=0x01,
+			// profiles(3,len){profile_name(1)="q", context(2)=0x02, binary(3)=0x03,
+			// pipe_scope(4, packed varints)=[0,1]}.
+			name: "BfPipelineConfig",
+			msg: &bfpb.BfPipelineConfig{P4Name: "p", BfruntimeInfo: []byte{1},
+				Profiles: []*bfpb.BfPipelineConfig_Profile{{ProfileName: "q", Context: []byte{2}, Binary: []byte{3}, PipeScope: []uint32{0, 1}}}},
+			want: []byte{0x0a, 0x01, 'p', 0x12, 0x01, 0x01, 0x1a, 0x0d,
+				0x0a, 0x01, 'q', 0x12, 0x01, 0x02, 0x1a, 0x01, 0x03, 0x22, 0x02, 0x00, 0x01},
+		},
 		{
 			// device_id(1,varint)=1, election_id(3,len){low(2,varint)=1}, updates(4,len){type(1)=INSERT}
 			name: "WriteRequest",

@@ -96,6 +96,10 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 			TLS: config.SwitchTLS{Insecure: true}, Target: config.Target(o.Target),
 			P4Info: o.P4Info, DeviceConfig: o.DeviceConfig, Defaults: def,
 		}
+		cs.INCCapacity, cs.INCSlotTimeout = config.DefaultINCCapacity, config.DefaultINCSlotTimeout
+		if sw.INCCapacity > 0 {
+			cs.INCCapacity = sw.INCCapacity
+		}
 		for _, sp := range t.SwitchPorts(name) {
 			set := def
 			set.LinkRate = sp.Link.rate
@@ -103,6 +107,9 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 			if sp.Peer.IsHost() {
 				a := t.Hosts[sp.Peer.Node].addr.Addr()
 				port.Subnets = []netip.Prefix{netip.PrefixFrom(a, 32)}
+			} else {
+				// The links between switches: fastcnpd builds the INC tree on them.
+				port.Peer = &config.PeerPort{Switch: sp.Peer.Node, Port: sp.Peer.Port}
 			}
 			cs.Ports = append(cs.Ports, port)
 		}
@@ -118,6 +125,8 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 		}
 		c.Switches = append(c.Switches, cs)
 	}
+	c.INC.SlotTimeout = config.DefaultINCSlotTimeout
+	c.INC.Groups = t.incGroups()
 	// Validate through the real parser: what fastcnpd reads is what we checked.
 	y, err := c.Marshal()
 	if err != nil {
@@ -176,4 +185,27 @@ func (t *Topology) nextHop(sw, h string) (SwitchPort, error) {
 		}
 	}
 	return SwitchPort{}, fmt.Errorf("testbed: switch %s has no path to host %s", sw, h)
+}
+
+// incGroups returns the INC membership of the topology's INC flows: each
+// group with its members (the flows' sources) and their ranks.
+func (t *Topology) incGroups() []config.INCGroup {
+	var out []config.INCGroup
+	idx := map[uint16]int{}
+	for _, f := range t.Flows {
+		if f.INC == nil {
+			continue
+		}
+		i, ok := idx[f.INC.Group]
+		if !ok {
+			i = len(out)
+			idx[f.INC.Group] = i
+			out = append(out, config.INCGroup{ID: f.INC.Group})
+		}
+		host := t.Hosts[f.Src].addr.Addr()
+		if out[i].Member(host) == nil {
+			out[i].Members = append(out[i].Members, config.INCMember{Host: host, Rank: uint8(f.incRank)})
+		}
+	}
+	return out
 }

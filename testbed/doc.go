@@ -5,7 +5,7 @@
 // controller with a configuration generated from the topology, and one
 // fastcnp-host agent per host, runs the topology's flows, and collects what
 // happened into a Result: per-flow throughput against the flow's max-min
-// fair share (computed analytically from the topology by MaxMinFair), and
+// fair share (computed analytically from the topology by fairshare.MaxMinFair in model/fairshare), and
 // the switch counters (PAUSE frames, CNPs, ECN marks, drops).
 //
 // The pure parts (topology parsing and validation, routing, the max-min

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,9 @@ type Switch struct {
 	GRPCPort int `json:"grpc_port"`
 	// Buffer overrides Defaults.Buffer.
 	Buffer string `json:"buffer,omitempty"`
+	// INCCapacity is the switch's inc.capacity in fastcnpd's config: its
+	// weight as an upper switch of the INC tree (0: the default, 1).
+	INCCapacity uint64 `json:"inc_capacity,omitempty"`
 
 	name   string
 	buffer units.Size
@@ -166,18 +170,19 @@ type Flow struct {
 	Duration string `json:"duration,omitempty"`
 	// Victim marks the flow the scenario is about (S1's victim flow).
 	Victim bool `json:"victim,omitempty"`
-	// INC makes the flow a worker's contribution to an in-network
-	// aggregation message (spec 04): no size or duration, one vector per
-	// offset. The flows with the same group and message are the message's
-	// workers, ranked in topology order; they share Dst, which receives and
-	// checks the aggregated results.
+	// INC makes the flow a worker's contribution to in-network aggregation
+	// messages (spec 04): no size or duration, one vector per offset. The
+	// flows with the same group and message are the message's workers; they
+	// share Dst, which receives and checks the aggregated results. A group's
+	// members are the sources of its flows, ranked in topology order of
+	// their first flow; every message of the group has them all as workers.
 	INC *FlowINC `json:"inc,omitempty"`
 
 	start    time.Duration
 	size     units.Size
 	duration time.Duration
-	// INC: rank among the message's workers, their number, and the index
-	// of the message's first flow (whose receiver QP they all target).
+	// INC: rank in the group, the group's size, and the index of the
+	// message's first flow (whose receiver QP they all target).
 	incRank, incWorkers, incFirst int
 }
 
@@ -613,7 +618,15 @@ func (t *Topology) Validate() error {
 			}
 		}
 	}
-	// INC messages: workers ranked in topology order, one destination.
+	// INC groups: members (flow sources) ranked in topology order; every
+	// message of a group has every member as a worker, one destination.
+	members := map[uint16][]string{}
+	for _, f := range t.Flows {
+		if f == nil || f.INC == nil || slices.Contains(members[f.INC.Group], f.Src) {
+			continue
+		}
+		members[f.INC.Group] = append(members[f.INC.Group], f.Src)
+	}
 	workers := map[incKey][]int{}
 	for i, f := range t.Flows {
 		if f == nil || f.INC == nil {
@@ -635,11 +648,16 @@ func (t *Topology) Validate() error {
 		workers[k] = append(ws, i)
 	}
 	for k, ws := range workers {
-		if len(ws) > 32 {
-			add("INC message %d/%d: %d workers, at most 32", k.group, k.message, len(ws))
+		m := members[k.group]
+		switch {
+		case len(m) > 32:
+			add("INC group %d: %d members, at most 32", k.group, len(m))
+		case len(ws) != len(m):
+			add("INC message %d/%d: %d workers, but group %d has %d members (every message has them all)", k.group, k.message,
+				len(ws), k.group, len(m))
 		}
-		for r, i := range ws {
-			t.Flows[i].incRank, t.Flows[i].incWorkers, t.Flows[i].incFirst = r, len(ws), ws[0]
+		for _, i := range ws {
+			t.Flows[i].incRank, t.Flows[i].incWorkers, t.Flows[i].incFirst = slices.Index(m, t.Flows[i].Src), len(m), ws[0]
 		}
 	}
 	if len(errs) > 0 {

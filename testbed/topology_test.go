@@ -3,86 +3,15 @@ package testbed
 import (
 	"errors"
 	"math"
+	"net/netip"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fastcnp/fastcnp/controller/config"
 )
-
-func TestMaxMinFair(t *testing.T) {
-	inf := math.Inf(1)
-	tests := []struct {
-		name     string
-		capacity []float64
-		paths    [][]int
-		demand   []float64
-		want     []float64
-		wantErr  bool
-	}{
-		{name: "one link shared equally", capacity: []float64{90}, paths: [][]int{{0}, {0}, {0}}, want: []float64{30, 30, 30}},
-		{
-			// The classic example: flow 0 crosses both links, flows 1 and 2
-			// one each; link 0 is the tighter one.
-			name: "parking lot", capacity: []float64{10, 20},
-			paths: [][]int{{0, 1}, {0}, {1}}, want: []float64{5, 5, 15},
-		},
-		{
-			// S1 in miniature: three senders and a victim share an uplink of
-			// 100, the senders also a 40 bottleneck, every host link is 40.
-			name: "victim", capacity: []float64{100, 40, 40, 40, 40, 40, 40, 40},
-			paths: [][]int{{2, 0, 1}, {3, 0, 1}, {4, 0, 1}, {5, 0, 6}},
-			want:  []float64{40.0 / 3, 40.0 / 3, 40.0 / 3, 40},
-		},
-		{
-			name: "demand limits release capacity", capacity: []float64{100},
-			paths: [][]int{{0}, {0}, {0}}, demand: []float64{10, inf, 20}, want: []float64{10, 70, 20},
-		},
-		{name: "zero capacity", capacity: []float64{0, 10}, paths: [][]int{{0, 1}, {1}}, want: []float64{0, 10}},
-		{name: "no flows", capacity: []float64{10}, paths: nil, want: []float64{}},
-		{name: "unlimited flow without links", capacity: []float64{10}, paths: [][]int{{}}, wantErr: true},
-		{name: "flow with no links but a demand", capacity: []float64{10}, paths: [][]int{{}}, demand: []float64{3}, want: []float64{3}},
-		{name: "unknown link", capacity: []float64{10}, paths: [][]int{{1}}, wantErr: true},
-		{name: "link twice", capacity: []float64{10}, paths: [][]int{{0, 0}}, wantErr: true},
-		{name: "negative capacity", capacity: []float64{-1}, paths: [][]int{{0}}, wantErr: true},
-		{name: "demand count", capacity: []float64{1}, paths: [][]int{{0}}, demand: []float64{1, 2}, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := MaxMinFair(tt.capacity, tt.paths, tt.demand)
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("MaxMinFair = %v, want an error", got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("MaxMinFair: %v", err)
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("MaxMinFair = %v, want %v", got, tt.want)
-			}
-			for i := range got {
-				if math.Abs(got[i]-tt.want[i]) > 1e-6 {
-					t.Fatalf("MaxMinFair = %v, want %v", got, tt.want)
-				}
-			}
-			// Max-min property: no link over capacity.
-			used := make([]float64, len(tt.capacity))
-			for f, p := range tt.paths {
-				for _, l := range p {
-					used[l] += got[f]
-				}
-			}
-			for l := range used {
-				if used[l] > tt.capacity[l]+1e-6 {
-					t.Errorf("link %d carries %v > capacity %v", l, used[l], tt.capacity[l])
-				}
-			}
-		})
-	}
-}
 
 func loadTopo(t *testing.T, name string) *Topology {
 	t.Helper()
@@ -178,6 +107,41 @@ func TestPathAndRoutes(t *testing.T) {
 	}
 	if d := topo.LinkDelay("s1"); d.Microseconds() != 20 {
 		t.Errorf("link delay = %v, want 20us", d)
+	}
+	// The switch-to-switch link is the INC tree's: both ends name each other.
+	if p := s1.Port(5).Peer; p == nil || *p != (config.PeerPort{Switch: "s2", Port: 3}) {
+		t.Errorf("s1 port 5 peer %+v, want s2 port 3", p)
+	}
+	if p := cfg.Switch("s2").Port(3).Peer; p == nil || *p != (config.PeerPort{Switch: "s1", Port: 5}) {
+		t.Errorf("s2 port 3 peer %+v, want s1 port 5", p)
+	}
+	if s1.Port(1).Peer != nil || len(cfg.INC.Groups) != 0 {
+		t.Errorf("host port peer %+v, groups %+v", s1.Port(1).Peer, cfg.INC.Groups)
+	}
+}
+
+// TestINCGroupsOfTopology: fastcnpd's inc.groups are the topology's INC
+// groups, members ranked in the order of their first flow; a message
+// without every member of its group is refused.
+func TestINCGroupsOfTopology(t *testing.T) {
+	topo := loadTopo(t, "s4-inc.json")
+	cfg, err := topo.ControllerConfig(ControllerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.INCGroup{{ID: 1, Members: []config.INCMember{
+		{Host: netip.MustParseAddr("10.0.0.1"), Rank: 0}, {Host: netip.MustParseAddr("10.0.0.2"), Rank: 1},
+		{Host: netip.MustParseAddr("10.0.0.3"), Rank: 2}}}}
+	if !reflect.DeepEqual(cfg.INC.Groups, want) {
+		t.Errorf("groups %+v, want %+v", cfg.INC.Groups, want)
+	}
+	src := `{"name":"x","hosts":{"h1":{"ip":"10.0.0.1","mac":"02:00:00:00:00:01"},"h2":{"ip":"10.0.0.2","mac":"02:00:00:00:00:02"},
+"r":{"ip":"10.0.0.9","mac":"02:00:00:00:00:09"}},"switches":{"s1":{"device_id":1,"grpc_port":50001}},
+"links":[{"a":"h1","b":"s1-p1"},{"a":"h2","b":"s1-p2"},{"a":"r","b":"s1-p3"}],
+"flows":[{"src":"h1","dst":"r","inc":{"group":1,"message":1,"offsets":4}},{"src":"h2","dst":"r","inc":{"group":1,"message":1,"offsets":4}},
+{"src":"h1","dst":"r","inc":{"group":1,"message":2,"offsets":4}}]}`
+	if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), "INC message 1/2: 1 workers, but group 1 has 2 members") {
+		t.Errorf("message without every member: %v", err)
 	}
 }
 

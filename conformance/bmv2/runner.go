@@ -241,10 +241,12 @@ func (sw *Switch) probeRegisters(ctx context.Context) RegisterAccess {
 }
 
 // Features returns the conformance features (Vector.SkipReason) this switch
-// supports: "v1model-state" (it runs the v1model program), and "registers" when the
+// supports: "v1model-state", "inc-flow-ways" and "inc-done-slots" (it runs the
+// v1model program), and
+// "registers" when the
 // register probe found a way (P4Runtime or the Thrift CLI).
 func (sw *Switch) Features() map[string]bool {
-	return map[string]bool{"v1model-state": true, "registers": sw.regs != nil}
+	return map[string]bool{"v1model-state": true, "inc-flow-ways": true, "inc-done-slots": true, "registers": sw.regs != nil}
 }
 
 // capture records every frame the switch sends on port p.

@@ -145,6 +145,44 @@ type INCSettings struct {
 	// taken for abandoned: spec 04, "free slots of abandoned messages");
 	// 0 turns slot aging off.
 	SlotTimeout time.Duration
+	// Groups are the INC communication groups: who may join which group
+	// with which rank (announcements claiming anything else are refused),
+	// and what every switch's aggregation waits for.
+	Groups []INCGroup
+}
+
+// INCGroup is one INC communication group and its members.
+type INCGroup struct {
+	// ID is the communication-group ID, 1..65535.
+	ID uint16
+	// Members are the workers, each with its rank (0..31, unique).
+	Members []INCMember
+}
+
+// INCMember is a worker of an INC group: its host IPv4 address and rank.
+type INCMember struct {
+	Host netip.Addr
+	Rank uint8
+}
+
+// Group returns the INC group with the given ID, or nil.
+func (s *INCSettings) Group(id uint16) *INCGroup {
+	for i := range s.Groups {
+		if s.Groups[i].ID == id {
+			return &s.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Member returns the member of g at host, or nil.
+func (g *INCGroup) Member(host netip.Addr) *INCMember {
+	for i := range g.Members {
+		if g.Members[i].Host == host {
+			return &g.Members[i]
+		}
+	}
+	return nil
 }
 
 // Target is the kind of P4Runtime target a switch is.
@@ -212,8 +250,13 @@ type Switch struct {
 	// Target is the target kind.
 	Target Target
 	// P4Info and DeviceConfig are the pipeline files (optional for
-	// fastcnp-switch, which has its pipeline built in).
+	// fastcnp-switch, which has its pipeline built in). For tofino,
+	// DeviceConfig is p4c-barefoot's output directory (or its .conf), from
+	// which fastcnpd builds Stratum's BfPipelineConfig, or a serialized
+	// BfPipelineConfig.
 	P4Info, DeviceConfig string
+	// Tofino holds the Tofino settings of a tofino switch (nil otherwise).
+	Tofino *TofinoSettings
 	// Defaults are the switch-wide port settings, resolved.
 	Defaults PortSettings
 	// Ports are the configured ports with resolved settings, in file order.
@@ -225,10 +268,59 @@ type Switch struct {
 	// INCSlotTimeout is the switch's INC slot-aging timeout, resolved (its
 	// inc.slot_timeout, else the top-level one, else the default); 0: off.
 	INCSlotTimeout time.Duration
+	// INCCapacity is the switch's INC capacity weight as an upper next hop
+	// of the switches below it (inc.capacity, default 1; 0 takes it out of
+	// their INC route tables).
+	INCCapacity uint64
 	// Keepalive is the gRPC keepalive ping interval towards the switch's
 	// P4Runtime server (0: off): a link that dies silently is noticed
 	// within about Keepalive + KeepaliveTimeout.
 	Keepalive time.Duration
+}
+
+// TofinoChip is the Tofino generation a tofino switch runs (docs/tofino.md).
+type TofinoChip string
+
+// Tofino chips.
+const (
+	Tofino1 TofinoChip = "tofino1"
+	Tofino2 TofinoChip = "tofino2"
+)
+
+// TofinoSettings are a tofino switch's ports the P4 program was compiled for
+// (TNA_CPU_PORT, TNA_RECIRC_PORT) and its mirror session's truncation.
+type TofinoSettings struct {
+	// Chip picks the defaults: Tofino 1 CPU port 192 (a 2-pipe part; 320 on
+	// a 4-pipe one), recirculation port 68; Tofino 2: 0 and 6.
+	Chip TofinoChip
+	// CPUPort is the PCIe CPU port (packet-in and packet-out); it must be
+	// the one the program was compiled with.
+	CPUPort uint16
+	// RecircPort is the recirculation port, the mirror session's port: switch
+	// CNPs and egress digests loop back to ingress through it.
+	RecircPort uint16
+	// MirrorTruncate is the mirror session's max_pkt_len (P4Runtime clone
+	// session packet_length_bytes): how much of a data packet its switch CNP
+	// carries back.
+	MirrorTruncate int32
+}
+
+// DefaultMirrorTruncate keeps a mirrored packet's recirculation header and its
+// Ethernet, 802.1Q, IPv4, UDP and BTH headers (docs/tofino.md); MinMirrorTruncate
+// is the least that does (34 + 18 + 20 + 8 + 12 bytes, rounded up).
+const (
+	DefaultMirrorTruncate = 128
+	MinMirrorTruncate     = 96
+)
+
+// DefaultTofino returns the settings of a chip's defaults.
+func DefaultTofino(chip TofinoChip) TofinoSettings {
+	if chip == Tofino2 {
+		return TofinoSettings{Chip: Tofino2, CPUPort: p4src.Tofino2CPUPort, RecircPort: p4src.Tofino2RecircPort,
+			MirrorTruncate: DefaultMirrorTruncate}
+	}
+	return TofinoSettings{Chip: Tofino1, CPUPort: p4src.Tofino1CPUPort, RecircPort: p4src.Tofino1RecircPort,
+		MirrorTruncate: DefaultMirrorTruncate}
 }
 
 // PortSettings are the per-port settings of spec 01 and 02.
@@ -271,6 +363,16 @@ type Port struct {
 	MAC net.HardwareAddr
 	// Subnets are the host subnets behind this port, for announcement checks.
 	Subnets []netip.Prefix
+	// Peer is the switch port at the other end of this port's link, when
+	// it leads to another switch of the config (nil: a host port, or a
+	// link fastcnpd does not know). The INC tree is built from these links.
+	Peer *PeerPort
+}
+
+// PeerPort names a port of another switch.
+type PeerPort struct {
+	Switch string
+	Port   uint16
 }
 
 // Route forwards a prefix out of a port to a next-hop MAC, or over several
@@ -355,6 +457,10 @@ const (
 	DefaultKmax             = 200 * units.KB
 	DefaultPmax             = 0.01
 	DefaultINCBuckets       = 256
+	DefaultINCCapacity      = 1
+	// MaxINCMembers is the most members of an INC group: the width of the
+	// data plane's contributor bitmap (ranks 0..31).
+	MaxINCMembers = 32
 	// DefaultINCSlotTimeout is the INC slot-aging timeout (docs/config.md
 	// explains the choice): longer than a live message may hold a slot,
 	// a RoCE retransmission of a lost contribution included.
@@ -452,6 +558,21 @@ func (c *Config) Switch(name string) *Switch {
 		}
 	}
 	return nil
+}
+
+// MemberSwitch returns the switch and port behind which host is (the port
+// whose subnets hold it), or "" and 0.
+func (c *Config) MemberSwitch(host netip.Addr) (string, uint16) {
+	for i := range c.Switches {
+		for _, p := range c.Switches[i].Ports {
+			for _, sn := range p.Subnets {
+				if sn.Contains(host) {
+					return c.Switches[i].Name, p.Number
+				}
+			}
+		}
+	}
+	return "", 0
 }
 
 // Port returns the port with the given number, or nil.

@@ -356,6 +356,10 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"config:8: switches[0].target: a bmv2 switch cannot take announce.udp_port 4793 (line 11): " +
 				"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), " +
 				"so its parser recognises only the compiled-in port 4792; use announce.udp_port 4792"}},
+		{"announce port on tofino", base + "    target: tofino\n    p4info: /p\n    device_config: /d\nannounce: {udp_port: 4793}\n",
+			[]string{"config:8: switches[0].target: a tofino switch cannot take announce.udp_port 4793 (line 11): " +
+				"Stratum's P4Runtime server does not implement parser value sets (a ValueSetEntry is UNIMPLEMENTED), " +
+				"so its parser recognises only the compiled-in port 4792; use announce.udp_port 4792"}},
 		{"keepalive below gRPC's floor", base + "    keepalive: 5s\n", []string{"config:8: switches[0].keepalive: 5s: want 0 (off) or at least 10s"}},
 		{"keepalive below the server's ping policy", base + "    keepalive: 30s\n",
 			[]string{"config:8: switches[0].keepalive: 30s is shorter than the 5m a fastcnp-switch P4Runtime server accepts pings at"}},
@@ -719,6 +723,51 @@ func TestHA(t *testing.T) {
 			}
 			if !reflect.DeepEqual(c.HA, tt.want) {
 				t.Fatalf("ha = %+v, want %+v", c.HA, tt.want)
+			}
+			checkRoundTrip(t, c)
+		})
+	}
+}
+
+// TestTofinoSettings: a tofino switch gets its chip's CPU and recirculation ports
+// unless given, the tofino block is refused on other targets, and the reserved
+// ports cannot be front-panel ports; the block survives Marshal.
+func TestTofinoSettings(t *testing.T) {
+	const tofino = "    target: tofino\n    p4info: /p\n    device_config: /d\n"
+	tests := []struct {
+		name, extra string
+		want        *TofinoSettings
+		err         string
+	}{
+		{"not tofino", "", nil, ""},
+		{"tofino1 defaults", tofino, &TofinoSettings{Chip: Tofino1, CPUPort: 192, RecircPort: 68, MirrorTruncate: 128}, ""},
+		{"tofino2 defaults", tofino + "    tofino: {chip: tofino2}\n", &TofinoSettings{Chip: Tofino2, CPUPort: 0, RecircPort: 6, MirrorTruncate: 128}, ""},
+		{"4-pipe tofino1", tofino + "    tofino: {cpu_port: 320, recirculation_port: 196, mirror_truncate: 160}\n",
+			&TofinoSettings{Chip: Tofino1, CPUPort: 320, RecircPort: 196, MirrorTruncate: 160}, ""},
+		{"block on bmv2", "    target: bmv2\n    p4info: /p\n    device_config: /d\n    tofino: {chip: tofino2}\n", nil,
+			"switches[0].tofino: only for target tofino (this switch is bmv2)"},
+		{"bad chip", tofino + "    tofino: {chip: tofino3}\n", nil, `switches[0].tofino.chip: "tofino3": want tofino1 or tofino2`},
+		{"same ports", tofino + "    tofino: {cpu_port: 68}\n", nil, "cpu_port and recirculation_port are both 68"},
+		{"truncation too short", tofino + "    tofino: {mirror_truncate: 64}\n", nil, "switches[0].tofino.mirror_truncate: 64 is out of range 96..65535"},
+		{"CPU port as a port", tofino + "    ports:\n      - {port: 192}\n", nil,
+			"switches[0].ports[0].port: 192 is the CPU port (tofino.cpu_port), not a front-panel port"},
+		{"recirculation port as a port", tofino + "    tofino: {chip: tofino2}\n    ports:\n      - {port: 6}\n", nil,
+			"6 is the recirculation port (tofino.recirculation_port)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(base + tt.extra))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Switches[0].Tofino; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("tofino %+v, want %+v", got, tt.want)
 			}
 			checkRoundTrip(t, c)
 		})

@@ -451,7 +451,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 		return nil
 	}
 	root := deref(doc.Content[0])
-	var swNode, stateFileNode, haNode *yaml.Node
+	var swNode, incGroupsNode, stateFileNode, haNode *yaml.Node
 	var authSet bool
 	d.mapping(root, "", fields{
 		"api": func(n *yaml.Node, p string) {
@@ -519,6 +519,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 						c.INC.SlotTimeout = v
 					}
 				},
+				"groups": func(n *yaml.Node, p string) { incGroupsNode = n; d.decodeINCGroups(n, p, &c.INC) },
 			})
 		},
 		"switches": func(n *yaml.Node, p string) { swNode = n },
@@ -544,15 +545,20 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 		}
 		d.checkSwitches(swNode, c)
 		d.checkAnnouncePort(swNode, c)
+		d.checkPeers(swNode, c)
+		if incGroupsNode != nil {
+			d.checkINCMembers(incGroupsNode, c)
+		}
 	}
 	d.checkQoS(root, c.QoS)
 	return c
 }
 
-// checkAnnouncePort rejects a BMv2 switch with an announcement port other
-// than the default: the parser knows the default as a constant and any
-// other port only through the announce_udp_port value set, which BMv2's
-// P4Runtime server cannot write (behavioral-model issue #854).
+// checkAnnouncePort rejects a BMv2 or Tofino switch with an announcement port
+// other than the default: the parser knows the default as a constant and any
+// other port only through the announce_udp_port value set, which neither
+// BMv2's P4Runtime server (behavioral-model issue #854) nor Stratum's for
+// Tofino (bfrt_node.cc: ValueSetEntry unimplemented) can write.
 func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
 	if c.Announce.UDPPort == DefaultAnnouncePort || n.Kind != yaml.SequenceNode {
 		return
@@ -561,15 +567,19 @@ func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
 	if pn := d.nodes["announce.udp_port"]; pn != nil {
 		portLine = pn.Line
 	}
+	why := map[Target]string{
+		TargetBMv2:   "BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854)",
+		TargetTofino: "Stratum's P4Runtime server does not implement parser value sets (a ValueSetEntry is UNIMPLEMENTED)",
+	}
 	for i, s := range c.Switches {
-		if s.Target != TargetBMv2 || i >= len(n.Content) {
+		reason, ok := why[s.Target]
+		if !ok || i >= len(n.Content) {
 			continue
 		}
 		p := join(index("switches", i), "target")
-		d.addf(d.at(p, deref(n.Content[i])), p, "a bmv2 switch cannot take announce.udp_port %d (line %d): "+
-			"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), "+
-			"so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
-			c.Announce.UDPPort, portLine, DefaultAnnouncePort, DefaultAnnouncePort)
+		d.addf(d.at(p, deref(n.Content[i])), p, "a %s switch cannot take announce.udp_port %d (line %d): "+
+			"%s, so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
+			s.Target, c.Announce.UDPPort, portLine, reason, DefaultAnnouncePort, DefaultAnnouncePort)
 	}
 }
 
@@ -840,9 +850,9 @@ func builtinDefaults() PortSettings {
 
 func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 	s := Switch{Target: TargetFastcnp, ElectionID: ElectionID{Low: 1}, Keepalive: DefaultKeepalive,
-		INCSlotTimeout: inc.SlotTimeout}
+		INCSlotTimeout: inc.SlotTimeout, INCCapacity: DefaultINCCapacity}
 	var defaults rawSettings
-	var portsNode, routesNode, incNode, tlsNode, keepaliveNode *yaml.Node
+	var portsNode, routesNode, incNode, tlsNode, keepaliveNode, tofinoNode *yaml.Node
 	type rawPort struct {
 		node     *yaml.Node
 		path     string
@@ -851,6 +861,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		mac      net.HardwareAddr
 		subnets  []netip.Prefix
 		subNodes []*yaml.Node
+		peer     *PeerPort
 	}
 	var ports []*rawPort
 	seenField := map[string]bool{}
@@ -926,6 +937,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 		"ports":  func(n *yaml.Node, p string) { portsNode = n },
 		"routes": func(n *yaml.Node, p string) { routesNode = n },
 		"inc":    func(n *yaml.Node, p string) { incNode = n },
+		"tofino": func(n *yaml.Node, p string) { tofinoNode = n },
 	})
 	if n.Kind != yaml.MappingNode {
 		return s
@@ -952,6 +964,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 			units.FormatDuration(s.Keepalive), units.FormatDuration(ServerPingMinTime), s.Target,
 			units.FormatDuration(ServerPingMinTime))
 	}
+	d.decodeTofino(tofinoNode, join(p, "tofino"), &s)
 	if s.Target != TargetFastcnp {
 		if s.P4Info == "" {
 			d.addf(n, join(p, "p4info"), "required for target %s", s.Target)
@@ -990,6 +1003,7 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 						}
 					})
 				},
+				"peer": func(n *yaml.Node, p string) { rp.peer = d.decodePeer(n, p) },
 			})
 			if !d.mapping(n, pp, fs) {
 				return
@@ -1035,7 +1049,11 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 			subnets = append(subnets, subnetOwner{sn, sp})
 		}
 		if rp.number != 0 {
-			s.Ports = append(s.Ports, Port{Number: rp.number, Settings: settings, MAC: rp.mac, Subnets: rp.subnets})
+			if rp.peer != nil && len(rp.subnets) > 0 {
+				d.addf(d.at(join(rp.path, "peer"), rp.node), join(rp.path, "peer"),
+					"a port with a peer switch leads to that switch, not to hosts: it has no subnets")
+			}
+			s.Ports = append(s.Ports, Port{Number: rp.number, Settings: settings, MAC: rp.mac, Subnets: rp.subnets, Peer: rp.peer})
 		}
 	}
 	if routesNode != nil {
@@ -1044,7 +1062,92 @@ func (d *decoder) decodeSwitch(n *yaml.Node, p string, inc INCSettings) Switch {
 	if incNode != nil {
 		d.decodeINC(incNode, join(p, "inc"), &s)
 	}
+	d.checkTofinoPorts(n, p, &s)
 	return s
+}
+
+// decodeTofino reads a switch's tofino block (docs/config.md): only for target
+// tofino, where it defaults to Tofino 1's ports.
+func (d *decoder) decodeTofino(n *yaml.Node, p string, s *Switch) {
+	if s.Target != TargetTofino {
+		if n != nil {
+			d.addf(n, p, "only for target tofino (this switch is %s)", s.Target)
+		}
+		return
+	}
+	chip := Tofino1
+	var cpu, recirc *uint16
+	var truncate *int32
+	if n != nil {
+		d.mapping(n, p, fields{
+			"chip": func(n *yaml.Node, p string) {
+				if v, ok := d.scalar(n, p); ok {
+					switch c := TofinoChip(v); c {
+					case Tofino1, Tofino2:
+						chip = c
+					default:
+						d.addf(n, p, "%q: want tofino1 or tofino2", v)
+					}
+				}
+			},
+			"cpu_port": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, 0, MaxPort); ok {
+					x := uint16(v)
+					cpu = &x
+				}
+			},
+			"recirculation_port": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, 0, MaxPort); ok {
+					x := uint16(v)
+					recirc = &x
+				}
+			},
+			"mirror_truncate": func(n *yaml.Node, p string) {
+				if v, ok := d.uint(n, p, MinMirrorTruncate, math.MaxUint16); ok {
+					x := int32(v)
+					truncate = &x
+				}
+			},
+		})
+	}
+	t := DefaultTofino(chip)
+	if cpu != nil {
+		t.CPUPort = *cpu
+	}
+	if recirc != nil {
+		t.RecircPort = *recirc
+	}
+	if truncate != nil {
+		t.MirrorTruncate = *truncate
+	}
+	if t.CPUPort == t.RecircPort && n != nil {
+		d.addf(n, p, "cpu_port and recirculation_port are both %d", t.CPUPort)
+	}
+	s.Tofino = &t
+}
+
+// checkTofinoPorts refuses a tofino switch's CPU or recirculation port as a
+// front-panel port (routes and INC next hops must be configured ports, so they
+// cannot use them either): packets sent there never leave the switch.
+func (d *decoder) checkTofinoPorts(n *yaml.Node, p string, s *Switch) {
+	if s.Tofino == nil {
+		return
+	}
+	reserved := func(port uint16) string {
+		switch port {
+		case s.Tofino.CPUPort:
+			return "the CPU port (tofino.cpu_port)"
+		case s.Tofino.RecircPort:
+			return "the recirculation port (tofino.recirculation_port)"
+		}
+		return ""
+	}
+	for i, port := range s.Ports {
+		if why := reserved(port.Number); why != "" {
+			pp := join(index(join(p, "ports"), i), "port")
+			d.addf(d.at(pp, n), pp, "%d is %s, not a front-panel port", port.Number, why)
+		}
+	}
 }
 
 func (d *decoder) decodeElection(n *yaml.Node, p string, e *ElectionID) {
@@ -1276,12 +1379,17 @@ func (d *decoder) decodeINC(n *yaml.Node, p string, s *Switch) {
 				s.INCSlotTimeout = v
 			}
 		},
+		"capacity": func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, 0, math.MaxUint32); ok {
+				s.INCCapacity = v
+			}
+		},
 	})
 	if n.Kind != yaml.MappingNode {
 		return
 	}
 	if !routing && len(n.Content) > 0 {
-		return // only slot_timeout: no INC routing on this switch
+		return // only slot_timeout and capacity: no INC routing on this switch
 	}
 	if hopsNode == nil {
 		d.addf(n, join(p, "next_hops"), "required: at least one next hop")
@@ -1367,6 +1475,201 @@ func (d *decoder) checkSwitches(n *yaml.Node, c *Config) {
 				d.addf(d.at(join(p, "address"), item), join(p, "address"), "%s is already the address of switches[%d]", s.Address, j)
 			}
 			addrs[s.Address] = i
+		}
+	}
+}
+
+// decodePeer reads a port's peer: {switch: NAME, port: N}.
+func (d *decoder) decodePeer(n *yaml.Node, p string) *PeerPort {
+	var pp PeerPort
+	got := map[string]bool{}
+	d.mapping(n, p, fields{
+		"switch": func(n *yaml.Node, p string) { got["switch"] = true; d.str(n, p, &pp.Switch) },
+		"port": func(n *yaml.Node, p string) {
+			got["port"] = true
+			if v, ok := d.port(n, p); ok {
+				pp.Port = v
+			}
+		},
+	})
+	if deref(n).Kind != yaml.MappingNode {
+		return nil
+	}
+	for _, f := range []string{"switch", "port"} {
+		if !got[f] {
+			d.addf(n, join(p, f), "required")
+		}
+	}
+	if pp.Switch == "" || pp.Port == 0 {
+		return nil
+	}
+	return &pp
+}
+
+// checkPeers checks the links between switches (ports' peer): the peer is
+// another configured switch and one of its configured ports, which, when it
+// names a peer itself, names this port back; no port is the peer of two.
+func (d *decoder) checkPeers(n *yaml.Node, c *Config) {
+	if n.Kind != yaml.SequenceNode {
+		return
+	}
+	type end struct {
+		sw   string
+		port uint16
+	}
+	claimed := map[end]string{}
+	for i := range c.Switches {
+		if i >= len(n.Content) {
+			break
+		}
+		s := &c.Switches[i]
+		for j, pt := range s.Ports {
+			if pt.Peer == nil {
+				continue
+			}
+			p := join(index(join(index("switches", i), "ports"), j), "peer")
+			at := d.at(p, deref(n.Content[i]))
+			other := c.Switch(pt.Peer.Switch)
+			switch {
+			case pt.Peer.Switch == s.Name:
+				d.addf(at, p, "a port's peer is another switch, not %s itself", s.Name)
+				continue
+			case other == nil:
+				d.addf(at, p, "switch %q is not configured", pt.Peer.Switch)
+				continue
+			}
+			op := other.Port(pt.Peer.Port)
+			switch {
+			case op == nil:
+				d.addf(at, p, "switch %s has no port %d under ports", other.Name, pt.Peer.Port)
+				continue
+			case op.Peer != nil && (op.Peer.Switch != s.Name || op.Peer.Port != pt.Number):
+				d.addf(at, p, "%s port %d names %s port %d as its peer, not %s port %d", other.Name, op.Number,
+					op.Peer.Switch, op.Peer.Port, s.Name, pt.Number)
+				continue
+			}
+			e := end{other.Name, op.Number}
+			if prev, dup := claimed[e]; dup {
+				d.addf(at, p, "%s port %d is already the peer of %s", other.Name, op.Number, prev)
+				continue
+			}
+			claimed[e] = fmt.Sprintf("%s port %d", s.Name, pt.Number)
+		}
+	}
+}
+
+// decodeINCGroups reads inc.groups: each group's ID and members (host,
+// rank); IDs, hosts within a group and ranks within a group are unique.
+func (d *decoder) decodeINCGroups(n *yaml.Node, p string, inc *INCSettings) {
+	ids := map[uint16]string{}
+	d.list(n, p, p4src.IncGroups, " INC groups (INC_GROUPS)", func(n *yaml.Node, gp string) {
+		var g INCGroup
+		var idNode, membersNode *yaml.Node
+		d.mapping(n, gp, fields{
+			"id": func(n *yaml.Node, p string) {
+				idNode = n
+				if v, ok := d.uint(n, p, 1, math.MaxUint16); ok {
+					g.ID = uint16(v)
+				}
+			},
+			"members": func(n *yaml.Node, p string) { membersNode = n },
+		})
+		if deref(n).Kind != yaml.MappingNode {
+			return
+		}
+		if idNode == nil {
+			d.addf(n, join(gp, "id"), "required")
+		} else if g.ID != 0 {
+			if prev, dup := ids[g.ID]; dup {
+				d.addf(idNode, join(gp, "id"), "INC group %d is already defined at %s", g.ID, prev)
+			}
+			ids[g.ID] = gp
+		}
+		if membersNode == nil {
+			d.addf(n, join(gp, "members"), "required: at least one member")
+			inc.Groups = append(inc.Groups, g)
+			return
+		}
+		hosts := map[netip.Addr]string{}
+		ranks := map[uint8]string{}
+		mp := join(gp, "members")
+		d.list(membersNode, mp, MaxINCMembers, " members (the contributor bitmap has 32 bits)", func(n *yaml.Node, p string) {
+			var m INCMember
+			got := map[string]bool{}
+			var hostNode, rankNode *yaml.Node
+			d.mapping(n, p, fields{
+				"host": func(n *yaml.Node, p string) {
+					got["host"], hostNode = true, n
+					v, ok := d.scalar(n, p)
+					if !ok {
+						return
+					}
+					a, err := netip.ParseAddr(v)
+					if err != nil || !a.Is4() {
+						d.addf(n, p, "%q: want an IPv4 address", v)
+						return
+					}
+					m.Host = a
+				},
+				"rank": func(n *yaml.Node, p string) {
+					got["rank"], rankNode = true, n
+					if v, ok := d.uint(n, p, 0, MaxINCMembers-1); ok {
+						m.Rank = uint8(v)
+					}
+				},
+			})
+			if deref(n).Kind != yaml.MappingNode {
+				return
+			}
+			for _, f := range []string{"host", "rank"} {
+				if !got[f] {
+					d.addf(n, join(p, f), "required")
+				}
+			}
+			if !m.Host.IsValid() || !got["rank"] {
+				return
+			}
+			if prev, dup := hosts[m.Host]; dup {
+				d.addf(hostNode, join(p, "host"), "%s is already a member at %s", m.Host, prev)
+				return
+			}
+			if prev, dup := ranks[m.Rank]; dup {
+				d.addf(rankNode, join(p, "rank"), "rank %d is already %s's", m.Rank, prev)
+				return
+			}
+			hosts[m.Host] = p
+			ranks[m.Rank] = m.Host.String()
+			g.Members = append(g.Members, m)
+		})
+		if membersNode.Kind == yaml.SequenceNode && len(membersNode.Content) == 0 {
+			d.addf(membersNode, mp, "at least one member is required")
+		}
+		inc.Groups = append(inc.Groups, g)
+	})
+}
+
+// checkINCMembers checks that every INC member is a host behind exactly
+// one switch port (in its subnets), where its contributions enter.
+func (d *decoder) checkINCMembers(n *yaml.Node, c *Config) {
+	for gi, g := range c.INC.Groups {
+		for mi, m := range g.Members {
+			p := join(index(join(index("inc.groups", gi), "members"), mi), "host")
+			var where []string
+			for _, s := range c.Switches {
+				for _, pt := range s.Ports {
+					for _, sn := range pt.Subnets {
+						if sn.Contains(m.Host) {
+							where = append(where, fmt.Sprintf("%s port %d", s.Name, pt.Number))
+						}
+					}
+				}
+			}
+			switch {
+			case len(where) == 0:
+				d.addf(d.at(p, n), p, "%s is behind no switch port (in no port's subnets): its switch cannot be known", m.Host)
+			case len(where) > 1:
+				d.addf(d.at(p, n), p, "%s is behind %s: a member must be behind one switch port", m.Host, strings.Join(where, " and "))
+			}
 		}
 	}
 }

@@ -24,7 +24,20 @@ type (
 		Switches  []ySwitch `yaml:"switches"`
 	}
 	yINCTop struct {
-		SlotTimeout string `yaml:"slot_timeout"`
+		SlotTimeout string      `yaml:"slot_timeout"`
+		Groups      []yINCGroup `yaml:"groups,omitempty"`
+	}
+	yINCGroup struct {
+		ID      uint16       `yaml:"id"`
+		Members []yINCMember `yaml:"members"`
+	}
+	yINCMember struct {
+		Host string `yaml:"host"`
+		Rank uint8  `yaml:"rank"`
+	}
+	yPeer struct {
+		Switch string `yaml:"switch"`
+		Port   uint16 `yaml:"port"`
 	}
 	yAPI struct {
 		Listen string `yaml:"listen"`
@@ -79,11 +92,18 @@ type (
 		Target       string     `yaml:"target"`
 		P4Info       string     `yaml:"p4info,omitempty"`
 		DeviceConfig string     `yaml:"device_config,omitempty"`
+		Tofino       *yTofino   `yaml:"tofino,omitempty"`
 		Keepalive    string     `yaml:"keepalive"`
 		Defaults     ySettings  `yaml:"defaults"`
 		Ports        []yPort    `yaml:"ports,omitempty"`
 		Routes       []yRoute   `yaml:"routes,omitempty"`
 		INC          *yINC      `yaml:"inc,omitempty"`
+	}
+	yTofino struct {
+		Chip           string `yaml:"chip"`
+		CPUPort        uint16 `yaml:"cpu_port"`
+		RecircPort     uint16 `yaml:"recirculation_port"`
+		MirrorTruncate int32  `yaml:"mirror_truncate"`
 	}
 	ySettings struct {
 		LinkRate string `yaml:"link_rate"`
@@ -104,6 +124,7 @@ type (
 		Port      uint16   `yaml:"port"`
 		MAC       string   `yaml:"mac,omitempty"`
 		Subnets   []string `yaml:"subnets,omitempty,flow"`
+		Peer      *yPeer   `yaml:"peer,omitempty,flow"`
 		ySettings `yaml:",inline"`
 	}
 	yRoute struct {
@@ -121,6 +142,7 @@ type (
 		Buckets     int        `yaml:"buckets,omitempty"`
 		NextHops    []yNextHop `yaml:"next_hops,omitempty"`
 		SlotTimeout string     `yaml:"slot_timeout"`
+		Capacity    uint64     `yaml:"capacity"`
 	}
 	yNextHop struct {
 		Port   uint16 `yaml:"port"`
@@ -179,6 +201,13 @@ func (c *Config) Marshal() ([]byte, error) {
 	if c.HA != nil {
 		y.StateFile = "" // excluded by ha
 	}
+	for _, g := range c.INC.Groups {
+		yg := yINCGroup{ID: g.ID}
+		for _, m := range g.Members {
+			yg.Members = append(yg.Members, yINCMember{Host: m.Host.String(), Rank: m.Rank})
+		}
+		y.INC.Groups = append(y.INC.Groups, yg)
+	}
 	if t := c.API.Auth.TLS; t != nil {
 		y.API.Auth.TLS = &yServerTLS{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}
 	}
@@ -196,6 +225,9 @@ func (c *Config) Marshal() ([]byte, error) {
 			Keepalive: units.FormatDuration(s.Keepalive),
 			Defaults:  ySettingsOf(s.Defaults),
 		}
+		if t := s.Tofino; t != nil {
+			ys.Tofino = &yTofino{Chip: string(t.Chip), CPUPort: t.CPUPort, RecircPort: t.RecircPort, MirrorTruncate: t.MirrorTruncate}
+		}
 		for _, p := range s.Ports {
 			yp := yPort{Port: p.Number, ySettings: ySettingsOf(p.Settings)}
 			if p.MAC != nil {
@@ -203,6 +235,9 @@ func (c *Config) Marshal() ([]byte, error) {
 			}
 			for _, sn := range p.Subnets {
 				yp.Subnets = append(yp.Subnets, sn.String())
+			}
+			if p.Peer != nil {
+				yp.Peer = &yPeer{Switch: p.Peer.Switch, Port: p.Peer.Port}
 			}
 			ys.Ports = append(ys.Ports, yp)
 		}
@@ -219,7 +254,7 @@ func (c *Config) Marshal() ([]byte, error) {
 		}
 		// The switch's slot timeout is written even without INC routing
 		// (an inc block of only slot_timeout).
-		yi := &yINC{SlotTimeout: units.FormatDuration(s.INCSlotTimeout)}
+		yi := &yINC{SlotTimeout: units.FormatDuration(s.INCSlotTimeout), Capacity: s.INCCapacity}
 		if s.INC != nil {
 			yi.Buckets = s.INC.Buckets
 			for _, h := range s.INC.NextHops {

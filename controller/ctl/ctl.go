@@ -119,7 +119,8 @@ func commands() []command {
 		{"ports", "ports [--switch S]: port states and counters", cmdPorts},
 		{"queues", "queues [--switch S] [--port P]: per-queue (port, priority) counters", cmdQueues},
 		{"connections", "connections [list|add|remove]: RDMA connections", cmdConnections},
-		{"inc", "inc routes --switch S: the INC route table", cmdINC},
+		{"inc", "inc routes --switch S | inc tree: a switch's INC route table, the INC aggregation tree", cmdINC},
+		{"link", "link down|up --switch S [--port P]: mark a link between switches (or a switch) down or up for the INC tree", cmdLink},
 		{"events", "events [--follow] [--kind K]...: the event stream", cmdEvents},
 		{"config", "config validate FILE [--remote]: check a configuration", cmdConfig},
 		{"completion", "completion bash|zsh|fish: print a shell completion script", cmdCompletion},
@@ -911,8 +912,14 @@ func flagNames(f uint32) string {
 }
 
 func cmdINC(ctx context.Context, g *globals, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "tree":
+			return incTree(ctx, g, args[1:])
+		}
+	}
 	if len(args) == 0 || args[0] != "routes" {
-		return usageErr("inc: want \"inc routes --switch S\"")
+		return usageErr("inc: want \"inc routes --switch S\" or \"inc tree\"")
 	}
 	fs := newFlags(g, "inc routes")
 	sw := fs.String("switch", "", "switch name (required)")
@@ -1103,7 +1110,7 @@ func cmdConfig(ctx context.Context, g *globals, args []string) error {
 var eventKinds = []string{daemon.EventPortState, daemon.EventCNP, daemon.EventCounters, daemon.EventAnnounceAccepted,
 	daemon.EventAnnounceRejected, daemon.EventConnectionAdded, daemon.EventConnectionRemoved,
 	daemon.EventSwitchConnected, daemon.EventSwitchDisconnected, daemon.EventPrimary, daemon.EventBackup,
-	daemon.EventRepaired, daemon.EventPortSettings}
+	daemon.EventRepaired, daemon.EventPortSettings, daemon.EventINCTree}
 
 // problems counts the errors of a ValidateConfig answer: its lines, the
 // last one possibly counting those not listed ("... and N more errors").

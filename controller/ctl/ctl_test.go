@@ -324,6 +324,26 @@ func TestReadCommands(t *testing.T) {
 	if code, _, stderr := e.run("inc", "routes", "--switch", "zz"); code != ExitNotFound || !strings.Contains(stderr, "known: [s1 s2]") {
 		t.Errorf("inc routes unknown: %d %q", code, stderr)
 	}
+	// The INC tree of a config without inc.groups, and link states that
+	// fastcnpd refuses (no such switch; a port with no switch behind it).
+	if code, out, _ := e.run("inc", "tree"); code != 0 || !strings.Contains(out, "no INC group (inc.groups) is aggregated") {
+		t.Errorf("inc tree: %d %q", code, out)
+	}
+	if code, _, stderr := e.run("link", "down", "--switch", "zz"); code != ExitNotFound {
+		t.Errorf("link down unknown switch: %d %q", code, stderr)
+	}
+	if code, _, stderr := e.run("link", "down", "--switch", "s1", "--port", "3"); code != ExitInvalid || !strings.Contains(stderr, "leads to no switch") {
+		t.Errorf("link down of a port without a peer: %d %q", code, stderr)
+	}
+	if code, _, _ := e.run("link", "sideways", "--switch", "s1"); code != ExitUsage {
+		t.Errorf("link sideways: exit %d, want usage", code)
+	}
+	if code, out, _ := e.run("link", "down", "--switch", "s2"); code != 0 || !strings.Contains(out, "0 buckets moved") || !strings.Contains(out, "down: switch s2") {
+		t.Errorf("link down --switch s2: %d %q", code, out)
+	}
+	if code, out, _ := e.run("link", "up", "--switch", "s2", "-o", "json"); code != 0 || strings.Contains(out, "s2") {
+		t.Errorf("link up --switch s2: %d %q", code, out)
+	}
 	if code, out, _ := e.run("switches"); code != 0 || strings.Count(out, "yes") != 4 ||
 		!strings.Contains(out, "warning: s2: inc.buckets 128") {
 		t.Errorf("switches: %d %q", code, out)

@@ -103,7 +103,7 @@ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fastcnpctl; printf '%s\n' "${COMPREP
 		{"command", []string{"fastcnpctl", "thr"}, []string{"threshold"}},
 		{"commands starting with c", []string{"fastcnpctl", "co"}, []string{"completion", "config", "connections"}},
 		{"after global flags", []string{"fastcnpctl", "--addr", "h:1", "-o", "json", "inc", ""}, []string{"--addr", "--buckets", "--ca",
-			"--cert", "--key", "--output", "--server-name", "--switch", "--timeout", "--token", "--token-file", "-o", "routes"}},
+			"--cert", "--key", "--output", "--server-name", "--switch", "--timeout", "--token", "--token-file", "-o", "routes", "tree"}},
 		{"verb", []string{"fastcnpctl", "threshold", "s"}, []string{"set"}},
 		{"flag", []string{"fastcnpctl", "port", "set", "--red-k"}, []string{"--red-kmax", "--red-kmin"}},
 		{"mode value", []string{"fastcnpctl", "port", "set", "--mode", ""}, []string{"ecn", "fastcnp", "int"}},

@@ -28,6 +28,7 @@ const (
 	ReasonUnknownConn     = "unknown_connection" // down for a connection that is not installed
 	ReasonStateFile       = "state_file"         // the state file could not be written
 	ReasonNotPrimary      = "not_primary"        // this instance is a standby: the primary handles it
+	// ReasonINCMembership (inc.go): an INC group or rank the config does not give the sender.
 )
 
 // Accepted announcement outcomes (reason label with result="accepted").
@@ -38,10 +39,10 @@ const (
 )
 
 // refused reports whether a rejection reason is a refusal for want of room
-// (a quota or the full table): those are also counted in
-// fastcnp_announcements_refused_total.
+// (a quota or the full table) or of INC membership: those are also counted
+// in fastcnp_announcements_refused_total.
 func refused(reason string) bool {
-	return reason == ReasonPortQuota || reason == ReasonSenderQuota || reason == ReasonTableFull
+	return reason == ReasonPortQuota || reason == ReasonSenderQuota || reason == ReasonTableFull || reason == ReasonINCMembership
 }
 
 // AnnounceResult is what became of one announcement.
@@ -232,6 +233,16 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 		r := reject(ReasonSpoofed, "sender %s is not in a subnet behind %s port %d", c.SenderIP, sw, port)
 		r.Conn = c
 		return r, 0, false
+	}
+	if a.Type == wire.AnnounceUp {
+		d.mu.RLock()
+		err := fabric.CheckINCMembership(d.cfg, c)
+		d.mu.RUnlock()
+		if err != nil {
+			r := reject(ReasonINCMembership, "%v", err)
+			r.Conn = c
+			return r, 0, false
+		}
 	}
 	if !d.writer.Load() {
 		// Switches send packet-ins to their primary only; a standby that

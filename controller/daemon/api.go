@@ -43,6 +43,7 @@ var adminMethods = map[string]bool{
 	fastcnpv1.Fastcnp_SetPortSettings_FullMethodName:  true,
 	fastcnpv1.Fastcnp_AddConnection_FullMethodName:    true,
 	fastcnpv1.Fastcnp_RemoveConnection_FullMethodName: true,
+	fastcnpv1.Fastcnp_SetLinkState_FullMethodName:     true,
 }
 
 // Authenticator decides a caller's role.

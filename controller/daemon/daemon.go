@@ -95,6 +95,11 @@ type Daemon struct {
 	switches []*switchRunner
 	byName   map[string]*switchRunner
 
+	// incFail are the links and switches the INC tree avoids, incTree the
+	// tree installed (d.mu; inc.go).
+	incFail fabric.Failures
+	incTree *fabric.INCTree
+
 	// ha is the etcd side in HA mode (config ha.etcd), nil otherwise.
 	ha *haState
 }
@@ -162,6 +167,12 @@ func New(opts Options) (*Daemon, error) {
 		if err := d.loadState(); err != nil {
 			return nil, err
 		}
+	}
+	d.mu.Lock()
+	_, err := d.computeINCTreeLocked()
+	d.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	for i := range d.cfg.Switches {
 		r, err := newSwitchRunner(d, d.cfg.Switches[i].Name)
@@ -451,7 +462,7 @@ func (d *Daemon) desired(r *switchRunner, prev incroute.Table) (*fabric.Result, 
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return fabric.Desired(r.info, fabric.Input{Config: d.cfg, Switch: d.cfg.Switch(r.name),
-		Connections: d.conns.List(), PrevINC: prev})
+		Connections: d.conns.List(), PrevINC: prev, INCTree: d.incTree})
 }
 
 // SwitchStatus is a switch's connection state.
@@ -597,6 +608,12 @@ func (d *Daemon) AddConnection(ctx context.Context, c fabric.Connection) (fabric
 		return fabric.Connection{}, ErrNotPrimary
 	}
 	c.Source, c.Static, c.LastSeen = "api", true, d.opts.Now()
+	d.mu.RLock()
+	err := fabric.CheckINCMembership(d.cfg, c)
+	d.mu.RUnlock()
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	got, changed, err := d.upsert(c)
 	if err != nil {
 		return got, fmt.Errorf("%w: %v", ErrInvalid, err)

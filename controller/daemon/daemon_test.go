@@ -387,10 +387,21 @@ func TestAnnouncements(t *testing.T) {
 		{"wrong port", 2, 1, frame(nil), ReasonSpoofed},
 		{"unknown port", 77, 1, frame(nil), ReasonSpoofed},
 		{"other subnet", 1, 1, announceFrame(t, wire.AnnounceUp, otherSubnet, 7, 7, nil), ReasonSpoofed},
-		{"rank", 1, 1, frame(func(a *wire.Announcement) {
-			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 1, 40
-		}), ReasonInvalid},
-		{"inc without group", 1, 1, frame(func(a *wire.Announcement) { a.Flags = wire.AnnounceFlagINCUplink }), ReasonInvalid},
+		// INC membership comes from the config (inc.groups), not from the
+		// host's word.
+		{"rank beyond the bitmap", 1, 1, frame(func(a *wire.Announcement) {
+			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 7, 40
+		}), ReasonINCMembership},
+		{"another rank", 1, 1, frame(func(a *wire.Announcement) {
+			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 7, 1
+		}), ReasonINCMembership},
+		{"group not configured", 1, 1, frame(func(a *wire.Announcement) {
+			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 8, 0
+		}), ReasonINCMembership},
+		{"not a member", 1, 1, frame(func(a *wire.Announcement) {
+			a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 9, 4
+		}), ReasonINCMembership},
+		{"inc without group", 1, 1, frame(func(a *wire.Announcement) { a.Flags = wire.AnnounceFlagINCUplink }), ReasonINCMembership},
 		{"down unknown", 1, 1, announceFrame(t, wire.AnnounceDown, connSender, 9, 9, nil), ReasonUnknownConn},
 	}
 	for _, tt := range tests {
@@ -428,19 +439,37 @@ func TestAnnouncements(t *testing.T) {
 		}
 	}
 
-	// An INC connection adds an inc_group entry with its rank's bit.
+	// The refusals of INC membership are counted apart.
+	if got := testutil.ToFloat64(d.metrics.refused.WithLabelValues(ReasonINCMembership)); got != 5 {
+		t.Errorf("fastcnp_announcements_refused_total{reason=inc_membership} = %v, want 5", got)
+	}
+	// The config's groups are on the switch their members are behind, with
+	// every member's bit, before any announcement; an INC connection of a
+	// member (group 7, rank 0) aggregates there only.
+	if m, ok := s1.param(p4src.TableIncGroup, 7, 1); !ok || m != 0b11 {
+		t.Errorf("s1 inc_group 7 mask %b (%v), want 0b11 from the config", m, ok)
+	}
 	res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP2,
-		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 9, 4 }))
+		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 7, 0 }))
 	if !res.Accepted || res.Conn.Index != 1 {
 		t.Fatalf("inc announcement: %+v", res)
 	}
-	waitFor(t, "inc group", syncTimeout, func() bool {
-		m, ok := s2.param(p4src.TableIncGroup, 9, 1)
-		return ok && m == 1<<4
+	incFlag := func(s *testSwitch) (bool, bool) {
+		for _, e := range s.entries(p4src.TableRDMAConnection) {
+			if e.Match[2].Value == connDestQP2 {
+				return e.Action.Params[1].Value&p4src.ConnFlagIncUplink != 0, true
+			}
+		}
+		return false, false
+	}
+	waitFor(t, "inc connection", syncTimeout, func() bool {
+		f1, ok1 := incFlag(s1)
+		f2, ok2 := incFlag(s2)
+		return ok1 && ok2 && f1 && !f2
 	})
 	// Refresh, then down.
 	if res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceUp, connSender, connSrcPort, connDestQP2,
-		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 9, 4 })); res.Reason != AcceptRefresh {
+		func(a *wire.Announcement) { a.Flags, a.INCGroup, a.WorkerRank = wire.AnnounceFlagINCUplink, 7, 0 })); res.Reason != AcceptRefresh {
 		t.Errorf("refresh: %+v", res)
 	}
 	if res := d.HandleAnnouncement("s1", 1, 1, announceFrame(t, wire.AnnounceDown, connSender, connSrcPort, connDestQP2, nil)); res.Reason != AcceptDown {
@@ -448,7 +477,7 @@ func TestAnnouncements(t *testing.T) {
 	}
 	for _, s := range []*testSwitch{s1, s2} {
 		waitFor(t, "down removed", syncTimeout, func() bool {
-			return s.count(p4src.TableRDMAConnection) == 1 && s.count(p4src.TableIncGroup) == 0
+			return s.count(p4src.TableRDMAConnection) == 1
 		})
 	}
 	// Idle timeout: the last connection goes when not refreshed for 10 s.

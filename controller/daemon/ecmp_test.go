@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -344,19 +345,20 @@ func (s *testSwitch) slotTimeouts() map[uint64]uint64 {
 	return out
 }
 
-// TestINCSlotTimeout: every INC group fastcnpd installs gets the switch's
-// slot timeout (the default, or the switch's own), drift is repaired, a
-// group that goes away takes its entry along, and turning aging off
-// deletes the entries.
+// TestINCSlotTimeout: every INC group fastcnpd installs (the config's, on
+// the switch its members are behind) gets the switch's slot timeout (the
+// default, or the switch's own), drift is repaired, a group stays when its
+// connections go, and turning aging off deletes the entries.
 func TestINCSlotTimeout(t *testing.T) {
 	s1, s2, state := twoSwitches(t)
-	yaml := func(top string) *config.Config {
-		src := fmt.Sprintf(testYAML, state, s1.addr, s2.addr) + top
+	yaml := func(aging string) *config.Config {
+		src := fmt.Sprintf(testYAML, state, s1.addr, s2.addr)
 		const s2inc = "    inc:\n      next_hops: [{port: 3, mac: \"02:00:00:00:03:02\""
-		if !strings.Contains(src, s2inc) {
-			t.Fatal("testYAML changed: no s2 inc block")
+		if !strings.Contains(src, s2inc) || !strings.Contains(src, "inc:\n  # INC membership") {
+			t.Fatal("testYAML changed: no s2 inc block or no top-level inc block")
 		}
 		src = strings.Replace(src, s2inc, "    inc:\n      slot_timeout: 5ms\n      next_hops: [{port: 3, mac: \"02:00:00:00:03:02\"", 1)
+		src = strings.Replace(src, "inc:\n  # INC membership", "inc:\n"+aging+"  # INC membership", 1)
 		cfg, err := config.Parse([]byte(src))
 		if err != nil {
 			t.Fatal(err)
@@ -365,27 +367,16 @@ func TestINCSlotTimeout(t *testing.T) {
 	}
 	d := startDaemon(t, yaml(""), func(o *Options) { o.AuditInterval = 100 * time.Millisecond })
 	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-	if n := len(s1.slotTimeouts()) + len(s2.slotTimeouts()); n != 0 {
-		t.Fatalf("%d slot timeouts without any INC group", n)
-	}
-	ctx := context.Background()
-	var conns []fabric.Connection
-	for i, g := range []uint16{7, 9} {
-		c, err := d.AddConnection(ctx, incConn(uint32(100+i), g, uint8(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
 	const def, own = uint64(config.DefaultINCSlotTimeout), uint64(5 * time.Millisecond)
-	if got, want := s1.slotTimeouts(), map[uint64]uint64{7: def, 9: def}; !reflect.DeepEqual(got, want) {
+	if got, want := s1.slotTimeouts(), map[uint64]uint64{7: def}; !reflect.DeepEqual(got, want) {
 		t.Errorf("s1 slot timeouts %v, want %v (the default)", got, want)
 	}
-	if got, want := s2.slotTimeouts(), map[uint64]uint64{7: own, 9: own}; !reflect.DeepEqual(got, want) {
+	if got, want := s2.slotTimeouts(), map[uint64]uint64{9: own}; !reflect.DeepEqual(got, want) {
 		t.Errorf("s2 slot timeouts %v, want %v (its own)", got, want)
 	}
 
 	// Drift: an entry deleted behind fastcnpd's back is put back.
+	ctx := context.Background()
 	repaired := testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s1"))
 	before, batches := s1.writes.kindSnapshot()
 	err := s1.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
@@ -395,7 +386,7 @@ func TestINCSlotTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "slot timeout repaired", syncTimeout, func() bool {
-		return testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s1")) > repaired && len(s1.slotTimeouts()) == 2
+		return testutil.ToFloat64(d.metrics.repaired.WithLabelValues("s1")) > repaired && len(s1.slotTimeouts()) == 1
 	})
 	audits := syncs(d.Daemon, "s1", "audit")
 	waitFor(t, "two more audits", syncTimeout, func() bool { return syncs(d.Daemon, "s1", "audit") >= audits+2 })
@@ -403,25 +394,33 @@ func TestINCSlotTimeout(t *testing.T) {
 		t.Errorf("repair wrote %v, want one insert", got)
 	}
 
-	// Group 9 goes away with its only connection, and its entry with it.
-	if err := d.RemoveConnection(ctx, conns[1].ConnKey); err != nil {
+	// A member's connection comes and goes: the group is the config's.
+	c, err := d.AddConnection(ctx, incConn(100, 7, 0))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s2.slotTimeouts(); !reflect.DeepEqual(got, map[uint64]uint64{7: own}) {
-		t.Errorf("s2 slot timeouts %v after group 9 left, want only group 7", got)
+	if err := d.RemoveConnection(ctx, c.ConnKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := s1.slotTimeouts(); !reflect.DeepEqual(got, map[uint64]uint64{7: def}) {
+		t.Errorf("s1 slot timeouts %v after group 7's connection left, want group 7's", got)
+	}
+	// A connection whose claim the config does not back is refused.
+	if _, err := d.AddConnection(ctx, incConn(101, 7, 3)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "is rank 0 in INC group 7, not rank 3") {
+		t.Errorf("AddConnection with another rank: %v", err)
 	}
 
 	// Aging off at the top level: s1's entry goes, s2 keeps its own timeout.
 	d.stopNow()
-	_, got1, _, got2 := restartWith(t, yaml("inc: {slot_timeout: 0}\n"), s1, s2)
+	_, got1, _, got2 := restartWith(t, yaml("  slot_timeout: 0\n"), s1, s2)
 	if !reflect.DeepEqual(got1, map[string]int{"DELETE table_entry": 1}) || len(got2) != 0 {
 		t.Errorf("restart with aging off on s1 wrote %v to s1 and %v to s2, want one delete on s1", got1, got2)
 	}
 	if n := len(s1.slotTimeouts()); n != 0 {
 		t.Errorf("s1 keeps %d slot timeouts with aging off", n)
 	}
-	if got := s2.slotTimeouts(); !reflect.DeepEqual(got, map[uint64]uint64{7: own}) {
-		t.Errorf("s2 slot timeouts %v, want group 7 at 5ms", got)
+	if got := s2.slotTimeouts(); !reflect.DeepEqual(got, map[uint64]uint64{9: own}) {
+		t.Errorf("s2 slot timeouts %v, want group 9 at 5ms", got)
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	EventRepaired           = "repaired"
 	EventPortSettings       = "port_settings"
 	EventCounters           = "counters"
+	EventINCTree            = "inc_tree"
 )
 
 // broker fans events out to subscribers; a slow subscriber loses events

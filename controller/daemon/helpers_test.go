@@ -175,6 +175,8 @@ type writeLog struct {
 	mu        sync.Mutex
 	n         map[uint64]map[p4v1.Update_Type]int
 	pipelines int // SetForwardingPipelineConfig calls accepted
+	// deviceConfig is the p4_device_config of the last accepted push.
+	deviceConfig []byte
 	// kinds counts the accepted updates by "TYPE kind" (fabric.Kind names,
 	// "MODIFY action_profile_group"), from any writer.
 	kinds map[string]int
@@ -226,9 +228,10 @@ func (w *writeLog) pushes() int {
 
 func (w *writeLog) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	resp, err := h(ctx, req)
-	if _, ok := req.(*p4v1.SetForwardingPipelineConfigRequest); ok && err == nil {
+	if sp, ok := req.(*p4v1.SetForwardingPipelineConfigRequest); ok && err == nil {
 		w.mu.Lock()
 		w.pipelines++
+		w.deviceConfig = sp.GetConfig().GetP4DeviceConfig()
 		w.mu.Unlock()
 	}
 	if wr, ok := req.(*p4v1.WriteRequest); ok && err == nil {
@@ -457,6 +460,12 @@ api:
 state_file: %s
 metrics: {listen: ""}
 announce: {udp_port: 4792, idle_timeout: 10s}
+inc:
+  # INC membership: group 7 behind s1 (10.1.1.5 rank 0, 10.1.2.9 rank 1),
+  # group 9 behind s2 (10.2.1.5 rank 4).
+  groups:
+    - {id: 7, members: [{host: 10.1.1.5, rank: 0}, {host: 10.1.2.9, rank: 1}]}
+    - {id: 9, members: [{host: 10.2.1.5, rank: 4}]}
 switches:
   - name: s1
     address: %s
@@ -623,7 +632,7 @@ func inSync(t *testing.T, d *Daemon, name string, s *testSwitch) bool {
 	for _, id := range []uint32{p4src.TableIPv4Route, p4src.TableTrafficClass, p4src.TablePortConfig,
 		p4src.TableRDMAConnection, p4src.TableIncGroup, p4src.TableIncRoute, p4src.TableFlowBytesLog2,
 		p4src.TablePortBytesLog2, p4src.TableWindowExp2, p4src.TableNextHopGroupSelect,
-		p4src.TableIncSlotTimeout} {
+		p4src.TableIncSlotTimeout, p4src.TableIncChildPort} {
 		if s.count(id) != want[id] {
 			return false
 		}

@@ -25,6 +25,9 @@ type metrics struct {
 	digestsDropped *prometheus.CounterVec // switch
 	refused        *prometheus.CounterVec // reason
 	packetInsDrop  *prometheus.CounterVec // switch
+	incUppers      prometheus.Gauge
+	incRecomputes  prometheus.Counter
+	incMoved       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -69,14 +72,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Digest lists from the switch that fastcnpd dropped (and acknowledged) because it fell behind: their port-state and CNP events are lost."},
 			[]string{"switch"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_announcements_refused_total",
-			Help: "Announcements of new connections refused for want of room: port_quota (announce.max_connections_per_port), sender_quota (announce.max_connections_per_sender), table_full (CONN_TABLE_SIZE)."},
+			Help: "Announcements refused: for want of room, port_quota (announce.max_connections_per_port), sender_quota (announce.max_connections_per_sender), table_full (CONN_TABLE_SIZE); inc_membership, an INC group or rank the config's inc.groups do not give the sender."},
 			[]string{"reason"}),
 		packetInsDrop: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_packet_ins_dropped_total",
 			Help: "Packet-ins (announcements) from the switch that fastcnpd dropped because its packet-in buffer was full: it fell behind."},
 			[]string{"switch"}),
+		incUppers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fastcnp_inc_upper_switches",
+			Help: "Upper switches of the INC tree: where the leaves send partial aggregates (0: no group spans several leaves, or none is left)."}),
+		incRecomputes: prometheus.NewCounter(prometheus.CounterOpts{Name: "fastcnp_inc_tree_recomputes_total",
+			Help: "INC tree recomputations after a link or switch changed state (SetLinkState)."}),
+		incMoved: prometheus.NewCounter(prometheus.CounterOpts{Name: "fastcnp_inc_buckets_moved_total",
+			Help: "Buckets of the leaves' shared INC route table that moved to another upper switch in recomputations."}),
 	}
 	reg.MustRegister(m.announcements, m.connections, m.portEvents, m.portQueue, m.portPaused, m.cnpDigests,
 		m.cnpWindow, m.switchUp, m.switchPrimary, m.updates, m.syncs, m.repaired, m.desiredEntries, m.eventsDropped,
-		m.subscribers, m.digestsDropped, m.refused, m.packetInsDrop)
+		m.subscribers, m.digestsDropped, m.refused, m.packetInsDrop, m.incUppers, m.incRecomputes, m.incMoved)
 	return m
 }

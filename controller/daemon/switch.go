@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fastcnp/fastcnp/controller/bfconfig"
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/controller/incroute"
@@ -106,7 +107,14 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: switch %s: p4info: %w", name, err)
 	}
-	if sw.DeviceConfig != "" {
+	switch {
+	case sw.DeviceConfig != "" && sw.Target == config.TargetTofino:
+		// Stratum's BfPipelineConfig, built from p4c-barefoot's output
+		// directory (or taken as built), docs/tofino.md.
+		if r.devConfig, err = bfconfig.DeviceConfig(sw.DeviceConfig); err != nil {
+			return nil, fmt.Errorf("daemon: switch %s: device config: %w", name, err)
+		}
+	case sw.DeviceConfig != "":
 		if r.devConfig, err = os.ReadFile(sw.DeviceConfig); err != nil {
 			return nil, fmt.Errorf("daemon: switch %s: device config: %w", name, err)
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,8 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/p4src"
+	bfpb "github.com/fastcnp/fastcnp/proto/stratum/hal/lib/barefoot"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -117,5 +122,69 @@ func TestValueSetsOtherPort(t *testing.T) {
 	}
 	for _, s := range []*testSwitch{s1, s2} {
 		waitFor(t, "connection installed", syncTimeout, func() bool { return s.count(p4src.TableRDMAConnection) == 1 })
+	}
+}
+
+// TestTofinoDeviceConfig: for a tofino switch fastcnpd pushes Stratum's
+// BfPipelineConfig built from p4c-barefoot's output directory (docs/tofino.md), and
+// writes clone session CNP_CLONE_SESSION as the mirror session to the
+// recirculation port with the configured truncation; the other switch keeps its
+// clone session to the CPU port.
+func TestTofinoDeviceConfig(t *testing.T) {
+	out := t.TempDir()
+	files := map[string]string{
+		"fastcnp.conf": `{"p4_devices": [{"p4_programs": [{"program-name": "fastcnp",
+			"bfrt-config": "share/tofinopd/fastcnp/bf-rt.json",
+			"p4_pipelines": [{"p4_pipeline_name": "pipe", "context": "share/tofinopd/fastcnp/pipe/context.json",
+			"config": "share/tofinopd/fastcnp/pipe/tofino.bin", "pipe_scope": [0, 1, 2, 3]}]}]}]}`,
+		"bf-rt.json":        `{"schema_version": "1.0.0"}`,
+		"pipe/context.json": `{"program_name": "fastcnp"}`,
+		"pipe/tofino.bin":   "\x01\x02\x03",
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(out, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, s2 := startSwitch(t, "", 1), startSwitch(t, "", 2)
+	cfg := testConfig(t, filepath.Join(t.TempDir(), "state.json"), s1, s2)
+	sw := &cfg.Switches[0]
+	tofino := config.DefaultTofino(config.Tofino1)
+	sw.Target, sw.Tofino = config.TargetTofino, &tofino
+	sw.P4Info = filepath.Join(p4src.SourceDir(), p4src.P4InfoFileName)
+	sw.DeviceConfig = out
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+
+	s1.writes.mu.Lock()
+	dc := s1.writes.deviceConfig
+	s1.writes.mu.Unlock()
+	var got bfpb.BfPipelineConfig
+	if err := proto.Unmarshal(dc, &got); err != nil {
+		t.Fatalf("s1's device config is not a BfPipelineConfig: %v", err)
+	}
+	want := &bfpb.BfPipelineConfig{P4Name: "fastcnp", BfruntimeInfo: []byte(files["bf-rt.json"]),
+		Profiles: []*bfpb.BfPipelineConfig_Profile{{ProfileName: "pipe", Context: []byte(files["pipe/context.json"]),
+			Binary: []byte(files["pipe/tofino.bin"]), PipeScope: []uint32{0, 1, 2, 3}}}}
+	if !proto.Equal(&got, want) {
+		t.Errorf("device config %v, want %v", &got, want)
+	}
+	for _, c := range []struct {
+		s        *testSwitch
+		port     uint16
+		truncate int32
+	}{{s1, p4src.Tofino1RecircPort, config.DefaultMirrorTruncate}, {s2, p4src.CPUPort, 0}} {
+		var cs pipeline.CloneSession
+		err := c.s.dp.Exec(context.Background(), func(p *pipeline.Pipeline) error {
+			var err error
+			cs, err = p.ReadCloneSession(p4src.CNPCloneSession)
+			return err
+		})
+		if err != nil || cs.EgressPort != c.port || cs.PacketLengthBytes != c.truncate {
+			t.Errorf("switch %d clone session %+v (%v), want port %d truncation %d", c.s.deviceID, cs, err, c.port, c.truncate)
+		}
 	}
 }

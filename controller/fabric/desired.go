@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"sort"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/incroute"
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/p4src"
+	"github.com/fastcnp/fastcnp/p4src/portcfg"
 	"github.com/fastcnp/fastcnp/p4src/window"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"github.com/fastcnp/fastcnp/wire"
@@ -26,6 +26,7 @@ const (
 	TableINCGroup       = "FastcnpIngress.inc_group"
 	TableINCRoute       = "FastcnpIngress.inc_route"
 	TableINCSlotTimeout = "FastcnpIngress.inc_slot_timeout"
+	TableINCChildPort   = "FastcnpIngress.inc_child_port"
 	TableNextHopGroup   = "FastcnpIngress.next_hop_group_select"
 	ProfileNextHops     = "FastcnpIngress.next_hop_selector"
 	TableFlowLog2       = "FastcnpEgress.flow_bytes_log2"
@@ -41,6 +42,7 @@ const (
 var ManagedTables = []string{
 	TableIPv4Route, TableTrafficClass, TablePortConfig, TableRDMAConnection, TableINCGroup,
 	TableINCRoute, TableFlowLog2, TablePortLog2, TableWindowExp2, TableNextHopGroup, TableINCSlotTimeout,
+	TableINCChildPort,
 }
 
 // ManagedProfiles are the action profiles whose members and groups
@@ -60,39 +62,9 @@ const (
 	CloneReplicaPort = p4src.CPUPort
 )
 
-// PortParams are the set_port_config action parameters of one port.
-type PortParams struct {
-	Port             uint16
-	RateBytesPerMs   uint32
-	QthBytes         uint32
-	TcheckNs         uint32
-	CNPGapNs         uint32
-	Mode             uint8
-	REDKminBytes     uint32
-	REDKmaxBytes     uint32
-	REDPmaxQ16       uint16
-	RTTBaseNs        uint32
-	BDPBytes         uint32
-	BDPLog2Q6        uint16
-	MTUBytes         uint16
-	PauseQuantumPs   uint32
-	SwitchID         uint16
-	LosslessPriority uint8
-}
-
-func fit32(what string, v uint64) (uint32, error) {
-	if v > math.MaxUint32 {
-		return 0, fmt.Errorf("%s %d exceeds 32 bits", what, v)
-	}
-	return uint32(v), nil
-}
-
-func ns32(what string, d time.Duration) (uint32, error) {
-	if d < 0 {
-		return 0, fmt.Errorf("%s %v is negative", what, d)
-	}
-	return fit32(what+" (ns)", uint64(d.Nanoseconds()))
-}
+// PortParams are the set_port_config action parameters of one port
+// (computed by p4src/portcfg, which fastcnp-sim shares).
+type PortParams = portcfg.Params
 
 // ModeValue is the set_port_config mode of a config mode.
 func ModeValue(m config.Mode) (uint8, error) {
@@ -107,75 +79,23 @@ func ModeValue(m config.Mode) (uint8, error) {
 	return 0, fmt.Errorf("unknown mode %q", m)
 }
 
-// PmaxQ16 is Pmax * 65536 rounded, with 1.0 written as 65535.
-func PmaxQ16(p float64) uint16 {
-	v := math.Round(p * 65536)
-	if v >= 65535 {
-		return 65535
-	}
-	if v < 0 {
-		return 0
-	}
-	return uint16(v)
-}
-
 // ComputePortParams derives the set_port_config parameters of a port: the
 // rate in bytes per ms, the BDP and its q6 log2, the pause quantum (512 bit
-// times in ps) and Pmax in q16.
+// times in ps) and Pmax in q16 (p4src/portcfg.Compute).
 func ComputePortParams(sw *config.Switch, p *config.Port, losslessPriority uint8) (PortParams, error) {
 	s := p.Settings
-	out := PortParams{Port: p.Number, LosslessPriority: losslessPriority}
-	if sw.DeviceID > math.MaxUint16 {
-		return out, fmt.Errorf("switch %s: device_id %d does not fit switch_id (16 bits)", sw.Name, sw.DeviceID)
+	mode, err := ModeValue(s.Mode)
+	if err != nil {
+		return PortParams{Port: p.Number}, fmt.Errorf("port %d: %w", p.Number, err)
 	}
-	out.SwitchID = uint16(sw.DeviceID)
-	var err error
-	if s.LinkRate < 8000 {
-		return out, fmt.Errorf("port %d: link rate %d b/s below 8000 b/s", p.Number, uint64(s.LinkRate))
-	}
-	if out.RateBytesPerMs, err = fit32("rate_bytes_per_ms", uint64(s.LinkRate)/8000); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.QthBytes, err = fit32("qth", uint64(s.Qth)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.TcheckNs, err = ns32("tcheck", s.Tcheck); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.CNPGapNs, err = ns32("cnp_gap", s.CNPGap); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.RTTBaseNs, err = ns32("rtt_base", s.RTTBase); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.Mode, err = ModeValue(s.Mode); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.REDKminBytes, err = fit32("red.kmin", uint64(s.RED.Kmin)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.REDKmaxBytes, err = fit32("red.kmax", uint64(s.RED.Kmax)); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	out.REDPmaxQ16 = PmaxQ16(s.RED.Pmax)
-	if s.MTU > math.MaxUint16 {
-		return out, fmt.Errorf("port %d: mtu %d exceeds 16 bits", p.Number, uint64(s.MTU))
-	}
-	out.MTUBytes = uint16(s.MTU)
-	bdp := window.BDPBytes(out.RateBytesPerMs, out.RTTBaseNs)
-	if bdp == 0 {
-		bdp = 1
-	}
-	if out.BDPBytes, err = fit32("bdp_bytes", bdp); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	if out.BDPLog2Q6, err = window.BDPLog2Q6(bdp); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
-	}
-	// 512 bit times at the rate, in ps: 512e12 / rate, rounded.
-	q := (512e12 + uint64(s.LinkRate)/2) / uint64(s.LinkRate)
-	if out.PauseQuantumPs, err = fit32("pause_quantum_ps", q); err != nil {
-		return out, fmt.Errorf("port %d: %w", p.Number, err)
+	out, err := portcfg.Compute(portcfg.Settings{
+		Port: p.Number, SwitchID: sw.DeviceID, LinkRateBps: uint64(s.LinkRate), QthBytes: uint64(s.Qth),
+		Tcheck: s.Tcheck, CNPGap: s.CNPGap, RTTBase: s.RTTBase, Mode: mode,
+		REDKminBytes: uint64(s.RED.Kmin), REDKmaxBytes: uint64(s.RED.Kmax), REDPmax: s.RED.Pmax,
+		MTUBytes: uint64(s.MTU), LosslessPriority: losslessPriority,
+	})
+	if err != nil {
+		return out, fmt.Errorf("switch %s: %w", sw.Name, err)
 	}
 	return out, nil
 }
@@ -202,8 +122,13 @@ type Input struct {
 	// Connections are installed on every switch.
 	Connections []Connection
 	// PrevINC is the switch's current INC route table (nil: build afresh);
-	// with the same length, the new table moves the fewest buckets.
+	// with the same length, the new table moves the fewest buckets. Used
+	// for a switch with its own inc.next_hops.
 	PrevINC incroute.Table
+	// INCTree is the fabric's INC tree (ComputeINCTree; nil: no INC group):
+	// the switch's inc_group, inc_child_port and, on a leaf of groups
+	// spanning several leaves, inc_route entries.
+	INCTree *INCTree
 }
 
 // Result is a switch's desired state plus what was derived on the way.
@@ -257,6 +182,20 @@ func (b *builder) add(e *p4v1.Entity, err error) {
 	}
 }
 
+// CNPSession is the clone session CNP_CLONE_SESSION of a switch. On v1model
+// targets it clones whole packets to CloneReplicaPort; on a tofino switch it is
+// the E2E mirror session (Stratum makes a Tofino mirror session of it): its
+// replica is the recirculation port, through which switch CNPs and egress digests
+// loop back to ingress, and it truncates the mirrored packet to
+// tofino.mirror_truncate bytes (docs/tofino.md).
+func CNPSession(sw *config.Switch) (*p4v1.Entity, error) {
+	if sw.Tofino != nil {
+		return p4rt.CloneSession(p4src.CNPCloneSession, 0, sw.Tofino.MirrorTruncate,
+			p4rt.Replica{Port: uint32(sw.Tofino.RecircPort), Instance: 1})
+	}
+	return p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1})
+}
+
 // Desired computes the desired state of one switch.
 func Desired(info *p4rt.Info, in Input) (*Result, error) {
 	if in.Config == nil || in.Switch == nil {
@@ -268,7 +207,7 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 
 	// Value set (AnnounceValueSet), clone session, digests.
 	b.add(AnnounceValueSet(info, in.Config.Announce.UDPPort))
-	b.add(p4rt.CloneSession(p4src.CNPCloneSession, 0, 0, p4rt.Replica{Port: CloneReplicaPort, Instance: 1}))
+	b.add(CNPSession(sw))
 	for _, d := range ManagedDigests {
 		b.add(info.DigestConfig(d, DigestMaxTimeout, DigestMaxListSize, DigestAckTimeout))
 	}
@@ -342,8 +281,22 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		b.ecmp(groups)
 	}
 
-	// INC route table.
-	if sw.INC != nil {
+	// INC route table: the switch's own (inc.next_hops), or its part of the
+	// tree's shared table.
+	part := in.INCTree.Switch(sw.Name)
+	switch {
+	case sw.INC == nil && part != nil && len(part.Up) > 0:
+		res.INC = make(incroute.Table, len(in.INCTree.Table))
+		for bucket, id := range in.INCTree.Table {
+			up, ok := part.Up[id]
+			if !ok {
+				return nil, fmt.Errorf("fabric: switch %s: INC tree bucket %d: no link to upper switch %d", sw.Name, bucket, id)
+			}
+			res.INC[bucket] = uint32(up.Port)
+			b.table(TableINCRoute, 0, []p4rt.Match{p4rt.Exact("bucket", bucket)}, "set_nexthop",
+				p4rt.P("port", up.Port), p4rt.P("src_mac", up.SrcMAC), p4rt.P("dst_mac", up.DstMAC))
+		}
+	case sw.INC != nil:
 		if sw.INC.Buckets != p4src.IncBuckets {
 			res.Warnings = append(res.Warnings, fmt.Sprintf(
 				"inc.buckets %d: the data plane hashes into %d buckets; installing %d", sw.INC.Buckets,
@@ -380,8 +333,10 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		}
 	}
 
-	// Connections and INC groups.
-	masks := make(map[uint16]uint32)
+	// Connections. A connection aggregates (INC uplink flag) only on the
+	// switch its sender is behind, and only as the member the config's INC
+	// groups make it: elsewhere its contributions are partial aggregates by
+	// then, and a claim the config does not back is not aggregated.
 	for _, c := range in.Connections {
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("fabric: connection %s: %w", c.ConnKey, err)
@@ -389,29 +344,38 @@ func Desired(info *p4rt.Info, in Input) (*Result, error) {
 		if int(c.Index) >= p4src.ConnTableSize {
 			return nil, fmt.Errorf("fabric: connection %s: conn_index %d >= %d", c.ConnKey, c.Index, p4src.ConnTableSize)
 		}
+		flags := c.Flags
+		if in.INCTree == nil || in.INCTree.Members[c.SenderIP] != sw.Name || CheckINCMembership(in.Config, c) != nil {
+			flags &^= p4src.ConnFlagIncUplink
+		}
 		b.table(TableRDMAConnection, 0, []p4rt.Match{
 			p4rt.Exact("src_addr", net.IP(c.SenderIP.AsSlice())), p4rt.Exact("udp_sport", c.UDPSrcPort),
 			p4rt.Exact("dest_qp", c.ReceiverQPN)},
-			"set_connection", p4rt.P("sender_qpn", c.SenderQPN), p4rt.P("flags", c.Flags),
+			"set_connection", p4rt.P("sender_qpn", c.SenderQPN), p4rt.P("flags", flags),
 			p4rt.P("conn_index", c.Index), p4rt.P("inc_group", c.INCGroup), p4rt.P("worker_rank", c.WorkerRank))
-		if c.Flags&p4src.ConnFlagIncUplink != 0 && c.INCGroup != 0 {
-			masks[c.INCGroup] |= 1 << c.WorkerRank
+	}
+	// INC groups (their masks and roots from the tree) and child ports.
+	if part != nil {
+		if len(part.Groups) > p4src.IncGroups {
+			return nil, fmt.Errorf("fabric: switch %s: %d INC groups exceed INC_GROUPS %d", sw.Name, len(part.Groups), p4src.IncGroups)
 		}
-	}
-	if len(masks) > p4src.IncGroups {
-		return nil, fmt.Errorf("fabric: %d INC groups exceed INC_GROUPS %d", len(masks), p4src.IncGroups)
-	}
-	timeoutNs, err := ns32("inc.slot_timeout", sw.INCSlotTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
-	}
-	for _, g := range sortedKeys(masks) {
-		b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
-			p4rt.P("contributors_mask", masks[g]), p4rt.P("root", 1))
-		// Slot aging for the group: no entry (timeout 0) leaves it off.
-		if timeoutNs != 0 {
-			b.table(TableINCSlotTimeout, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_slot_timeout",
-				p4rt.P("timeout_ns", timeoutNs))
+		timeoutNs, err := portcfg.NS32("inc.slot_timeout", sw.INCSlotTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("fabric: switch %s: %w", sw.Name, err)
+		}
+		for _, g := range sortedKeys(part.Groups) {
+			e := part.Groups[g]
+			b.table(TableINCGroup, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_group",
+				p4rt.P("contributors_mask", e.Mask), p4rt.P("root", b2u(e.Root)))
+			// Slot aging for the group: no entry (timeout 0) leaves it off.
+			if timeoutNs != 0 {
+				b.table(TableINCSlotTimeout, 0, []p4rt.Match{p4rt.Exact("group_id", g)}, "set_inc_slot_timeout",
+					p4rt.P("timeout_ns", timeoutNs))
+			}
+		}
+		for _, port := range sortedKeys(part.Children) {
+			b.table(TableINCChildPort, 0, []p4rt.Match{p4rt.Exact("port", port)}, "set_inc_child",
+				p4rt.P("child_rank", part.Children[port]))
 		}
 	}
 

@@ -377,14 +377,23 @@ func TestINCSlotTimeoutEntries(t *testing.T) {
 		c.Flags, c.INCGroup, c.WorkerRank, c.Index = p4src.ConnFlagIncUplink, g, uint8(i), uint16(i)
 		conns = append(conns, c)
 	}
+	// Groups 5 and 9, their members behind leaf1 (its roots).
+	cfg.INC.Groups = []config.INCGroup{
+		{ID: 5, Members: []config.INCMember{{Host: netip.MustParseAddr("10.1.2.6"), Rank: 0}, {Host: netip.MustParseAddr("10.1.1.9"), Rank: 2}}},
+		{ID: 9, Members: []config.INCMember{{Host: netip.MustParseAddr("10.1.2.6"), Rank: 1}}},
+	}
+	tree, err := ComputeINCTree(cfg, Failures{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tid, _ := info.TableID(TableINCSlotTimeout)
 	for _, tt := range []struct {
 		timeout time.Duration
 		want    int
 	}{{20 * time.Millisecond, 2}, {0, 0}, {config.MaxINCSlotTimeout, 2}} {
-		sw := cfg.Switch("spine1")
+		sw := cfg.Switch("leaf1")
 		sw.INCSlotTimeout = tt.timeout
-		res, err := Desired(info, Input{Config: cfg, Switch: sw, Connections: conns})
+		res, err := Desired(info, Input{Config: cfg, Switch: sw, Connections: conns, INCTree: tree})
 		if err != nil {
 			t.Fatal(err)
 		}

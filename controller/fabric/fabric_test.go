@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -72,23 +73,17 @@ func TestComputePortParams(t *testing.T) {
 	}
 }
 
-func TestPmaxQ16(t *testing.T) {
-	for _, tt := range []struct {
-		p    float64
-		want uint16
-	}{{1, 65535}, {0.5, 32768}, {0.01, 655}, {0.2, 13107}} {
-		if got := PmaxQ16(tt.p); got != tt.want {
-			t.Errorf("PmaxQ16(%v) = %d, want %d", tt.p, got, tt.want)
-		}
-	}
-}
-
 func TestDesiredCounts(t *testing.T) {
 	info, cfg := testInfo(t), testConfig(t)
 	c1 := conn("10.1.1.5", 1000, 17)
 	inc := conn("10.1.2.6", 1001, 18)
 	inc.Flags, inc.INCGroup, inc.WorkerRank, inc.Index = p4src.ConnFlagIncUplink, 5, 3, 1
-	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}})
+	cfg.INC.Groups = []config.INCGroup{{ID: 5, Members: []config.INCMember{{Host: inc.SenderIP, Rank: 3}}}}
+	tree, err := ComputeINCTree(cfg, Failures{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1"), Connections: []Connection{c1, inc}, INCTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,6 +457,33 @@ func TestAssumeKind(t *testing.T) {
 	}
 }
 
+// TestCNPSession: the clone session CNP_CLONE_SESSION clones whole packets to the
+// CPU port on v1model targets; on a tofino switch it is the mirror session to the
+// recirculation port, truncated to mirror_truncate bytes (docs/tofino.md).
+func TestCNPSession(t *testing.T) {
+	tofino := config.DefaultTofino(config.Tofino2)
+	tofino.MirrorTruncate = 160
+	for _, c := range []struct {
+		name     string
+		sw       *config.Switch
+		port     uint32
+		truncate int32
+	}{
+		{"bmv2", &config.Switch{Target: config.TargetBMv2}, uint32(p4src.CPUPort), 0},
+		{"tofino2", &config.Switch{Target: config.TargetTofino, Tofino: &tofino}, p4src.Tofino2RecircPort, 160},
+	} {
+		e, err := CNPSession(c.sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+		if cs.GetSessionId() != p4src.CNPCloneSession || len(cs.GetReplicas()) != 1 ||
+			cs.GetReplicas()[0].GetEgressPort() != c.port || cs.GetPacketLengthBytes() != c.truncate {
+			t.Errorf("%s: %v", c.name, cs)
+		}
+	}
+}
+
 func TestModeValue(t *testing.T) {
 	for _, tc := range []struct {
 		mode config.Mode
@@ -476,6 +498,61 @@ func TestModeValue(t *testing.T) {
 		got, err := ModeValue(tc.mode)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ModeValue(%s) = %d, %v; want %d", tc.mode, got, err, tc.want)
+		}
+	}
+}
+
+// TestDesiredWithTNAP4Info: with the TNA program's P4Infos (p4src/tna) fastcnpd
+// computes the same desired state as with the v1model one, entity for entity, but
+// the announcement value set, whose ID bf-p4c derives (docs/tofino.md "P4Info");
+// that value set has no match field there and stays empty with the compiled-in port.
+func TestDesiredWithTNAP4Info(t *testing.T) {
+	cfg := testConfig(t)
+	want, err := Desired(testInfo(t), Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, profile := range []string{"tofino", "tofino2"} {
+		p, err := p4rt.LoadP4InfoFile(filepath.Join(p4src.SourceDir(), "tna", "fastcnp-"+profile+".p4info.txtpb"), p4rt.FormatAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := p4rt.NewInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		if got.State.Len() != want.State.Len() {
+			t.Errorf("%s: %d entities, v1model %d", profile, got.State.Len(), want.State.Len())
+		}
+		wantVS, err := testInfo(t).ValueSetID(ValueSetAnnounce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotVS, err := info.ValueSetID(ValueSetAnnounce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range want.State.Entries() {
+			if e.Kind == KindValueSet {
+				continue
+			}
+			g, ok := got.State.Get(e.Key)
+			if !ok || !proto.Equal(g.Entity, e.Entity) {
+				t.Errorf("%s: %s differs: %v, v1model %v", profile, e.Key, g.Entity, e.Entity)
+			}
+		}
+		var vs *p4v1.ValueSetEntry
+		for _, e := range got.State.Entries() {
+			if e.Kind == KindValueSet {
+				vs = e.Entity.GetValueSetEntry()
+			}
+		}
+		if vs == nil || vs.GetValueSetId() != gotVS || gotVS == wantVS || len(vs.GetMembers()) != 0 {
+			t.Errorf("%s: value set %v (ID %#x, v1model %#x), want an empty one", profile, vs, gotVS, wantVS)
 		}
 	}
 }

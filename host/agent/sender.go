@@ -245,6 +245,7 @@ type Sender struct {
 	inflight int64     // wire bytes sent and not acknowledged
 
 	nextDep      time.Duration // earliest next departure (pacing)
+	depFrac      float64       // the fraction of a ns after nextDep (pace)
 	rto          time.Duration // current timeout
 	lastProgress time.Duration // last send of new data after idle, or ACK progress
 	lastNAKSeq   uint64
@@ -521,12 +522,27 @@ func (s *Sender) Next(now time.Duration) (Packet, bool, error) {
 	return p, true, nil
 }
 
-// pace charges a departure of w bytes at now to the token bucket.
+// pace charges a departure of w bytes at now to the token bucket. Back-to-back
+// gaps keep their fraction of a nanosecond (nextDep is the floor, depFrac the
+// rest), so a flow paced at its rate gets exactly that rate: rounding each gap up
+// would lose up to 1 ns a packet (0.5% of a 100 Gb/s link).
 func (s *Sender) pace(now time.Duration, w int) {
 	rate := s.alg.Rate()
 	burst := max(PacingGap((s.wireSize(s.cfg.MSS)+s.cfg.LineGap)*s.cfg.BurstPackets, rate), s.cfg.BurstTime)
-	base := max(s.nextDep, now-burst)
-	s.nextDep = base + PacingGap(w+s.cfg.LineGap, rate)
+	base, frac := s.nextDep, s.depFrac
+	if now-burst > base {
+		base, frac = now-burst, 0
+	}
+	g := float64(w+s.cfg.LineGap)*8e9/rate + frac
+	if math.IsInf(rate, 1) {
+		g = 0
+	}
+	if limit := float64(MaxRTO) * 1e3; g >= limit {
+		g = limit
+	}
+	whole := math.Floor(g)
+	s.nextDep = base + time.Duration(whole)
+	s.depFrac = g - whole
 }
 
 // probe handles a window-blocked sender whose newest packet did not

@@ -285,6 +285,27 @@ func TestPacingArithmetic(t *testing.T) {
 	if n != 1000 {
 		t.Errorf("10 ms at 1 Gb/s: %d frames of 1250 B, want 1000", n)
 	}
+	// A gap that is not a whole number of ns keeps its fraction: 1082 B at
+	// 100 Gb/s is 86.56 ns. After the bucket's two frames at 1 ms (its depth
+	// is one 87 ns gap, counted from 1 ms - 87 ns), departure k >= 1 comes at
+	// 1 ms - 87 ns + floor(k * 86.56): +86, +172, +259, ..., the 1000th at
+	// +86473 ns; rounding every gap up would put it at +86913.
+	fine := &stub{rate: 100e9, window: cc.NoWindowCap}
+	s = mustSender(t, SenderConfig{MSS: 1024, BurstPackets: 1}, fine)
+	if err := s.Post(0, 2000*1024); err != nil {
+		t.Fatal(err)
+	}
+	var deps []time.Duration
+	for now := time.Millisecond; len(deps) < 1001; now++ {
+		for range drain(t, s, now) {
+			deps = append(deps, now-time.Millisecond)
+		}
+	}
+	for _, k := range []int{2, 3, 4, 1000} {
+		if want := time.Duration(math.Floor(float64(k)*86.56)) - 87; deps[k] != want || deps[1] != 0 {
+			t.Errorf("departure %d at +%v, want +%v", k, deps[k], want)
+		}
+	}
 	// BurstTime overrides a smaller packet bucket.
 	s = mustSender(t, SenderConfig{MSS: 1192, BurstPackets: 1, BurstTime: 50 * us}, alg)
 	if err := s.Post(0, 100*1192); err != nil {

@@ -54,8 +54,8 @@ var Rules = []Rule{
 		"FCT analysis is pure: records in, tables and plots out"},
 	{"sim/sweep", []string{"wire", "p4src", "model", "host", "controller", "softswitch", "afpacket", "testbed", "conformance", "proto", "sim/engine", "sim/network"},
 		"the sweep runs points through a function value: it never depends on the engine (which needs model/ and host/)"},
-	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "host/agent", "conformance", "internal/netns"},
-		"the simulator drives the pure models and algorithms in virtual time, never a runtime"},
+	{"sim", []string{"controller", "softswitch", "afpacket", "testbed", "host/agent/live", "conformance", "internal/netns"},
+		"the simulator drives the pure models and algorithms in virtual time (model, host/cc, and host/agent's transport state machines), never a runtime"},
 }
 
 // under reports whether pkg (relative to Module) is dir or below it; "" is the whole module.

@@ -543,7 +543,8 @@ func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32)
 	switch {
 	case qlen < cfg.QthBytes:
 		r.portUndetermined[port], ev = 0, p4src.PortEventResumeNotCongested
-	case lhsHi > rhsHi || lhsHi == rhsHi && lhsLo > rhsLo:
+	case cfg.Mode == p4src.PortModeFastcnpNoPFCState || lhsHi > rhsHi || lhsHi == rhsHi && lhsLo > rhsLo:
+		// The ablation mode has no undetermined state: a queue over Qth is congested.
 		r.portUndetermined[port], ev = 0, p4src.PortEventResumeCongested
 	default:
 		r.portUndetermined[port], ev = 1, p4src.PortEventResumeUndetermined
@@ -653,8 +654,13 @@ func (p *Pipeline) incAggregate(frame []byte, f *wire.Frame, inPort uint16, conn
 		return false
 	}
 	// Every child is in: the slot is done (it remembers its key for the
-	// slot timeout, from now) and the packet becomes the aggregate.
-	r.incSlotDone[slot], r.incSlotStart[slot] = 1, now&p.timeMask()
+	// slot timeout, from now) and the packet becomes the aggregate. The TNA
+	// program frees it at once instead (docs/tofino.md "INC aggregation").
+	if p.prof.Tofino() {
+		r.incSlotBitmap[slot] = 0
+	} else {
+		r.incSlotDone[slot], r.incSlotStart[slot] = 1, now&p.timeMask()
+	}
 	out.Frame = p.buildAggregate(frame, f, slot, k, gp[1] == 1)
 	p.count(p4src.CounterIncResults, inPort, acct)
 	return true
@@ -668,12 +674,13 @@ func (p *Pipeline) incFlow(ci uint64, f *wire.Frame) (incKey, bool) {
 	r := &p.regs
 	base := ci * p4src.IncFlowWays
 	next := r.incFlowNextWay[ci]
+	ways := uint64(p.incFlowWays())
 	psn := f.BTH.PSN
 	if f.Has(wire.LayerINCIDs) {
 		ids := &f.INCIDs
 		k := incKey{incID: ids.INCID(), offset: (psn - ids.FirstPSN) & wire.MaxPSN, flen: ids.FlowLen, op: ids.OpID}
 		known := false
-		for w := range uint64(p4src.IncFlowWays) {
+		for w := range ways {
 			c := base + w
 			known = known || r.incFlowIncID[c] == uint64(k.incID) && r.incFlowFirstPSN[c] == uint64(ids.FirstPSN) &&
 				r.incFlowLen[c] == uint64(k.flen) && r.incFlowOp[c] == uint64(k.op)
@@ -681,13 +688,13 @@ func (p *Pipeline) incFlow(ci uint64, f *wire.Frame) (incKey, bool) {
 		if !known && k.flen != 0 {
 			c := base + next
 			r.incFlowIncID[c], r.incFlowFirstPSN[c], r.incFlowLen[c], r.incFlowOp[c] = uint64(k.incID), uint64(ids.FirstPSN), uint64(k.flen), uint64(k.op)
-			r.incFlowNextWay[ci] = (next + 1) & (p4src.IncFlowWays - 1)
+			r.incFlowNextWay[ci] = (next + 1) & (ways - 1)
 		}
 		return k, true
 	}
 	// Newest first: ways next-1, next-2, ..., next (the oldest).
-	for i := uint64(1); i <= p4src.IncFlowWays; i++ {
-		c := base + (next-i)&(p4src.IncFlowWays-1)
+	for i := uint64(1); i <= ways; i++ {
+		c := base + (next-i)&(ways-1)
 		flen := uint32(r.incFlowLen[c])
 		if off := (psn - uint32(r.incFlowFirstPSN[c])) & wire.MaxPSN; flen != 0 && off < flen {
 			return incKey{incID: uint32(r.incFlowIncID[c]), offset: off, flen: flen, op: uint16(r.incFlowOp[c])}, true

@@ -156,7 +156,7 @@ func TestINTTwoHops(t *testing.T) {
 	}
 }
 
-// A hop count above INT_MAX_HOPS is malformed (parser error IntTooManyHops).
+// A hop count above INT_MAX_HOPS is malformed (v1model parser error FastcnpMalformed).
 func TestINTMalformed(t *testing.T) {
 	p := newTest(t, p4src.PortModeInt)
 	fr := intFrame(t, 100, 0, nil)

@@ -9,6 +9,16 @@ import (
 
 const mask48 = 1<<48 - 1
 
+// incFlowWays is the number of data flows the INC data-flow map keeps per
+// connection: INC_FLOW_WAYS in v1model, 1 in the TNA program (its stateful ALUs
+// cannot hold four ways next to the 16 vector lanes; docs/tofino.md "INC").
+func (p *Pipeline) incFlowWays() uint32 {
+	if p.prof.Tofino() {
+		return 1
+	}
+	return p4src.IncFlowWays
+}
+
 // timeMask is the width of the times the program keeps in registers: 48 bits in
 // v1model, 32 in the TNA program.
 func (p *Pipeline) timeMask() uint64 {

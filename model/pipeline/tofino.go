@@ -142,7 +142,7 @@ func (p *Pipeline) tnaPFC(f *wire.Frame, port uint16, now uint64, rawNow int64, 
 // packet runs the departure bookkeeping, the pause decision, the departure shares,
 // the state machine and RED or a CNP (docs/tofino.md, "Egress, per lossless
 // departure").
-func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult) {
+func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult, intAdd bool, tx uint64) {
 	t := p.tna
 	q := &t.cells[port][meta.Priority&7]
 	*q -= min(*q, p.prof.cells(uint32(meta.FrameLen)))
@@ -203,6 +203,12 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 	meta.Tracked = tracked
 
 	// 4. The state machine (mode fastcnp), when no RESUME decided for this packet.
+	// The ablation mode fastcnp-no-pfc-state has none: a queue at or above Qth is
+	// congested.
+	if cfg.Mode == p4src.PortModeFastcnpNoPFCState && !(framed || inferred) {
+		t.checkQlen1[port] = 0
+		congested = qlen >= cfg.QthBytes
+	}
 	if cfg.Mode == p4src.PortModeFastcnp && !(framed || inferred) {
 		due := int32(now32-t.checkAt[port]) >= 0
 		if due {
@@ -238,7 +244,7 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 	}
 
 	switch cfg.Mode {
-	case p4src.PortModeFastcnp:
+	case p4src.PortModeFastcnp, p4src.PortModeFastcnpNoPFCState:
 		if hold || !congested {
 			return
 		}
@@ -265,6 +271,13 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 		if p.tnaRED(cfg, qlen) {
 			p.markCE(frame, port, meta, out)
 		}
+	case p4src.PortModeInt:
+		// 7b. The HPCC hop record; its queue is the traffic manager's
+		// deq_qdepth in cells.
+		if intAdd {
+			out.Frame = p.addINTRecord(frame, meta, wire.INTHop{TimestampNs: now, Port: port, TxBytes: tx,
+				QueueBytes: qd * cell, RateBytesPerMs: cfg.RateBytesPerMs})
+		}
 	}
 }
 
@@ -275,6 +288,9 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 func (p *Pipeline) tnaResume(cfg *PortConfig, qlen, rx, pause uint32) (uint8, bool) {
 	if qlen < cfg.QthBytes {
 		return p4src.PortEventResumeNotCongested, false
+	}
+	if cfg.Mode == p4src.PortModeFastcnpNoPFCState {
+		return p4src.PortEventResumeCongested, false // the ablation: never undetermined
 	}
 	lrx, ok := window.Log2Q6(rx)
 	lt, _ := window.Log2Q6(pause)

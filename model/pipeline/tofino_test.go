@@ -57,6 +57,16 @@ func TestTofinoResumeDecision(t *testing.T) {
 			t.Errorf("%s: event %d undetermined %v, want %d %v", c.name, ev, undet, c.event, c.undetermined)
 		}
 	}
+	// The ablation mode fastcnp-no-pfc-state is never undetermined: what fastcnp
+	// mode would leave undetermined is congested.
+	abl := *cfg
+	abl.Mode = p4src.PortModeFastcnpNoPFCState
+	if ev, undet := p.tnaResume(&abl, 10_000, 7000, 70_000); ev != p4src.PortEventResumeCongested || undet {
+		t.Errorf("ablation: event %d undetermined %v, want RESUME_CONGESTED", ev, undet)
+	}
+	if ev, _ := p.tnaResume(&abl, 1999, 7000, 70_000); ev != p4src.PortEventResumeNotCongested {
+		t.Errorf("ablation below Qth: event %d, want RESUME_NOT_CONGESTED", ev)
+	}
 	// Outside +-5% of equality the log-domain decision is the exact one.
 	for _, rate := range []uint32{125_000, 3_125_000, 12_500_000, 50_000_000} {
 		for ns := uint32(100); ns < 50_000_000; ns = ns*3/2 + 7 {

@@ -6,14 +6,14 @@
 //
 // The package is pure: no I/O, no goroutines, no wall clock. Every entry point takes
 // now (int64 ns) from the caller, so the same model runs under the software switch
-// (softswitch: wall clock, real frames) and under its own tests, which drive it in
-// virtual time (incast_test.go is a small discrete-event loop). A packet-level
-// simulator on top of it is planned (README, "Status"). Time must not go backwards
-// between calls.
+// (softswitch: wall clock, real frames), under the packet-level simulator fastcnp-sim
+// (sim/network: virtual time, one TM per switch) and under its own tests
+// (incast_test.go is a small discrete-event loop). Time must not go backwards between
+// calls.
 //
 // Link propagation delay is not applied by the TM: every departure reports
 // TxStart, TxEnd (last bit on the wire) and DeliverAt = TxEnd + PropDelayNs, the time the
-// last bit reaches the peer. An event-driven caller (the incast test) schedules the
+// last bit reaches the peer. An event-driven caller (the simulator, the incast test) schedules the
 // arrival at DeliverAt; the real-time runtime holds a data frame in a delay line until
 // then (AF_PACKET on veth has no delay of its own) and sends PFC frames at once. PFC
 // frames the TM asks to send carry SendAt and DeliverAt the same way.

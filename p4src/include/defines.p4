@@ -4,7 +4,8 @@
 // from p4src/defines_gen.go, which `go generate ./p4src` writes from this file
 // (a test in p4src fails when the two differ): change them here only.
 // Sizes are preprocessor macros (they are used as table sizes, register sizes and
-// in index masks); everything else is a typed P4 constant.
+// in index masks); everything else is a typed P4 constant. Architecture-neutral:
+// what only one architecture needs lives in v1model/defines.p4 or tna/.
 
 #ifndef _FASTCNP_DEFINES_P4_
 #define _FASTCNP_DEFINES_P4_
@@ -71,35 +72,12 @@
 // Ports, sessions, receivers.
 // ---------------------------------------------------------------------------
 const bit<9>  CPU_PORT           = 255;   // P4Runtime packet-in/out port (BMv2 --cpu-port 255)
-const bit<32> CNP_CLONE_SESSION  = 100;   // E2E clone session that carries switch CNPs and deferred digests
-const bit<32> DIGEST_RECEIVER    = 1;     // v1model digest receiver id (ignored by BMv2's P4Runtime server)
-
-// Field lists of clone/recirculate/resubmit_preserving_field_list. Macros, not
-// constants: they appear in @field_list annotations, where p4c wants literals.
-#define FL_EGRESS_CLONE 1   // data packet (egress) -> its E2E clone
-#define FL_RECIRCULATE  2   // E2E clone (egress) -> recirculated packet (ingress)
-#define FL_RESUBMIT     3   // recirculated packet -> its resubmit (second digest)
+const bit<32> CNP_CLONE_SESSION  = 100;   // E2E clone (v1model) / mirror (TNA) session that carries switch CNPs and egress digests
 
 // ---------------------------------------------------------------------------
 // Time.
 // ---------------------------------------------------------------------------
 const bit<48> DIGEST_MIN_GAP_NS  = 100000;  // cnp_digest_t at most once per this gap per port
-const bit<48> NS_PER_US          = 1000;    // BMv2 timestamps count microseconds
-// No run-time arithmetic in the program is wider than 64 bits (controls.p4), so
-// that neither p4c's BMv2 back end nor a later TNA program has to handle it.
-// Exact floor(x / 1000) for every x < 2^48 without a division (BMv2 and Tofino
-// have none): floor(x / 1000) == (x * M) >> 58 with M = ceil(2^58 / 1000) =
-// 288230376151712, since M*1000 - 2^58 = 256 <= 2^(58-48) keeps the error below
-// one unit for all 48-bit x (Granlund-Montgomery). The 97-bit product x * M is
-// formed from 24-bit limbs (controls.p4 ps_to_ns): M = HI * 2^24 + LO.
-const bit<64> PS_TO_NS_MAGIC_HI  = 17179869;
-const bit<64> PS_TO_NS_MAGIC_LO  = 3087008;
-// rx_bytes > C*T is evaluated as rx_bytes * 10^6 > rate_bytes_per_ms * T_ns
-// (controls.p4 PORT_RESUME_DECISION); the left side is below 2^52.
-const bit<64> NS_PER_MS          = 1000000;
-// rate_bytes_per_ms * (T_ns >> 24) at or above 2^28 puts the right side at or
-// above 2^52, beyond any left side.
-const bit<64> RATE_T_HI_LIMIT    = 0x10000000;
 
 // ---------------------------------------------------------------------------
 // Protocol numbers (docs/wire-formats.md).
@@ -164,11 +142,14 @@ const bit<7>  PUNT_REASON_ANNOUNCEMENT = 1;
 // ---------------------------------------------------------------------------
 // Port modes and states (docs/dataplane.md "Units and constants").
 // ---------------------------------------------------------------------------
-// 3 bits: room for every mode (3 is kept for the ablation of the PFC-aware port
-// state, issue 12).
+// 3 bits: room for every mode.
 const bit<3> PORT_MODE_OFF     = 0;   // forward only
 const bit<3> PORT_MODE_ECN     = 1;   // classic DCQCN CP: RED marking (spec 02)
 const bit<3> PORT_MODE_FASTCNP = 2;   // switch CNPs with explicit window (spec 01)
+// Ablation of fastcnp (issue 12): switch CNPs with the window, but no PFC-aware port
+// state: a RESUME never makes a port undetermined, every port whose queue reaches
+// Qth counts as congested.
+const bit<3> PORT_MODE_FASTCNP_NO_PFC_STATE = 3;
 const bit<3> PORT_MODE_INT     = 4;   // HPCC: an INT hop record on data packets that ask for one (spec 03)
 
 const bit<1> PORT_DETERMINED   = 0;
@@ -209,13 +190,5 @@ const bit<16> RED_RANDOM_MAX = 0xFFFF;
 #define RED_RATIO_K_OFFSET       1024  // 64 * 16: exp2(1024 + log2(d) - log2(R)) = 65536 * d/R
 #define PFC_EVENT_QID            7     // queue of PFC events ingress -> egress (strict priority, never paused)
 #define FASTCNP_RECIRC_ETHERTYPE 0x88B5 // pseudo-Ethernet type of the recirculation header (IEEE local experimental)
-
-// ---------------------------------------------------------------------------
-// v1model packet instance types (BMv2 simple_switch.md).
-// ---------------------------------------------------------------------------
-const bit<32> PKT_INSTANCE_TYPE_NORMAL       = 0;
-const bit<32> PKT_INSTANCE_TYPE_EGRESS_CLONE = 2;
-const bit<32> PKT_INSTANCE_TYPE_RECIRC       = 4;
-const bit<32> PKT_INSTANCE_TYPE_RESUBMIT     = 6;
 
 #endif  // _FASTCNP_DEFINES_P4_

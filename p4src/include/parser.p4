@@ -1,39 +1,38 @@
 // fastcnp: the architecture-neutral parts of the parser and the deparser
 // (docs/dataplane.md "Parser"; docs/wire-formats.md; spec 05).
 //
-// The architecture's own parser (v1model/fastcnp.p4: FastcnpParser) owns what
-// is not neutral: the CPU-port packet_out header, recirculated packets, and the
-// `announce_udp_port` value set (a value set must be declared in the top-level
-// parser to keep its P4Info name FastcnpParser.announce_udp_port). It calls
-// the sub-parsers below:
+// Each architecture's own parser (v1model/fastcnp.p4, tna/fastcnp.p4: FastcnpParser)
+// owns what is not neutral: the CPU-port packet_out header, the switch's own
+// recirculated or resubmitted packets, and the `announce_udp_port` value set (a
+// value set must be declared in the top-level parser to keep its P4Info name
+// FastcnpParser.announce_udp_port). It calls the sub-parsers below:
 //   FastcnpFrameParser        Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP
 //   FastcnpRoceParser         BTH, then the CNP extension, the INC header or the INT header
 //   FastcnpAnnouncementParser the 32-byte RDMA-connection announcement
-// Malformed input ends in `reject` with one of the errors below; the ingress
-// control checks the parser error first (Ingress step 1). Extracting past the
-// end of the packet fails with the core error PacketTooShort.
+// A malformed header (IPv4 version != 4 or IHL < 5, an INT hop count above
+// INT_MAX_HOPS, an announcement's magic or version wrong) sets `malformed` and ends the sub-parser; the caller turns it into
+// its architecture's parser error (v1model: verify; TNA: a metadata flag, since
+// p4c's Tofino back end drops `verify`). Checks are select cases, not expressions,
+// so that Tofino's parser can evaluate them. Extracting past the end of the packet
+// fails with the architecture's own error (v1model: PacketTooShort; TNA: the
+// partial-header bit of parser_err); the ingress control checks both first
+// (Ingress step 1).
 
 #ifndef _FASTCNP_PARSER_P4_
 #define _FASTCNP_PARSER_P4_
 
 #include "headers.p4"
 
-error {
-    Ipv4BadVersion,         // IPv4 version != 4
-    Ipv4BadIhl,             // IPv4 IHL < 5
-    AnnouncementBadMagic,   // announcement magic != "FCNP"
-    AnnouncementBadVersion, // announcement version != 1
-    IntTooManyHops          // INT hop count > INT_MAX_HOPS
-}
-
 // Ethernet -> [802.1Q] -> MAC control [-> PFC times] | IPv4 -> UDP. Sets
-// meta.l4_is_udp when a UDP header was extracted, so the caller can dispatch on
-// its port.
+// l4_is_udp when a UDP header was extracted, so the caller can dispatch on its
+// port, and malformed for a bad IPv4 header.
 parser FastcnpFrameParser(packet_in pkt,
                           inout fastcnp_headers_t hdr,
-                          inout fastcnp_metadata_t meta) {
+                          out bit<1> l4_is_udp,
+                          out bit<1> malformed) {
     state start {
-        meta.l4_is_udp = 0;
+        l4_is_udp = 0;
+        malformed = 0;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN:        parse_vlan;
@@ -70,20 +69,26 @@ parser FastcnpFrameParser(packet_in pkt,
     }
 
     // Options are forwarded, not parsed: only IHL 5, unfragmented (offset 0)
-    // UDP goes further.
+    // UDP goes further. Version != 4 or IHL < 5 is malformed (first match wins).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        verify(hdr.ipv4.version == IPV4_VERSION, error.Ipv4BadVersion);
-        verify(hdr.ipv4.ihl >= IPV4_MIN_IHL, error.Ipv4BadIhl);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
-            default:                         accept;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (IPV4_VERSION, IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
+            (IPV4_VERSION, 4w0 &&& 4w0xC, _, _):          ipv4_malformed;   // IHL 0..3
+            (IPV4_VERSION, 4w4, _, _):                    ipv4_malformed;   // IHL 4
+            (IPV4_VERSION, _, _, _):                      accept;
+            default:                                      ipv4_malformed;   // version != 4
         }
+    }
+
+    state ipv4_malformed {
+        malformed = 1;
+        transition accept;
     }
 
     state parse_udp {
         pkt.extract(hdr.udp);
-        meta.l4_is_udp = 1;
+        l4_is_udp = 1;
         transition accept;
     }
 }
@@ -91,10 +96,12 @@ parser FastcnpFrameParser(packet_in pkt,
 // After UDP destination port 4791: the BTH; opcode 0x81 (CNP) -> the 16-byte
 // fastcnp extension; else BTH byte 4 == INC_BTH_MARK -> the INC header
 // (base, IDS part if flag IDS, vector); else BTH byte 4 == INT_BTH_MARK -> the
-// INT header and its hop_count records (more than INT_MAX_HOPS: error
-// IntTooManyHops); else nothing more. The ICRC is not parsed.
-parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
+// INT header and its hop_count records (more than INT_MAX_HOPS: malformed, the
+// v1model error formerly named IntTooManyHops); else nothing more. The ICRC is not
+// parsed.
+parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr, out bit<1> malformed) {
     state start {
+        malformed = 0;
         pkt.extract(hdr.bth);
         transition select(hdr.bth.opcode, hdr.bth.resv8a) {
             (BTH_OPCODE_CNP, _): parse_cnp_ext;
@@ -120,8 +127,8 @@ parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
     }
 
     state parse_int_too_many {
-        verify(false, error.IntTooManyHops);
-        transition reject;
+        malformed = 1;
+        transition accept;
     }
 
     state parse_int_hop_0 {
@@ -187,11 +194,17 @@ parser FastcnpRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
 
 // The RDMA-connection announcement (wire-formats.md): wrong magic or version
 // is malformed. Its type, flags and addresses are the controller's to validate.
-parser FastcnpAnnouncementParser(packet_in pkt, inout fastcnp_headers_t hdr) {
+parser FastcnpAnnouncementParser(packet_in pkt, inout fastcnp_headers_t hdr, inout bit<1> malformed) {
     state start {
         pkt.extract(hdr.announcement);
-        verify(hdr.announcement.magic == ANNOUNCE_MAGIC, error.AnnouncementBadMagic);
-        verify(hdr.announcement.version == ANNOUNCE_VERSION, error.AnnouncementBadVersion);
+        transition select(hdr.announcement.magic, hdr.announcement.version) {
+            (ANNOUNCE_MAGIC, ANNOUNCE_VERSION): accept;
+            default:                            announcement_malformed;
+        }
+    }
+
+    state announcement_malformed {
+        malformed = 1;
         transition accept;
     }
 }

@@ -33,7 +33,14 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/controls.p4"
+#include "defines.p4"
+#include "metadata.p4"
+#include "decisions.p4"
 #include "registers.p4"
+
+// A header the shared sub-parsers found malformed (include/parser.p4): the
+// parser error ingress step 1 checks.
+error { FastcnpMalformed }
 
 // ===========================================================================
 // Parser (docs/dataplane.md "Parser").
@@ -75,11 +82,18 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_frame {
-        frame_parser.apply(pkt, hdr, meta);
-        transition select(meta.l4_is_udp) {
-            1:       dispatch_udp;
+        frame_parser.apply(pkt, hdr, meta.l4_is_udp, meta.malformed);
+        transition select(meta.malformed, meta.l4_is_udp) {
+            (1, _):  malformed;
+            (0, 1):  dispatch_udp;
             default: accept;
         }
+    }
+
+    // A malformed header: BMv2 sets parser_error and runs ingress (step 1).
+    state malformed {
+        verify(false, error.FastcnpMalformed);
+        transition accept;
     }
 
     // RoCEv2 first (a value set listing 4791 does not make RoCE packets
@@ -95,13 +109,19 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_roce {
-        roce_parser.apply(pkt, hdr);
-        transition accept;
+        roce_parser.apply(pkt, hdr, meta.malformed);
+        transition select(meta.malformed) {
+            1:       malformed;
+            default: accept;
+        }
     }
 
     state parse_announcement {
-        announcement_parser.apply(pkt, hdr);
-        transition accept;
+        announcement_parser.apply(pkt, hdr, meta.malformed);
+        transition select(meta.malformed) {
+            1:       malformed;
+            default: accept;
+        }
     }
 }
 
@@ -159,7 +179,7 @@ control FastcnpVerifyChecksum(inout fastcnp_headers_t hdr, inout fastcnp_metadat
     rs_claim = rs_paused == 1 && (!(BY_EXPIRY) || meta.now_ns >= rs_expire_ns); \
     rs_pause_ns = meta.now_ns - rs_start_ns;                                    \
     PORT_RESUME_DECISION(rs_queue_bytes, meta.qth_bytes, rs_rx_bytes,           \
-                         meta.rate_bytes_per_ms, rs_pause_ns,                   \
+                         meta.rate_bytes_per_ms, rs_pause_ns, meta.mode,        \
                          rs_beats, rs_undet, rs_event)                          \
     port_paused.write(PORT, rs_claim ? 1w0 : rs_paused);                        \
     port_undetermined.write(PORT, rs_claim ? rs_undet : rs_undet_old);          \
@@ -1233,9 +1253,10 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
 
         bit<1> make_cnp = 0;
         bit<1> mark = 0;
-        if (meta.mode == PORT_MODE_FASTCNP) {
+        if (meta.mode == PORT_MODE_FASTCNP || meta.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
             // ---- Step 3: the port state machine (spec 01 event 4), one atomic
-            // block (a RESUME in ingress writes the same cells).
+            // block (a RESUME in ingress writes the same cells). The ablation mode
+            // fastcnp-no-pfc-state sees every port as determined.
             bit<1>    ck_undet;
             time_ns_t ck_check_at_ns;
             bit<32>   ck_snapshot;
@@ -1250,7 +1271,8 @@ control FastcnpEgress(inout fastcnp_headers_t hdr,
             port_check_at_ns.read(ck_check_at_ns, port_cell);
             port_q_snapshot.read(ck_snapshot, port_cell);
             port_rx_bytes.read(ck_rx_bytes, port_cell);
-            PORT_CHECK_DECISION(ck_undet, meta.now_ns, ck_check_at_ns, queue_bytes,
+            PORT_CHECK_DECISION((meta.mode == PORT_MODE_FASTCNP_NO_PFC_STATE ? PORT_DETERMINED : ck_undet),
+                                meta.now_ns, ck_check_at_ns, queue_bytes,
                                 meta.qth_bytes, ck_snapshot,
                                 ck_hold, ck_congested, ck_rearm, ck_event, ck_next)
             port_undetermined.write(port_cell, ck_next);

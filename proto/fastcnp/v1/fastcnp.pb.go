@@ -1656,6 +1656,450 @@ func (x *INCRouteTable) GetNextHops() []*INCNextHop {
 	return nil
 }
 
+type GetINCTreeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetINCTreeRequest) Reset() {
+	*x = GetINCTreeRequest{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetINCTreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetINCTreeRequest) ProtoMessage() {}
+
+func (x *GetINCTreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetINCTreeRequest.ProtoReflect.Descriptor instead.
+func (*GetINCTreeRequest) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{23}
+}
+
+type SetLinkStateRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Switch string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`
+	// port 0: the whole switch.
+	Port          uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Down          bool   `protobuf:"varint,3,opt,name=down,proto3" json:"down,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLinkStateRequest) Reset() {
+	*x = SetLinkStateRequest{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLinkStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLinkStateRequest) ProtoMessage() {}
+
+func (x *SetLinkStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLinkStateRequest.ProtoReflect.Descriptor instead.
+func (*SetLinkStateRequest) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SetLinkStateRequest) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *SetLinkStateRequest) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *SetLinkStateRequest) GetDown() bool {
+	if x != nil {
+		return x.Down
+	}
+	return false
+}
+
+type INCTree struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// leaves[i] has rank i at the upper switches.
+	Leaves []string    `protobuf:"bytes,1,rep,name=leaves,proto3" json:"leaves,omitempty"`
+	Uppers []*INCUpper `protobuf:"bytes,2,rep,name=uppers,proto3" json:"uppers,omitempty"`
+	// buckets[i] is the upper switch ID of bucket i (empty: no group spans
+	// several leaves, or no upper switch is left).
+	Buckets  []uint32         `protobuf:"varint,3,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
+	Switches []*INCTreeSwitch `protobuf:"bytes,4,rep,name=switches,proto3" json:"switches,omitempty"`
+	Warnings []string         `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// down are the links (switch, port) and switches (port 0) marked down.
+	Down []*INCLinkEnd `protobuf:"bytes,6,rep,name=down,proto3" json:"down,omitempty"`
+	// buckets_moved: what the SetLinkState that returned this tree moved.
+	BucketsMoved  uint32 `protobuf:"varint,7,opt,name=buckets_moved,json=bucketsMoved,proto3" json:"buckets_moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *INCTree) Reset() {
+	*x = INCTree{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *INCTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*INCTree) ProtoMessage() {}
+
+func (x *INCTree) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use INCTree.ProtoReflect.Descriptor instead.
+func (*INCTree) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *INCTree) GetLeaves() []string {
+	if x != nil {
+		return x.Leaves
+	}
+	return nil
+}
+
+func (x *INCTree) GetUppers() []*INCUpper {
+	if x != nil {
+		return x.Uppers
+	}
+	return nil
+}
+
+func (x *INCTree) GetBuckets() []uint32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *INCTree) GetSwitches() []*INCTreeSwitch {
+	if x != nil {
+		return x.Switches
+	}
+	return nil
+}
+
+func (x *INCTree) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *INCTree) GetDown() []*INCLinkEnd {
+	if x != nil {
+		return x.Down
+	}
+	return nil
+}
+
+func (x *INCTree) GetBucketsMoved() uint32 {
+	if x != nil {
+		return x.BucketsMoved
+	}
+	return 0
+}
+
+type INCUpper struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Id            uint32                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Weight        uint64                 `protobuf:"varint,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	Buckets       uint32                 `protobuf:"varint,4,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *INCUpper) Reset() {
+	*x = INCUpper{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *INCUpper) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*INCUpper) ProtoMessage() {}
+
+func (x *INCUpper) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use INCUpper.ProtoReflect.Descriptor instead.
+func (*INCUpper) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *INCUpper) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *INCUpper) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *INCUpper) GetWeight() uint64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *INCUpper) GetBuckets() uint32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return 0
+}
+
+type INCTreeSwitch struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Groups []*INCTreeGroup        `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	// child_ports: port -> the rank of the leaf behind it.
+	ChildPorts map[uint32]uint32 `protobuf:"bytes,3,rep,name=child_ports,json=childPorts,proto3" json:"child_ports,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// up_ports: upper switch ID -> this leaf's port towards it.
+	UpPorts       map[uint32]uint32 `protobuf:"bytes,4,rep,name=up_ports,json=upPorts,proto3" json:"up_ports,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *INCTreeSwitch) Reset() {
+	*x = INCTreeSwitch{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *INCTreeSwitch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*INCTreeSwitch) ProtoMessage() {}
+
+func (x *INCTreeSwitch) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use INCTreeSwitch.ProtoReflect.Descriptor instead.
+func (*INCTreeSwitch) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *INCTreeSwitch) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *INCTreeSwitch) GetGroups() []*INCTreeGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *INCTreeSwitch) GetChildPorts() map[uint32]uint32 {
+	if x != nil {
+		return x.ChildPorts
+	}
+	return nil
+}
+
+func (x *INCTreeSwitch) GetUpPorts() map[uint32]uint32 {
+	if x != nil {
+		return x.UpPorts
+	}
+	return nil
+}
+
+type INCTreeGroup struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ContributorsMask uint32                 `protobuf:"varint,2,opt,name=contributors_mask,json=contributorsMask,proto3" json:"contributors_mask,omitempty"`
+	Root             bool                   `protobuf:"varint,3,opt,name=root,proto3" json:"root,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *INCTreeGroup) Reset() {
+	*x = INCTreeGroup{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *INCTreeGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*INCTreeGroup) ProtoMessage() {}
+
+func (x *INCTreeGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use INCTreeGroup.ProtoReflect.Descriptor instead.
+func (*INCTreeGroup) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *INCTreeGroup) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *INCTreeGroup) GetContributorsMask() uint32 {
+	if x != nil {
+		return x.ContributorsMask
+	}
+	return 0
+}
+
+func (x *INCTreeGroup) GetRoot() bool {
+	if x != nil {
+		return x.Root
+	}
+	return false
+}
+
+type INCLinkEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Switch        string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`
+	Port          uint32                 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *INCLinkEnd) Reset() {
+	*x = INCLinkEnd{}
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *INCLinkEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*INCLinkEnd) ProtoMessage() {}
+
+func (x *INCLinkEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use INCLinkEnd.ProtoReflect.Descriptor instead.
+func (*INCLinkEnd) Descriptor() ([]byte, []int) {
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *INCLinkEnd) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *INCLinkEnd) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
 type WatchEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kinds filters events by kind; empty = all.
@@ -1666,7 +2110,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +2122,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[23]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +2135,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{23}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WatchEventsRequest) GetKinds() []string {
@@ -1718,7 +2162,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +2174,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[24]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +2187,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{24}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Event) GetTimeUnixNano() int64 {
@@ -1799,7 +2243,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2255,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[25]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2268,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{25}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ValidateConfigRequest) GetConfig() []byte {
@@ -1852,7 +2296,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2308,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[26]
+	mi := &file_fastcnp_v1_fastcnp_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2321,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{26}
+	return file_fastcnp_v1_fastcnp_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ValidateConfigResponse) GetValid() bool {
@@ -2064,7 +2508,45 @@ const file_fastcnp_v1_fastcnp_proto_rawDesc = "" +
 	"\rINCRouteTable\x12\x16\n" +
 	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x18\n" +
 	"\abuckets\x18\x02 \x03(\rR\abuckets\x123\n" +
-	"\tnext_hops\x18\x03 \x03(\v2\x16.fastcnp.v1.INCNextHopR\bnextHops\"*\n" +
+	"\tnext_hops\x18\x03 \x03(\v2\x16.fastcnp.v1.INCNextHopR\bnextHops\"\x13\n" +
+	"\x11GetINCTreeRequest\"U\n" +
+	"\x13SetLinkStateRequest\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\x12\x12\n" +
+	"\x04down\x18\x03 \x01(\bR\x04down\"\x8d\x02\n" +
+	"\aINCTree\x12\x16\n" +
+	"\x06leaves\x18\x01 \x03(\tR\x06leaves\x12,\n" +
+	"\x06uppers\x18\x02 \x03(\v2\x14.fastcnp.v1.INCUpperR\x06uppers\x12\x18\n" +
+	"\abuckets\x18\x03 \x03(\rR\abuckets\x125\n" +
+	"\bswitches\x18\x04 \x03(\v2\x19.fastcnp.v1.INCTreeSwitchR\bswitches\x12\x1a\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\x12*\n" +
+	"\x04down\x18\x06 \x03(\v2\x16.fastcnp.v1.INCLinkEndR\x04down\x12#\n" +
+	"\rbuckets_moved\x18\a \x01(\rR\fbucketsMoved\"`\n" +
+	"\bINCUpper\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\rR\x02id\x12\x16\n" +
+	"\x06weight\x18\x03 \x01(\x04R\x06weight\x12\x18\n" +
+	"\abuckets\x18\x04 \x01(\rR\abuckets\"\xdf\x02\n" +
+	"\rINCTreeSwitch\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x06groups\x18\x02 \x03(\v2\x18.fastcnp.v1.INCTreeGroupR\x06groups\x12J\n" +
+	"\vchild_ports\x18\x03 \x03(\v2).fastcnp.v1.INCTreeSwitch.ChildPortsEntryR\n" +
+	"childPorts\x12A\n" +
+	"\bup_ports\x18\x04 \x03(\v2&.fastcnp.v1.INCTreeSwitch.UpPortsEntryR\aupPorts\x1a=\n" +
+	"\x0fChildPortsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\x1a:\n" +
+	"\fUpPortsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"_\n" +
+	"\fINCTreeGroup\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12+\n" +
+	"\x11contributors_mask\x18\x02 \x01(\rR\x10contributorsMask\x12\x12\n" +
+	"\x04root\x18\x03 \x01(\bR\x04root\"8\n" +
+	"\n" +
+	"INCLinkEnd\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\"*\n" +
 	"\x12WatchEventsRequest\x12\x14\n" +
 	"\x05kinds\x18\x01 \x03(\tR\x05kinds\"\xf9\x01\n" +
 	"\x05Event\x12$\n" +
@@ -2083,7 +2565,7 @@ const file_fastcnp_v1_fastcnp_proto_rawDesc = "" +
 	"\x16ValidateConfigResponse\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x16\n" +
 	"\x06errors\x18\x02 \x03(\tR\x06errors\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings2\x84\a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings2\x8c\b\n" +
 	"\aFastcnp\x12Q\n" +
 	"\fListSwitches\x12\x1f.fastcnp.v1.ListSwitchesRequest\x1a .fastcnp.v1.ListSwitchesResponse\x12O\n" +
 	"\x0fGetPortSettings\x12\".fastcnp.v1.GetPortSettingsRequest\x1a\x18.fastcnp.v1.PortSettings\x12O\n" +
@@ -2094,7 +2576,10 @@ const file_fastcnp_v1_fastcnp_proto_rawDesc = "" +
 	"\x0fListConnections\x12\".fastcnp.v1.ListConnectionsRequest\x1a#.fastcnp.v1.ListConnectionsResponse\x12I\n" +
 	"\rAddConnection\x12 .fastcnp.v1.AddConnectionRequest\x1a\x16.fastcnp.v1.Connection\x12]\n" +
 	"\x10RemoveConnection\x12#.fastcnp.v1.RemoveConnectionRequest\x1a$.fastcnp.v1.RemoveConnectionResponse\x12J\n" +
-	"\fGetINCRoutes\x12\x1f.fastcnp.v1.GetINCRoutesRequest\x1a\x19.fastcnp.v1.INCRouteTable\x12B\n" +
+	"\fGetINCRoutes\x12\x1f.fastcnp.v1.GetINCRoutesRequest\x1a\x19.fastcnp.v1.INCRouteTable\x12@\n" +
+	"\n" +
+	"GetINCTree\x12\x1d.fastcnp.v1.GetINCTreeRequest\x1a\x13.fastcnp.v1.INCTree\x12D\n" +
+	"\fSetLinkState\x12\x1f.fastcnp.v1.SetLinkStateRequest\x1a\x13.fastcnp.v1.INCTree\x12B\n" +
 	"\vWatchEvents\x12\x1e.fastcnp.v1.WatchEventsRequest\x1a\x11.fastcnp.v1.Event0\x01\x12W\n" +
 	"\x0eValidateConfig\x12!.fastcnp.v1.ValidateConfigRequest\x1a\".fastcnp.v1.ValidateConfigResponseB7Z5github.com/fastcnp/fastcnp/proto/fastcnp/v1;fastcnpv1b\x06proto3"
 
@@ -2110,7 +2595,7 @@ func file_fastcnp_v1_fastcnp_proto_rawDescGZIP() []byte {
 	return file_fastcnp_v1_fastcnp_proto_rawDescData
 }
 
-var file_fastcnp_v1_fastcnp_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_fastcnp_v1_fastcnp_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_fastcnp_v1_fastcnp_proto_goTypes = []any{
 	(*ListSwitchesRequest)(nil),      // 0: fastcnp.v1.ListSwitchesRequest
 	(*SwitchStatus)(nil),             // 1: fastcnp.v1.SwitchStatus
@@ -2135,54 +2620,73 @@ var file_fastcnp_v1_fastcnp_proto_goTypes = []any{
 	(*GetINCRoutesRequest)(nil),      // 20: fastcnp.v1.GetINCRoutesRequest
 	(*INCNextHop)(nil),               // 21: fastcnp.v1.INCNextHop
 	(*INCRouteTable)(nil),            // 22: fastcnp.v1.INCRouteTable
-	(*WatchEventsRequest)(nil),       // 23: fastcnp.v1.WatchEventsRequest
-	(*Event)(nil),                    // 24: fastcnp.v1.Event
-	(*ValidateConfigRequest)(nil),    // 25: fastcnp.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil),   // 26: fastcnp.v1.ValidateConfigResponse
-	nil,                              // 27: fastcnp.v1.PortState.CountersEntry
-	nil,                              // 28: fastcnp.v1.QueueState.CountersEntry
-	nil,                              // 29: fastcnp.v1.Event.FieldsEntry
+	(*GetINCTreeRequest)(nil),        // 23: fastcnp.v1.GetINCTreeRequest
+	(*SetLinkStateRequest)(nil),      // 24: fastcnp.v1.SetLinkStateRequest
+	(*INCTree)(nil),                  // 25: fastcnp.v1.INCTree
+	(*INCUpper)(nil),                 // 26: fastcnp.v1.INCUpper
+	(*INCTreeSwitch)(nil),            // 27: fastcnp.v1.INCTreeSwitch
+	(*INCTreeGroup)(nil),             // 28: fastcnp.v1.INCTreeGroup
+	(*INCLinkEnd)(nil),               // 29: fastcnp.v1.INCLinkEnd
+	(*WatchEventsRequest)(nil),       // 30: fastcnp.v1.WatchEventsRequest
+	(*Event)(nil),                    // 31: fastcnp.v1.Event
+	(*ValidateConfigRequest)(nil),    // 32: fastcnp.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil),   // 33: fastcnp.v1.ValidateConfigResponse
+	nil,                              // 34: fastcnp.v1.PortState.CountersEntry
+	nil,                              // 35: fastcnp.v1.QueueState.CountersEntry
+	nil,                              // 36: fastcnp.v1.INCTreeSwitch.ChildPortsEntry
+	nil,                              // 37: fastcnp.v1.INCTreeSwitch.UpPortsEntry
+	nil,                              // 38: fastcnp.v1.Event.FieldsEntry
 }
 var file_fastcnp_v1_fastcnp_proto_depIdxs = []int32{
 	1,  // 0: fastcnp.v1.ListSwitchesResponse.switches:type_name -> fastcnp.v1.SwitchStatus
 	4,  // 1: fastcnp.v1.PortSettings.params:type_name -> fastcnp.v1.PortParams
-	27, // 2: fastcnp.v1.PortState.counters:type_name -> fastcnp.v1.PortState.CountersEntry
+	34, // 2: fastcnp.v1.PortState.counters:type_name -> fastcnp.v1.PortState.CountersEntry
 	9,  // 3: fastcnp.v1.ListPortsResponse.ports:type_name -> fastcnp.v1.PortState
-	28, // 4: fastcnp.v1.QueueState.counters:type_name -> fastcnp.v1.QueueState.CountersEntry
+	35, // 4: fastcnp.v1.QueueState.counters:type_name -> fastcnp.v1.QueueState.CountersEntry
 	12, // 5: fastcnp.v1.ListQueuesResponse.queues:type_name -> fastcnp.v1.QueueState
 	14, // 6: fastcnp.v1.ListConnectionsResponse.connections:type_name -> fastcnp.v1.Connection
 	14, // 7: fastcnp.v1.AddConnectionRequest.connection:type_name -> fastcnp.v1.Connection
 	21, // 8: fastcnp.v1.INCRouteTable.next_hops:type_name -> fastcnp.v1.INCNextHop
-	29, // 9: fastcnp.v1.Event.fields:type_name -> fastcnp.v1.Event.FieldsEntry
-	8,  // 10: fastcnp.v1.PortState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
-	8,  // 11: fastcnp.v1.QueueState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
-	0,  // 12: fastcnp.v1.Fastcnp.ListSwitches:input_type -> fastcnp.v1.ListSwitchesRequest
-	3,  // 13: fastcnp.v1.Fastcnp.GetPortSettings:input_type -> fastcnp.v1.GetPortSettingsRequest
-	6,  // 14: fastcnp.v1.Fastcnp.SetPortSettings:input_type -> fastcnp.v1.SetPortSettingsRequest
-	7,  // 15: fastcnp.v1.Fastcnp.ListPorts:input_type -> fastcnp.v1.ListPortsRequest
-	11, // 16: fastcnp.v1.Fastcnp.ListQueues:input_type -> fastcnp.v1.ListQueuesRequest
-	15, // 17: fastcnp.v1.Fastcnp.ListConnections:input_type -> fastcnp.v1.ListConnectionsRequest
-	17, // 18: fastcnp.v1.Fastcnp.AddConnection:input_type -> fastcnp.v1.AddConnectionRequest
-	18, // 19: fastcnp.v1.Fastcnp.RemoveConnection:input_type -> fastcnp.v1.RemoveConnectionRequest
-	20, // 20: fastcnp.v1.Fastcnp.GetINCRoutes:input_type -> fastcnp.v1.GetINCRoutesRequest
-	23, // 21: fastcnp.v1.Fastcnp.WatchEvents:input_type -> fastcnp.v1.WatchEventsRequest
-	25, // 22: fastcnp.v1.Fastcnp.ValidateConfig:input_type -> fastcnp.v1.ValidateConfigRequest
-	2,  // 23: fastcnp.v1.Fastcnp.ListSwitches:output_type -> fastcnp.v1.ListSwitchesResponse
-	5,  // 24: fastcnp.v1.Fastcnp.GetPortSettings:output_type -> fastcnp.v1.PortSettings
-	5,  // 25: fastcnp.v1.Fastcnp.SetPortSettings:output_type -> fastcnp.v1.PortSettings
-	10, // 26: fastcnp.v1.Fastcnp.ListPorts:output_type -> fastcnp.v1.ListPortsResponse
-	13, // 27: fastcnp.v1.Fastcnp.ListQueues:output_type -> fastcnp.v1.ListQueuesResponse
-	16, // 28: fastcnp.v1.Fastcnp.ListConnections:output_type -> fastcnp.v1.ListConnectionsResponse
-	14, // 29: fastcnp.v1.Fastcnp.AddConnection:output_type -> fastcnp.v1.Connection
-	19, // 30: fastcnp.v1.Fastcnp.RemoveConnection:output_type -> fastcnp.v1.RemoveConnectionResponse
-	22, // 31: fastcnp.v1.Fastcnp.GetINCRoutes:output_type -> fastcnp.v1.INCRouteTable
-	24, // 32: fastcnp.v1.Fastcnp.WatchEvents:output_type -> fastcnp.v1.Event
-	26, // 33: fastcnp.v1.Fastcnp.ValidateConfig:output_type -> fastcnp.v1.ValidateConfigResponse
-	23, // [23:34] is the sub-list for method output_type
-	12, // [12:23] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	26, // 9: fastcnp.v1.INCTree.uppers:type_name -> fastcnp.v1.INCUpper
+	27, // 10: fastcnp.v1.INCTree.switches:type_name -> fastcnp.v1.INCTreeSwitch
+	29, // 11: fastcnp.v1.INCTree.down:type_name -> fastcnp.v1.INCLinkEnd
+	28, // 12: fastcnp.v1.INCTreeSwitch.groups:type_name -> fastcnp.v1.INCTreeGroup
+	36, // 13: fastcnp.v1.INCTreeSwitch.child_ports:type_name -> fastcnp.v1.INCTreeSwitch.ChildPortsEntry
+	37, // 14: fastcnp.v1.INCTreeSwitch.up_ports:type_name -> fastcnp.v1.INCTreeSwitch.UpPortsEntry
+	38, // 15: fastcnp.v1.Event.fields:type_name -> fastcnp.v1.Event.FieldsEntry
+	8,  // 16: fastcnp.v1.PortState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
+	8,  // 17: fastcnp.v1.QueueState.CountersEntry.value:type_name -> fastcnp.v1.CounterValue
+	0,  // 18: fastcnp.v1.Fastcnp.ListSwitches:input_type -> fastcnp.v1.ListSwitchesRequest
+	3,  // 19: fastcnp.v1.Fastcnp.GetPortSettings:input_type -> fastcnp.v1.GetPortSettingsRequest
+	6,  // 20: fastcnp.v1.Fastcnp.SetPortSettings:input_type -> fastcnp.v1.SetPortSettingsRequest
+	7,  // 21: fastcnp.v1.Fastcnp.ListPorts:input_type -> fastcnp.v1.ListPortsRequest
+	11, // 22: fastcnp.v1.Fastcnp.ListQueues:input_type -> fastcnp.v1.ListQueuesRequest
+	15, // 23: fastcnp.v1.Fastcnp.ListConnections:input_type -> fastcnp.v1.ListConnectionsRequest
+	17, // 24: fastcnp.v1.Fastcnp.AddConnection:input_type -> fastcnp.v1.AddConnectionRequest
+	18, // 25: fastcnp.v1.Fastcnp.RemoveConnection:input_type -> fastcnp.v1.RemoveConnectionRequest
+	20, // 26: fastcnp.v1.Fastcnp.GetINCRoutes:input_type -> fastcnp.v1.GetINCRoutesRequest
+	23, // 27: fastcnp.v1.Fastcnp.GetINCTree:input_type -> fastcnp.v1.GetINCTreeRequest
+	24, // 28: fastcnp.v1.Fastcnp.SetLinkState:input_type -> fastcnp.v1.SetLinkStateRequest
+	30, // 29: fastcnp.v1.Fastcnp.WatchEvents:input_type -> fastcnp.v1.WatchEventsRequest
+	32, // 30: fastcnp.v1.Fastcnp.ValidateConfig:input_type -> fastcnp.v1.ValidateConfigRequest
+	2,  // 31: fastcnp.v1.Fastcnp.ListSwitches:output_type -> fastcnp.v1.ListSwitchesResponse
+	5,  // 32: fastcnp.v1.Fastcnp.GetPortSettings:output_type -> fastcnp.v1.PortSettings
+	5,  // 33: fastcnp.v1.Fastcnp.SetPortSettings:output_type -> fastcnp.v1.PortSettings
+	10, // 34: fastcnp.v1.Fastcnp.ListPorts:output_type -> fastcnp.v1.ListPortsResponse
+	13, // 35: fastcnp.v1.Fastcnp.ListQueues:output_type -> fastcnp.v1.ListQueuesResponse
+	16, // 36: fastcnp.v1.Fastcnp.ListConnections:output_type -> fastcnp.v1.ListConnectionsResponse
+	14, // 37: fastcnp.v1.Fastcnp.AddConnection:output_type -> fastcnp.v1.Connection
+	19, // 38: fastcnp.v1.Fastcnp.RemoveConnection:output_type -> fastcnp.v1.RemoveConnectionResponse
+	22, // 39: fastcnp.v1.Fastcnp.GetINCRoutes:output_type -> fastcnp.v1.INCRouteTable
+	25, // 40: fastcnp.v1.Fastcnp.GetINCTree:output_type -> fastcnp.v1.INCTree
+	25, // 41: fastcnp.v1.Fastcnp.SetLinkState:output_type -> fastcnp.v1.INCTree
+	31, // 42: fastcnp.v1.Fastcnp.WatchEvents:output_type -> fastcnp.v1.Event
+	33, // 43: fastcnp.v1.Fastcnp.ValidateConfig:output_type -> fastcnp.v1.ValidateConfigResponse
+	31, // [31:44] is the sub-list for method output_type
+	18, // [18:31] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_fastcnp_v1_fastcnp_proto_init() }
@@ -2197,7 +2701,7 @@ func file_fastcnp_v1_fastcnp_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fastcnp_v1_fastcnp_proto_rawDesc), len(file_fastcnp_v1_fastcnp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

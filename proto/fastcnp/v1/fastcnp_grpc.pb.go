@@ -35,6 +35,8 @@ const (
 	Fastcnp_AddConnection_FullMethodName    = "/fastcnp.v1.Fastcnp/AddConnection"
 	Fastcnp_RemoveConnection_FullMethodName = "/fastcnp.v1.Fastcnp/RemoveConnection"
 	Fastcnp_GetINCRoutes_FullMethodName     = "/fastcnp.v1.Fastcnp/GetINCRoutes"
+	Fastcnp_GetINCTree_FullMethodName       = "/fastcnp.v1.Fastcnp/GetINCTree"
+	Fastcnp_SetLinkState_FullMethodName     = "/fastcnp.v1.Fastcnp/SetLinkState"
 	Fastcnp_WatchEvents_FullMethodName      = "/fastcnp.v1.Fastcnp/WatchEvents"
 	Fastcnp_ValidateConfig_FullMethodName   = "/fastcnp.v1.Fastcnp/ValidateConfig"
 )
@@ -62,6 +64,15 @@ type FastcnpClient interface {
 	RemoveConnection(ctx context.Context, in *RemoveConnectionRequest, opts ...grpc.CallOption) (*RemoveConnectionResponse, error)
 	// GetINCRoutes returns a switch's INC route table (bucket -> next hop).
 	GetINCRoutes(ctx context.Context, in *GetINCRoutesRequest, opts ...grpc.CallOption) (*INCRouteTable, error)
+	// GetINCTree returns the INC aggregation tree: each switch's groups (the
+	// children they wait for, root or not), child ports and upward links, the
+	// upper switches and the leaves' shared bucket table.
+	GetINCTree(ctx context.Context, in *GetINCTreeRequest, opts ...grpc.CallOption) (*INCTree, error)
+	// SetLinkState marks a link between two switches (by one of its ports),
+	// or a whole switch (port 0), down or up for the INC tree (admin);
+	// fastcnpd recomputes the tree, moving as few buckets as it can, and
+	// installs it on every switch.
+	SetLinkState(ctx context.Context, in *SetLinkStateRequest, opts ...grpc.CallOption) (*INCTree, error)
 	// WatchEvents streams events (digests, announcements, switch state) as they happen.
 	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 	// ValidateConfig parses and checks a configuration without applying it.
@@ -166,6 +177,26 @@ func (c *fastcnpClient) GetINCRoutes(ctx context.Context, in *GetINCRoutesReques
 	return out, nil
 }
 
+func (c *fastcnpClient) GetINCTree(ctx context.Context, in *GetINCTreeRequest, opts ...grpc.CallOption) (*INCTree, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(INCTree)
+	err := c.cc.Invoke(ctx, Fastcnp_GetINCTree_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fastcnpClient) SetLinkState(ctx context.Context, in *SetLinkStateRequest, opts ...grpc.CallOption) (*INCTree, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(INCTree)
+	err := c.cc.Invoke(ctx, Fastcnp_SetLinkState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *fastcnpClient) WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Fastcnp_ServiceDesc.Streams[0], Fastcnp_WatchEvents_FullMethodName, cOpts...)
@@ -218,6 +249,15 @@ type FastcnpServer interface {
 	RemoveConnection(context.Context, *RemoveConnectionRequest) (*RemoveConnectionResponse, error)
 	// GetINCRoutes returns a switch's INC route table (bucket -> next hop).
 	GetINCRoutes(context.Context, *GetINCRoutesRequest) (*INCRouteTable, error)
+	// GetINCTree returns the INC aggregation tree: each switch's groups (the
+	// children they wait for, root or not), child ports and upward links, the
+	// upper switches and the leaves' shared bucket table.
+	GetINCTree(context.Context, *GetINCTreeRequest) (*INCTree, error)
+	// SetLinkState marks a link between two switches (by one of its ports),
+	// or a whole switch (port 0), down or up for the INC tree (admin);
+	// fastcnpd recomputes the tree, moving as few buckets as it can, and
+	// installs it on every switch.
+	SetLinkState(context.Context, *SetLinkStateRequest) (*INCTree, error)
 	// WatchEvents streams events (digests, announcements, switch state) as they happen.
 	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[Event]) error
 	// ValidateConfig parses and checks a configuration without applying it.
@@ -258,6 +298,12 @@ func (UnimplementedFastcnpServer) RemoveConnection(context.Context, *RemoveConne
 }
 func (UnimplementedFastcnpServer) GetINCRoutes(context.Context, *GetINCRoutesRequest) (*INCRouteTable, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetINCRoutes not implemented")
+}
+func (UnimplementedFastcnpServer) GetINCTree(context.Context, *GetINCTreeRequest) (*INCTree, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetINCTree not implemented")
+}
+func (UnimplementedFastcnpServer) SetLinkState(context.Context, *SetLinkStateRequest) (*INCTree, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLinkState not implemented")
 }
 func (UnimplementedFastcnpServer) WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[Event]) error {
 	return status.Error(codes.Unimplemented, "method WatchEvents not implemented")
@@ -448,6 +494,42 @@ func _Fastcnp_GetINCRoutes_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fastcnp_GetINCTree_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetINCTreeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FastcnpServer).GetINCTree(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fastcnp_GetINCTree_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FastcnpServer).GetINCTree(ctx, req.(*GetINCTreeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fastcnp_SetLinkState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLinkStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FastcnpServer).SetLinkState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fastcnp_SetLinkState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FastcnpServer).SetLinkState(ctx, req.(*SetLinkStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Fastcnp_WatchEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchEventsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -519,6 +601,14 @@ var Fastcnp_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetINCRoutes",
 			Handler:    _Fastcnp_GetINCRoutes_Handler,
+		},
+		{
+			MethodName: "GetINCTree",
+			Handler:    _Fastcnp_GetINCTree_Handler,
+		},
+		{
+			MethodName: "SetLinkState",
+			Handler:    _Fastcnp_SetLinkState_Handler,
 		},
 		{
 			MethodName: "ValidateConfig",

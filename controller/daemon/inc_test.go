@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/p4src"
+)
+
+// incTreeYAML is two leaves (workers behind port 1) and two spines, each
+// leaf linked to spine1 on its port 9 and to spine2 on port 10; group 3
+// spans both leaves.
+const incTreeYAML = `
+api: {auth: {insecure: true}}
+state_file: %s
+metrics: {listen: ""}
+inc:
+  groups:
+    - {id: 3, members: [{host: 10.0.1.1, rank: 0}, {host: 10.0.2.1, rank: 1}]}
+switches:
+  - {name: leaf1, address: %s, device_id: 1, tls: {insecure: true}, ports: [
+      {port: 1, mac: "02:00:00:00:01:01", subnets: [10.0.1.0/24]},
+      {port: 9, mac: "02:00:00:00:01:09", peer: {switch: spine1, port: 1}},
+      {port: 10, mac: "02:00:00:00:01:0a", peer: {switch: spine2, port: 1}}]}
+  - {name: leaf2, address: %s, device_id: 2, tls: {insecure: true}, ports: [
+      {port: 1, mac: "02:00:00:00:02:01", subnets: [10.0.2.0/24]},
+      {port: 9, mac: "02:00:00:00:02:09", peer: {switch: spine1, port: 2}},
+      {port: 10, mac: "02:00:00:00:02:0a", peer: {switch: spine2, port: 2}}]}
+  - {name: spine1, address: %s, device_id: 3, tls: {insecure: true}, ports: [
+      {port: 1, mac: "02:00:00:00:a1:01"}, {port: 2, mac: "02:00:00:00:a1:02"}]}
+  - {name: spine2, address: %s, device_id: 4, tls: {insecure: true}, ports: [
+      {port: 1, mac: "02:00:00:00:a2:01"}, {port: 2, mac: "02:00:00:00:a2:02"}]}
+`
+
+// TestINCTreeLinkState: fastcnpd installs the INC tree of a leaf-spine
+// fabric (leaves send partials up over both spines, the spines aggregate
+// them), and a link marked down takes its spine out of every leaf's table,
+// moving only that spine's buckets; marked up again, it comes back.
+func TestINCTreeLinkState(t *testing.T) {
+	sw := map[string]*testSwitch{}
+	for i, n := range []string{"leaf1", "leaf2", "spine1", "spine2"} {
+		sw[n] = startSwitch(t, "", uint64(i+1))
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(incTreeYAML, state, sw["leaf1"].addr, sw["leaf2"].addr, sw["spine1"].addr, sw["spine2"].addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, sw)
+	routePorts := func(s *testSwitch) map[uint64]int {
+		out := map[uint64]int{}
+		for _, e := range s.entries(p4src.TableIncRoute) {
+			out[e.Action.Params[0].Value]++
+		}
+		return out
+	}
+	check := func(when string, leafPorts map[uint64]int, spine1 bool) {
+		t.Helper()
+		for _, l := range []string{"leaf1", "leaf2"} {
+			if got := routePorts(sw[l]); fmt.Sprint(got) != fmt.Sprint(leafPorts) {
+				t.Errorf("%s: %s inc_route ports %v, want %v", when, l, got, leafPorts)
+			}
+			if m, ok := sw[l].param(p4src.TableIncGroup, 3, 2); !ok || m != 0 {
+				t.Errorf("%s: %s group 3 root %d (%v), want a leaf (0)", when, l, m, ok)
+			}
+		}
+		for name, on := range map[string]bool{"spine1": spine1, "spine2": true} {
+			s := sw[name]
+			mask, ok := s.param(p4src.TableIncGroup, 3, 1)
+			if on != ok || on && (mask != 0b11 || s.count(p4src.TableIncChildPort) != 2) {
+				t.Errorf("%s: %s group 3 mask %b (%v), %d child ports; want aggregating %v", when, name, mask, ok,
+					s.count(p4src.TableIncChildPort), on)
+			}
+		}
+	}
+	check("at start", map[uint64]int{9: 128, 10: 128}, true)
+
+	ctx := context.Background()
+	moved, err := d.SetLinkState(ctx, "leaf2", 9, true)
+	if err != nil || moved != 128 {
+		t.Fatalf("link leaf2-spine1 down: %d moved, %v; want spine1's 128", moved, err)
+	}
+	waitInSync(t, d.Daemon, sw)
+	check("link down", map[uint64]int{10: 256}, false)
+	if got := testutil.ToFloat64(d.metrics.incMoved); got != 128 {
+		t.Errorf("fastcnp_inc_buckets_moved_total = %v", got)
+	}
+	if got := testutil.ToFloat64(d.metrics.incUppers); got != 1 {
+		t.Errorf("fastcnp_inc_upper_switches = %v", got)
+	}
+	// Up from the other end of the link.
+	if moved, err = d.SetLinkState(ctx, "spine1", 2, false); err != nil || moved != 128 {
+		t.Fatalf("link up: %d moved, %v", moved, err)
+	}
+	waitInSync(t, d.Daemon, sw)
+	check("link up", map[uint64]int{9: 128, 10: 128}, true)
+	// A whole switch.
+	if moved, err = d.SetLinkState(ctx, "spine2", 0, true); err != nil || moved != 128 {
+		t.Fatalf("spine2 down: %d moved, %v", moved, err)
+	}
+	tree, fails := d.INCTree()
+	if len(tree.Uppers) != 1 || tree.Uppers[0].Name != "spine1" || !fails.Switches["spine2"] {
+		t.Errorf("tree uppers %+v, failures %+v", tree.Uppers, fails)
+	}
+
+	for _, tc := range []struct {
+		sw   string
+		port uint16
+		want error
+		msg  string
+	}{
+		{"leaf9", 0, ErrUnknownSwitch, ""},
+		{"leaf1", 7, ErrUnknownPort, ""},
+		{"leaf1", 1, ErrInvalid, "leaf1 port 1 leads to no switch"},
+	} {
+		if _, err := d.SetLinkState(ctx, tc.sw, tc.port, true); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("SetLinkState(%s, %d): %v, want %v %q", tc.sw, tc.port, err, tc.want, tc.msg)
+		}
+	}
+}

@@ -1,0 +1,1744 @@
+// fastcnp: the TNA program (Tofino 1, tna) and T2NA program (Tofino 2, t2na), one
+// source; __TARGET_TOFINO__ (set by p4c-barefoot) picks where the two differ.
+//
+//   p4c --target tofino  --arch tna  -g -o OUT --p4runtime-files OUT/fastcnp.p4info.txtpb \
+//       --p4runtime-force-std-externs tna/fastcnp.p4
+//   p4c --target tofino2 --arch t2na ...            (p4src/build.sh tofino | tofino2)
+//
+// Design and its reasons: docs/tofino.md (the state of spec 01 lives in egress, pauses
+// are framed by PFC frames or inferred from departure gaps, the queue length is the
+// traffic manager's, products become log-domain comparisons, egress events and switch
+// CNPs reach ingress through an E2E mirror to the recirculation port). The algorithm
+// is docs/dataplane.md's; the step numbers in the comments are that page's. Spec
+// links: 01 fast precise feedback, 02 DCQCN CP, 04 INC, 05 wire formats. Every
+// read-modify-write of state is a RegisterAction, one per register per packet.
+
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+#include "../include/parser.p4"
+#include "../include/controls.p4"
+#include "headers.p4"
+
+struct pair32_t {
+    bit<32> lo;
+    bit<32> hi;
+}
+
+// ===========================================================================
+// Ingress parser (docs/dataplane.md "Parser").
+// ===========================================================================
+parser FastcnpParser(packet_in pkt,
+                     out tna_headers_t hdr,
+                     out tna_ingress_metadata_t meta,
+                     out ingress_intrinsic_metadata_t ig_intr_md) {
+    // Extra UDP destination ports of announcements; ANNOUNCE_UDP_PORT is recognised
+    // without it. No @id: bf-p4c checks it against the standard prefix and then
+    // derives the ID from the name anyway. Stratum does not write parser value sets
+    // (docs/tofino.md "P4Info"): with Stratum, announcements use ANNOUNCE_UDP_PORT.
+    value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
+
+    FastcnpFrameParser()        frame_parser;
+    FastcnpRoceParser()         roce_parser;
+    FastcnpAnnouncementParser() announcement_parser;
+
+    state start {
+        pkt.extract(ig_intr_md);
+        meta.l4_is_udp = 0;
+        meta.malformed = 0;
+        transition select(ig_intr_md.resubmit_flag) {
+            1:       parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+
+    state parse_resubmit {
+        pkt.extract(meta.resubmit);
+#if __TARGET_TOFINO__ == 2
+        pkt.advance(64);
+#endif
+        transition check_port;
+    }
+
+    state parse_port_metadata {
+        pkt.advance(PORT_METADATA_SIZE);
+        transition check_port;
+    }
+
+    // The CPU port's packets carry packet_out; the recirculation port's carry the
+    // mirror's recirculation header (bytes 12-13 FASTCNP_RECIRC_ETHERTYPE).
+    state check_port {
+        transition select(ig_intr_md.ingress_port) {
+            TNA_CPU_PORT:    parse_packet_out;
+            TNA_RECIRC_PORT: check_recirc;
+            default:         parse_frame;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.w.packet_out);
+        transition parse_frame;
+    }
+
+    state check_recirc {
+        transition select(pkt.lookahead<bit<112>>()[15:0]) {
+            FASTCNP_RECIRC_ETHERTYPE: parse_recirc;
+            default:                  parse_frame;
+        }
+    }
+
+    state parse_recirc {
+        pkt.extract(hdr.recirc);
+        transition parse_frame;
+    }
+
+    state parse_frame {
+        frame_parser.apply(pkt, hdr.w, meta.l4_is_udp, meta.malformed);
+        transition select(meta.malformed, meta.l4_is_udp) {
+            (0, 1):  dispatch_udp;
+            default: accept;
+        }
+    }
+
+    // RoCEv2 first, then the compile-time announcement port, then the value set.
+    state dispatch_udp {
+        transition select(hdr.w.udp.dst_port) {
+            ROCE_UDP_PORT:     parse_roce;
+            ANNOUNCE_UDP_PORT: parse_announcement;
+            announce_udp_port: parse_announcement;
+            default:           accept;
+        }
+    }
+
+    state parse_roce {
+        roce_parser.apply(pkt, hdr.w, meta.malformed);
+        transition accept;
+    }
+
+    state parse_announcement {
+        announcement_parser.apply(pkt, hdr.w, meta.malformed);
+        transition accept;
+    }
+}
+
+// One INC lane (spec 04 step 3): a register per lane, set by a claim, added to by a
+// contribution; each returns the slot's new sum into the packet (used when it
+// becomes the aggregate). Names and IDs are v1model's (top-level there).
+#define INC_LANE_REGISTER(i, ID, NAME)                                              \
+    @id(ID) @name(NAME)                                                             \
+    Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_value_##i;                       \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
+        void apply(inout bit<32> value, out bit<32> rv) {                           \
+            value = hdr.w.inc_vector.lane##i;                                       \
+            rv = value;                                                             \
+        }                                                                           \
+    };                                                                              \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_add = { \
+        void apply(inout bit<32> value, out bit<32> rv) {                           \
+            value = value + hdr.w.inc_vector.lane##i;                               \
+            rv = value;                                                             \
+        }                                                                           \
+    };
+
+#define INC_LANE_APPLY(i)                                                           \
+    if (inc_claim) {                                                                \
+        hdr.w.inc_vector.lane##i = lane##i##_set.execute(slot);                     \
+    } else {                                                                        \
+        hdr.w.inc_vector.lane##i = lane##i##_add.execute(slot);                     \
+    }
+
+// ===========================================================================
+// Ingress (docs/dataplane.md "Ingress, in order"; docs/tofino.md).
+// ===========================================================================
+control FastcnpIngress(inout tna_headers_t hdr,
+                       inout tna_ingress_metadata_t meta,
+                       in ingress_intrinsic_metadata_t ig_intr_md,
+                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    // ---- Counters indexed by port (docs/dataplane.md "Counters").
+    @id(0x83000003) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_pause_rx;
+    @id(0x83000004) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_resume_rx;
+    @id(0x83000005) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) dropped;
+    @id(0x83000006) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    @id(0x83000008) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) announcements;
+    @id(0x83000009) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_contributions;
+    @id(0x8300000A) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_duplicates;
+    @id(0x8300000B) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_results;
+    @id(0x8300000C) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_busy;
+    @id(0x83000012) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_takeovers;
+    // Filled by the target, never by the program (BMv2 and Tofino leave it at 0).
+    @id(0x83000013) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) input_dropped;
+    // Switch CNPs: v1model counts them in egress; here the CNP is built in the
+    // recirculated ingress pass, where it exists. Same P4Info name.
+    @id(0x83000001) @name(".FastcnpEgress.switch_cnp_sent")
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) switch_cnp_sent;
+    // ---- Counters indexed by queue, port * 8 + priority.
+    @id(0x8300000D) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_enqueued;
+    // Filled by a traffic manager that can, never by the program (Tofino: 0).
+    @id(0x83000010) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xoff_sent;
+    @id(0x83000011) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xon_sent;
+
+    // ---- ECMP: the action profile keeps v1model's P4Info name and ID; TNA needs a
+    // selector next to it (its max group size appears in the P4Info).
+    @id(0x81000001) @name("next_hop_selector")
+    ActionProfile(NEXT_HOP_GROUP_MEMBERS) next_hop_profile;
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) next_hop_hash;
+    @id(0x82000001) ActionSelector(next_hop_profile, next_hop_hash, SelectorMode_t.FAIR,
+                   NEXT_HOP_GROUP_MEMBERS, NEXT_HOP_GROUPS) next_hop_selector_sel;
+
+    // ---- Hashes (docs/dataplane.md "Hashes"): CRC-32/IEEE and CRC-16/ARC as BMv2's.
+    CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_ieee;
+    CRCPolynomial<bit<16>>(16w0x8005, true, false, false, 16w0x0000, 16w0x0000) crc16_arc;
+    // The INC slot key's fingerprint: CRC-32C, independent of the slot hash.
+    CRCPolynomial<bit<32>>(32w0x1EDC6F41, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32c;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) inc_slot_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c) inc_key_hash;
+    Hash<bit<16>>(HashAlgorithm_t.CUSTOM, crc16_arc) inc_bucket_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) icrc_cnp_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) icrc_inc_hash;
+
+    // ---- INC registers (spec 04; docs/tofino.md "INC aggregation").
+    // The data flow of each connection (one way: docs/tofino.md). Names are
+    // v1model's; v1model keeps INC_FLOW_WAYS flows per connection.
+    @id(0x8B00000D) @name(".inc_flow_inc_id")
+    Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_inc_id;
+    @id(0x8B00000E) @name(".inc_flow_first_psn")
+    Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_first_psn;
+    @id(0x8B00000F) @name(".inc_flow_len")
+    Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_len;
+    @id(0x8B000040) @name(".inc_flow_op")
+    Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_op;
+
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_inc_id) flow_inc_id_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = hdr.w.inc_ids.group_id ++ hdr.w.inc_ids.message_id; rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_inc_id) flow_inc_id_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_first_psn) flow_first_psn_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = (bit<32>)hdr.w.inc_ids.first_psn; rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_first_psn) flow_first_psn_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_len) flow_len_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = hdr.w.inc_ids.flow_len; rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_len) flow_len_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_op) flow_op_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = (bit<32>)hdr.w.inc_ids.operation_id; rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_op) flow_op_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+
+    // A slot's key and the contributors it still waits for: {lo: CRC-32C
+    // fingerprint of (INC ID, offset, operation ID), hi: remaining contributors
+    // (0: free)}. One RegisterAction claims a free slot, takes a contributor off a
+    // slot of the same key, or leaves another key's slot alone (busy).
+    @id(0x8B000101) @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
+    bit<32> inc_fp;
+    bit<32> inc_remaining_after_claim;  // contributors_mask without this contributor
+    bit<32> inc_not_bit;                // ~(1 << rank)
+    RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_update = {
+        void apply(inout pair32_t value, out bit<32> rv) {
+            if (value.hi == 0) {
+                value.lo = inc_fp;
+                value.hi = inc_remaining_after_claim;
+                rv = 0;
+            } else if (value.lo == inc_fp) {
+                rv = value.hi;
+                value.hi = value.hi & inc_not_bit;
+            } else {
+                rv = INC_SLOT_BUSY;
+            }
+        }
+    };
+    RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_takeover = {
+        void apply(inout pair32_t value, out bit<32> rv) {
+            value.lo = inc_fp;
+            value.hi = inc_remaining_after_claim;
+            rv = 0;
+        }
+    };
+    // When the slot's message claimed it (slot aging; 32-bit ns).
+    @id(0x8B000023) @name(".inc_slot_start_ns")
+    Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_start_ns;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_claim = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.now32; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+
+    INC_LANE_REGISTER(0, 0x8B000013, ".inc_slot_value_0")
+    INC_LANE_REGISTER(1, 0x8B000014, ".inc_slot_value_1")
+    INC_LANE_REGISTER(2, 0x8B000015, ".inc_slot_value_2")
+    INC_LANE_REGISTER(3, 0x8B000016, ".inc_slot_value_3")
+    INC_LANE_REGISTER(4, 0x8B000017, ".inc_slot_value_4")
+    INC_LANE_REGISTER(5, 0x8B000018, ".inc_slot_value_5")
+    INC_LANE_REGISTER(6, 0x8B000019, ".inc_slot_value_6")
+    INC_LANE_REGISTER(7, 0x8B00001A, ".inc_slot_value_7")
+    INC_LANE_REGISTER(8, 0x8B00001B, ".inc_slot_value_8")
+    INC_LANE_REGISTER(9, 0x8B00001C, ".inc_slot_value_9")
+    INC_LANE_REGISTER(10, 0x8B00001D, ".inc_slot_value_10")
+    INC_LANE_REGISTER(11, 0x8B00001E, ".inc_slot_value_11")
+    INC_LANE_REGISTER(12, 0x8B00001F, ".inc_slot_value_12")
+    INC_LANE_REGISTER(13, 0x8B000020, ".inc_slot_value_13")
+    INC_LANE_REGISTER(14, 0x8B000021, ".inc_slot_value_14")
+    INC_LANE_REGISTER(15, 0x8B000022, ".inc_slot_value_15")
+
+    // ---- Actions (docs/dataplane.md "Actions"; parameter order is the contract).
+    @id(0x01000001) action drop() {
+        ig_dprsr_md.drop_ctl = 1;
+        meta.drop_ran = 1;
+    }
+
+    @id(0x01000002) action set_nexthop(bit<9> port, bit<48> src_mac, bit<48> dst_mac) {
+        ig_tm_md.ucast_egress_port = port;
+        hdr.w.ethernet.src_addr = src_mac;
+        hdr.w.ethernet.dst_addr = dst_mac;
+        meta.nexthop_ran = 1;
+    }
+
+    @id(0x0100000C) action set_next_hop_group(bit<16> group_id) {
+        meta.next_hop_group = group_id;
+    }
+
+    @id(0x01000003) action set_traffic_class(bit<3> priority, bit<1> lossless) {
+        meta.priority = priority;
+        meta.lossless = lossless;
+    }
+
+    @id(0x01000004) action set_port_config(bit<32> rate_bytes_per_ms,
+                                           bit<32> qth_bytes,
+                                           bit<32> tcheck_ns,
+                                           bit<32> cnp_gap_ns,
+                                           bit<3>  mode,
+                                           bit<32> red_kmin_bytes,
+                                           bit<32> red_kmax_bytes,
+                                           bit<16> red_pmax_q16,
+                                           bit<32> rtt_base_ns,
+                                           bit<32> bdp_bytes,
+                                           bit<16> bdp_log2_q6,
+                                           bit<16> mtu_bytes,
+                                           bit<32> pause_quantum_ps,
+                                           bit<16> switch_id,
+                                           bit<3>  lossless_priority) {
+        meta.port_configured   = 1;
+        meta.rate_bytes_per_ms = rate_bytes_per_ms;
+        meta.qth_bytes         = qth_bytes;
+        meta.tcheck_ns         = tcheck_ns;
+        meta.cnp_gap_ns        = cnp_gap_ns;
+        meta.mode              = mode;
+        meta.red_kmin_bytes    = red_kmin_bytes;
+        meta.red_kmax_bytes    = red_kmax_bytes;
+        meta.red_pmax_q16      = red_pmax_q16;
+        meta.bdp_bytes         = bdp_bytes;
+        meta.bdp_log2_q6       = bdp_log2_q6;
+        meta.mtu_bytes         = mtu_bytes;
+        meta.pause_quantum_ps  = pause_quantum_ps;
+        meta.switch_id         = switch_id;
+        meta.lossless_priority = lossless_priority;
+    }
+
+    @id(0x01000005) action set_connection(bit<24> sender_qpn,
+                                          bit<8>  flags,
+                                          bit<16> conn_index,
+                                          bit<16> inc_group,
+                                          bit<8>  worker_rank) {
+        meta.conn_hit    = 1;
+        meta.sender_qpn  = sender_qpn;
+        meta.conn_flags  = flags;
+        meta.conn_index  = conn_index;
+        meta.inc_group   = inc_group;
+        meta.worker_rank = worker_rank;
+    }
+
+    @id(0x01000006) action set_inc_group(bit<32> contributors_mask, bit<1> root) {
+        meta.contributors_mask = contributors_mask;
+        meta.inc_root = root;
+    }
+
+    @id(0x01000020) action set_inc_child(bit<8> child_rank) {
+        meta.inc_child_rank = child_rank;
+    }
+
+    @id(0x0100000D) action set_inc_slot_timeout(bit<32> timeout_ns) {
+        meta.inc_slot_timeout_ns = timeout_ns;
+    }
+
+    @id(0x0100000A) action l2_set_port(bit<9> port) {
+        ig_tm_md.ucast_egress_port = port;
+    }
+
+    // Every port of a multicast group of the PRE; egress drops the ingress
+    // port's copy (Egress step 0).
+    @id(0x0100000B) action l2_flood(bit<16> mcast_grp) {
+        ig_tm_md.mcast_grp_a = mcast_grp;
+        meta.l2_flood = 1;
+    }
+
+    // ---- Tables (docs/dataplane.md "Tables").
+    @id(0x02000001) table ipv4_route {
+        key = { hdr.w.ipv4.dst_addr: lpm @name("dst_addr"); }
+        actions = { set_nexthop; set_next_hop_group; drop; }
+        default_action = drop();
+        size = ROUTE_TABLE_SIZE;
+    }
+
+    @id(0x0200000B) table next_hop_group_select {
+        key = {
+            meta.next_hop_group:    exact @name("group_id");
+            hdr.w.ipv4.src_addr:    selector;
+            hdr.w.ipv4.dst_addr:    selector;
+            hdr.w.ipv4.protocol:    selector;
+            meta.ecmp_l4_src_port:  selector;
+            meta.ecmp_l4_dst_port:  selector;
+        }
+        actions = { set_nexthop; drop; }
+        implementation = next_hop_selector_sel;
+        size = NEXT_HOP_GROUPS;
+    }
+
+    @id(0x02000002) table traffic_class {
+        key = {
+            hdr.w.vlan.isValid(): exact   @name("vlan_valid");
+            hdr.w.vlan.pcp:       ternary @name("pcp");
+            hdr.w.ipv4.dscp:      ternary @name("dscp");
+        }
+        actions = { set_traffic_class; NoAction; }
+        default_action = NoAction();
+        size = TRAFFIC_CLASS_TABLE_SIZE;
+    }
+
+    @id(0x02000003) table port_config {
+        key = { meta.config_port: exact @name("port"); }
+        actions = { set_port_config; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    @id(0x02000004) table rdma_connection {
+        key = {
+            hdr.w.ipv4.src_addr: exact @name("src_addr");
+            hdr.w.udp.src_port:  exact @name("udp_sport");
+            hdr.w.bth.dest_qp:   exact @name("dest_qp");
+        }
+        actions = { set_connection; NoAction; }
+        default_action = NoAction();
+        size = CONN_TABLE_SIZE;
+    }
+
+    @id(0x02000005) table inc_group {
+        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        actions = { set_inc_group; NoAction; }
+        default_action = NoAction();
+        size = INC_GROUPS;
+    }
+
+    @id(0x02000020) table inc_child_port {
+        key = { ig_intr_md.ingress_port: exact @name("port"); }
+        actions = { set_inc_child; NoAction; }
+        default_action = NoAction();
+        size = NUM_PORTS;
+    }
+
+    @id(0x0200000C) table inc_slot_timeout {
+        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        actions = { set_inc_slot_timeout; NoAction; }
+        default_action = NoAction();
+        size = INC_GROUPS;
+    }
+
+    @id(0x02000006) table inc_route {
+        key = { meta.inc_bucket: exact @name("bucket"); }
+        actions = { set_nexthop; NoAction; }
+        default_action = NoAction();
+        size = INC_BUCKETS;
+    }
+
+    @id(0x0200000A) table l2_forward {
+        key = { hdr.w.ethernet.dst_addr: exact @name("dst_addr"); }
+        actions = { l2_set_port; l2_flood; drop; }
+        default_action = drop();
+        size = L2_FORWARD_TABLE_SIZE;
+    }
+
+    // The ICRC of a switch CNP (IBTA Annex A17, as v1model's IcrcCnp): CRC-32 over
+    // the masked LRH, IPv4 (TOS, TTL, checksum masked), UDP (checksum masked), BTH
+    // (byte 4 masked) and the CNP extension, least-significant byte first.
+    @hidden action icrc_cnp() {
+        bit<32> crc = icrc_cnp_hash.get({ ICRC_MASKED_LRH,
+            hdr.w.ipv4.version, hdr.w.ipv4.ihl, 8w0xFF, hdr.w.ipv4.total_len,
+            hdr.w.ipv4.identification, hdr.w.ipv4.flags, hdr.w.ipv4.frag_offset,
+            8w0xFF, hdr.w.ipv4.protocol, 16w0xFFFF, hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr,
+            hdr.w.udp.src_port, hdr.w.udp.dst_port, hdr.w.udp.length, 16w0xFFFF,
+            hdr.w.bth.opcode, hdr.w.bth.solicited_event, hdr.w.bth.mig_req, hdr.w.bth.pad_count,
+            hdr.w.bth.transport_version, hdr.w.bth.partition_key, 8w0xFF, hdr.w.bth.dest_qp,
+            hdr.w.bth.ack_req, hdr.w.bth.resv7, hdr.w.bth.psn,
+            hdr.w.cnp_ext.version, hdr.w.cnp_ext.flags, hdr.w.cnp_ext.reserved0,
+            hdr.w.cnp_ext.switch_id, hdr.w.cnp_ext.window_bytes, hdr.w.cnp_ext.port,
+            hdr.w.cnp_ext.queue_bytes, hdr.w.cnp_ext.reserved1 });
+        hdr.w.icrc.setValid();
+        hdr.w.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
+    }
+
+    // The ICRC of an INC aggregate (as v1model's IcrcIncResult).
+    @hidden action icrc_inc() {
+        bit<32> crc = icrc_inc_hash.get({ ICRC_MASKED_LRH,
+            hdr.w.ipv4.version, hdr.w.ipv4.ihl, 8w0xFF, hdr.w.ipv4.total_len,
+            hdr.w.ipv4.identification, hdr.w.ipv4.flags, hdr.w.ipv4.frag_offset,
+            8w0xFF, hdr.w.ipv4.protocol, 16w0xFFFF, hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr,
+            hdr.w.udp.src_port, hdr.w.udp.dst_port, hdr.w.udp.length, 16w0xFFFF,
+            hdr.w.bth.opcode, hdr.w.bth.solicited_event, hdr.w.bth.mig_req, hdr.w.bth.pad_count,
+            hdr.w.bth.transport_version, hdr.w.bth.partition_key, 8w0xFF, hdr.w.bth.dest_qp,
+            hdr.w.bth.ack_req, hdr.w.bth.resv7, hdr.w.bth.psn,
+            hdr.w.inc_base.flags, hdr.w.inc_base.version, hdr.w.inc_base.reserved,
+            hdr.w.inc_ids.group_id, hdr.w.inc_ids.message_id, hdr.w.inc_ids.reserved0,
+            hdr.w.inc_ids.first_psn, hdr.w.inc_ids.operation_id, hdr.w.inc_ids.reserved1,
+            hdr.w.inc_ids.flow_len,
+            hdr.w.inc_vector.lane0,  hdr.w.inc_vector.lane1,  hdr.w.inc_vector.lane2,
+            hdr.w.inc_vector.lane3,  hdr.w.inc_vector.lane4,  hdr.w.inc_vector.lane5,
+            hdr.w.inc_vector.lane6,  hdr.w.inc_vector.lane7,  hdr.w.inc_vector.lane8,
+            hdr.w.inc_vector.lane9,  hdr.w.inc_vector.lane10, hdr.w.inc_vector.lane11,
+            hdr.w.inc_vector.lane12, hdr.w.inc_vector.lane13, hdr.w.inc_vector.lane14,
+            hdr.w.inc_vector.lane15 });
+        hdr.w.icrc.setValid();
+        hdr.w.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
+    }
+
+    apply {
+        meta.now32 = ig_prsr_md.global_tstamp[31:0];
+        meta.in_port = ig_intr_md.ingress_port;
+        meta.drop_ran = 0;
+        meta.nexthop_ran = 0;
+        meta.conn_hit = 0;
+        meta.l2_flood = 0;
+        meta.punt_reason = 0;
+        meta.lossless = 0;
+        meta.priority = 0;
+        meta.port_configured = 0;
+        meta.mode = PORT_MODE_OFF;
+        meta.ipv4_checksum_recompute = 0;
+        // Every packet for the traffic manager carries the bridged header.
+        hdr.bridged.setValid();
+        hdr.bridged.kind = BRIDGE_PACKET;
+        hdr.bridged.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridged.ingress_ns = ig_prsr_md.global_tstamp;
+        hdr.bridged.lossless = 0;
+        hdr.bridged.l2_flood = 0;
+        hdr.bridged.cnp_target = 0;
+        hdr.bridged.has_bth = 0;
+        hdr.bridged.pfc_pause = 0;
+        hdr.bridged.priority = 0;
+        hdr.bridged.pad = 0;
+
+        bool done = false;
+        bool cnp_pass = false;
+
+        // ---- A recirculated carrier: egress's digests, possibly a switch CNP
+        // (docs/tofino.md "Switch CNPs and egress digests"). One digest per pass;
+        // the second through one resubmit, whose pass builds the CNP.
+        if (hdr.recirc.isValid()) {
+            bool pass2 = ig_intr_md.resubmit_flag == 1 && meta.resubmit.type == (bit<8>)RESUBMIT_DIGEST2;
+            bool ev0 = (hdr.recirc.flags & RECIRC_EV0) != 0;
+            bool ev1 = (hdr.recirc.flags & RECIRC_EV1) != 0;
+            bool cnpd = (hdr.recirc.flags & RECIRC_CNP_DIGEST) != 0;
+            // Which record this pass sends: the first of (ev0, ev1, cnpd) that is
+            // set, or in the second pass the one after it.
+            bit<2> sel = 0;
+            if (!pass2) {
+                if (ev0) { sel = 1; } else if (ev1) { sel = 2; } else if (cnpd) { sel = 3; }
+            } else {
+                if (ev0 && ev1) { sel = 2; } else if ((ev0 || ev1) && cnpd) { sel = 3; }
+            }
+            meta.dg_port = hdr.recirc.port;
+            meta.dg_ts_ns = hdr.recirc.now_ns;
+            if (sel == 1) {
+                ig_dprsr_md.digest_type = DIGEST_TYPE_PORT_STATE;
+                meta.dg_event = (bit<8>)hdr.recirc.ev0;
+                meta.dg_queue_bytes = hdr.recirc.ev0_queue_bytes;
+                meta.dg_rx_bytes = 0;
+                meta.dg_ts_ns = hdr.recirc.now_ns[47:32] ++ hdr.recirc.ev0_ns;
+            } else if (sel == 2) {
+                ig_dprsr_md.digest_type = DIGEST_TYPE_PORT_STATE;
+                meta.dg_event = (bit<8>)hdr.recirc.ev1;
+                meta.dg_queue_bytes = hdr.recirc.qlen_bytes;
+                meta.dg_rx_bytes = hdr.recirc.rx_bytes;
+            } else if (sel == 3) {
+                ig_dprsr_md.digest_type = DIGEST_TYPE_CNP;
+                meta.dg_src_addr = hdr.w.ipv4.src_addr;
+                meta.dg_dst_addr = hdr.w.ipv4.dst_addr;
+                meta.dg_window_bytes = hdr.recirc.window_bytes;
+                meta.dg_queue_bytes = hdr.recirc.qlen_bytes;
+            }
+            bool two = (ev0 && ev1) || ((ev0 || ev1) && cnpd);
+            if (two && !pass2) {
+                ig_dprsr_md.resubmit_type = RESUBMIT_DIGEST2;
+                meta.resubmit.setValid();
+                meta.resubmit.type = (bit<8>)RESUBMIT_DIGEST2;
+                meta.resubmit.pad = 0;
+                done = true;
+            } else if ((hdr.recirc.flags & RECIRC_CNP) != 0) {
+                // The data packet becomes the switch CNP, as if received on its
+                // congested port (counters by that port, port_config keyed by it
+                // for the switch ID).
+                cnp_pass = true;
+                meta.in_port = hdr.recirc.port;
+            } else {
+                ig_dprsr_md.drop_ctl = 1;       // a carrier only: its job is done
+                done = true;
+            }
+            // The deparser does not emit recirc: it leaves no trace on the CNP.
+        }
+
+        // A CNP carrier is the mirror's copy cut at the session's max_pkt_len: a
+        // header cut there (an INC vector, INT records) is no error; the CNP keeps
+        // the headers up to the BTH (docs/tofino.md).
+        if (!done && !cnp_pass && (ig_prsr_md.parser_err != 0 || meta.malformed == 1)) {
+            // ---- Step 1: malformed or truncated.
+            malformed.count((bit<32>)meta.in_port);
+            ig_dprsr_md.drop_ctl = 1;
+            done = true;
+        } else if (!done && hdr.w.packet_out.isValid()) {
+            // ---- Step 2: packet-out (priority 0).
+            ig_tm_md.ucast_egress_port = hdr.w.packet_out.egress_port;
+            hdr.w.packet_out.setInvalid();
+            queue_enqueued.count((bit<32>)hdr.w.packet_out.egress_port << 3);
+            done = true;
+        } else if (!done && hdr.w.announcement.isValid()) {
+            // ---- Step 3: announcement -> controller, with packet_in; egress is
+            // bypassed (the header is added here).
+            announcements.count((bit<32>)meta.in_port);
+            ig_tm_md.ucast_egress_port = TNA_CPU_PORT;
+            ig_tm_md.bypass_egress = 1;
+            hdr.bridged.setInvalid();
+            hdr.w.packet_in.setValid();
+            hdr.w.packet_in.ingress_port = ig_intr_md.ingress_port;
+            hdr.w.packet_in.reason = PUNT_REASON_ANNOUNCEMENT;
+            done = true;
+        }
+
+        bool is_pause_frame = false;
+        if (!done) {
+            bool is_pfc = hdr.w.pfc_times.isValid();
+            bool is_pause = hdr.w.mac_control.isValid() &&
+                            hdr.w.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE;
+            is_pause_frame = is_pfc || is_pause;
+            if (is_pause_frame) {
+                meta.config_port = ig_intr_md.ingress_port;
+            } else if (!hdr.w.ipv4.isValid()) {
+                // ---- Step 5: not IPv4: bridged by l2_forward (MAC control never).
+                if (hdr.w.mac_control.isValid()) {
+                    dropped.count((bit<32>)meta.in_port);
+                    ig_dprsr_md.drop_ctl = 1;
+                } else {
+                    switch (l2_forward.apply().action_run) {
+                        l2_set_port: {
+                            queue_enqueued.count((bit<32>)ig_tm_md.ucast_egress_port << 3);
+                        }
+                        l2_flood: {
+                            hdr.bridged.l2_flood = 1;
+                        }
+                        drop: { dropped.count((bit<32>)meta.in_port); }
+                    }
+                }
+                done = true;
+            } else {
+                // ---- Step 7 before 6 (the lookup needs the data packet's
+                // addresses, which a CNP rewrite swaps).
+                if (hdr.w.bth.isValid()) {
+                    rdma_connection.apply();
+                }
+                if (cnp_pass) {
+                    // ---- The switch CNP (docs/dataplane.md Egress step 6), from
+                    // the data packet that egress mirrored. Its connection must
+                    // still be a CNP target.
+                    if (meta.conn_hit == 0 || (meta.conn_flags & CONN_FLAG_CNP_TARGET) == 0) {
+                        ig_dprsr_md.drop_ctl = 1;
+                        done = true;
+                    } else {
+                        ipv4_addr_t flow_src_addr = hdr.w.ipv4.src_addr;
+                        hdr.w.ipv4.src_addr = hdr.w.ipv4.dst_addr;
+                        hdr.w.ipv4.dst_addr = flow_src_addr;
+                        hdr.w.ipv4.dscp = CNP_DSCP;
+                        hdr.w.ipv4.ecn = ECN_NOT_ECT;
+                        hdr.w.ipv4.ttl = IPV4_DEFAULT_TTL;
+                        hdr.w.ipv4.total_len = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES +
+                                               CNP_EXTENSION_BYTES + ICRC_BYTES;
+                        meta.ipv4_checksum_recompute = 1;
+                        hdr.w.udp.dst_port = ROCE_UDP_PORT;
+                        hdr.w.udp.length = UDP_HEADER_BYTES + BTH_BYTES + CNP_EXTENSION_BYTES + ICRC_BYTES;
+                        hdr.w.udp.checksum = 0;
+                        hdr.w.bth.opcode = BTH_OPCODE_CNP;
+                        hdr.w.bth.solicited_event = 0;
+                        hdr.w.bth.mig_req = 0;
+                        hdr.w.bth.pad_count = 0;
+                        hdr.w.bth.transport_version = 0;
+                        hdr.w.bth.resv8a = 0;
+                        hdr.w.bth.dest_qp = meta.sender_qpn;
+                        hdr.w.bth.ack_req = 0;
+                        hdr.w.bth.resv7 = 0;
+                        hdr.w.bth.psn = 0;
+                        hdr.w.cnp_ext.setValid();
+                        hdr.w.cnp_ext.version = CNP_EXT_VERSION;
+                        hdr.w.cnp_ext.flags = CNP_EXT_FLAG_WINDOW_VALID | CNP_EXT_FLAG_BY_SWITCH;
+                        hdr.w.cnp_ext.reserved0 = 0;
+                        hdr.w.cnp_ext.window_bytes = hdr.recirc.window_bytes;
+                        hdr.w.cnp_ext.port = (bit<16>)hdr.recirc.port;
+                        hdr.w.cnp_ext.queue_bytes = hdr.recirc.qlen_bytes;
+                        hdr.w.cnp_ext.reserved1 = 0;
+                        hdr.w.inc_base.setInvalid();
+                        hdr.w.inc_ids.setInvalid();
+                        hdr.w.inc_vector.setInvalid();
+                        hdr.w.int_header.setInvalid();
+                        hdr.w.int_new_hop.setInvalid();
+                        hdr.w.int_hop_0.setInvalid();
+                        hdr.w.int_hop_1.setInvalid();
+                        hdr.w.int_hop_2.setInvalid();
+                        hdr.w.int_hop_3.setInvalid();
+                        hdr.w.int_hop_4.setInvalid();
+                        meta.conn_hit = 0;      // a CNP is no connection's data
+                        switch_cnp_sent.count((bit<32>)hdr.recirc.port);
+                    }
+                }
+                if (!done) {
+                    // ---- Step 6: class, route, TTL.
+                    traffic_class.apply();
+                    if (hdr.w.ipv4.ttl <= 1) {
+                        dropped.count((bit<32>)meta.in_port);
+                        ig_dprsr_md.drop_ctl = 1;
+                        done = true;
+                    } else {
+                        meta.ecmp_l4_src_port = 0;
+                        meta.ecmp_l4_dst_port = 0;
+                        if (hdr.w.udp.isValid()) {
+                            meta.ecmp_l4_src_port = hdr.w.udp.src_port;
+                            meta.ecmp_l4_dst_port = hdr.w.udp.dst_port;
+                        }
+                        switch (ipv4_route.apply().action_run) {
+                            set_next_hop_group: {
+                                next_hop_group_select.apply();
+                            }
+                        }
+                        if (meta.nexthop_ran == 0 || meta.drop_ran == 1) {
+                            dropped.count((bit<32>)meta.in_port);
+                            ig_dprsr_md.drop_ctl = 1;
+                            done = true;
+                        } else {
+                            hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(
+                                hdr.w.ipv4.hdr_checksum,
+                                hdr.w.ipv4.ttl ++ hdr.w.ipv4.protocol,
+                                (hdr.w.ipv4.ttl - 1) ++ hdr.w.ipv4.protocol);
+                            hdr.w.ipv4.ttl = hdr.w.ipv4.ttl - 1;
+                            meta.config_port = ig_tm_md.ucast_egress_port;
+                            if (cnp_pass) {
+                                meta.config_port = hdr.recirc.port;
+                            }
+                        }
+                    }
+                }
+            }
+            if (!done) {
+                port_config.apply();
+            }
+
+            // ---- Step 4: PFC / PAUSE received on port p: counted here, an event
+            // for egress port p on the PFC event queue (docs/tofino.md).
+            if (is_pause_frame) {
+                bit<1>  applies = 0;
+                bit<16> quanta = 0;
+                bit<8>  enable = hdr.w.mac_control.enable_or_time[7:0];
+                if (!hdr.w.pfc_times.isValid()) {
+                    applies = 1;                        // 802.3x PAUSE: the whole link
+                    quanta = hdr.w.mac_control.enable_or_time;
+                } else if (meta.lossless_priority == 0 && enable[0:0] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time0;
+                } else if (meta.lossless_priority == 1 && enable[1:1] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time1;
+                } else if (meta.lossless_priority == 2 && enable[2:2] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time2;
+                } else if (meta.lossless_priority == 3 && enable[3:3] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time3;
+                } else if (meta.lossless_priority == 4 && enable[4:4] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time4;
+                } else if (meta.lossless_priority == 5 && enable[5:5] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time5;
+                } else if (meta.lossless_priority == 6 && enable[6:6] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time6;
+                } else if (meta.lossless_priority == 7 && enable[7:7] == 1) {
+                    applies = 1; quanta = hdr.w.pfc_times.time7;
+                }
+                if (applies == 1) {
+                    if (quanta != 0) {
+                        pfc_pause_rx.count((bit<32>)meta.in_port);
+                        hdr.bridged.pfc_pause = 1;
+                    } else {
+                        pfc_resume_rx.count((bit<32>)meta.in_port);
+                    }
+                    hdr.bridged.kind = BRIDGE_PFC_EVENT;
+                    ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+                    ig_tm_md.qid = PFC_EVENT_QID;
+                } else {
+                    ig_dprsr_md.drop_ctl = 1;   // consumed, not counted in dropped
+                }
+                done = true;
+            }
+        }
+
+        // ---- Step 8: INC aggregation (spec 04 data path 1-3; docs/tofino.md "INC
+        // aggregation": one data flow per connection, slot keys by fingerprint).
+        bool inc_contribution = hdr.w.inc_base.isValid() &&
+            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == 0 &&
+            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0;
+        bool inc_partial = hdr.w.inc_base.isValid() &&
+            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL;
+        if (!done && (inc_contribution || inc_partial)) {
+            bool ids_present = hdr.w.inc_ids.isValid();
+            bit<32> inc_id = 0;
+            bit<32> offset = 0;
+            bit<32> op = 0;
+            bit<32> flow_len = 0;
+            bit<8>  rank = 0;
+            bool    keyed = true;
+            if (inc_partial) {
+                // A lower switch's partial aggregate: its offset is in the IDS
+                // part; its bit is its child port's rank.
+                bool child = false;
+                if (ids_present) {
+                    child = inc_child_port.apply().hit;
+                }
+                if (!child) {
+                    dropped.count((bit<32>)meta.in_port);
+                    ig_dprsr_md.drop_ctl = 1;
+                    done = true;
+                }
+                inc_id = hdr.w.inc_ids.group_id ++ hdr.w.inc_ids.message_id;
+                offset = (bit<32>)hdr.w.inc_ids.first_psn;
+                op = (bit<32>)hdr.w.inc_ids.operation_id;
+                flow_len = hdr.w.inc_ids.flow_len;
+                rank = meta.inc_child_rank;
+            } else {
+                // A worker's contribution: the connection's data flow (spec 04
+                // step 2): a first packet (IDS part) records it, later packets
+                // find it by PSN.
+                bit<32> ci = (bit<32>)meta.conn_index;
+                bit<32> first_psn;
+                if (ids_present) {
+                    inc_id = flow_inc_id_write.execute(ci);
+                    first_psn = flow_first_psn_write.execute(ci);
+                    flow_len = flow_len_write.execute(ci);
+                    op = flow_op_write.execute(ci);
+                } else {
+                    inc_id = flow_inc_id_read.execute(ci);
+                    first_psn = flow_first_psn_read.execute(ci);
+                    flow_len = flow_len_read.execute(ci);
+                    op = flow_op_read.execute(ci);
+                }
+                bit<24> offset24 = hdr.w.bth.psn - first_psn[23:0];     // mod 2^24
+                offset = (bit<32>)offset24;
+                rank = meta.worker_rank;
+            }
+            if (!done && (flow_len == 0 || offset >= flow_len)) {
+                dropped.count((bit<32>)meta.in_port);
+                ig_dprsr_md.drop_ctl = 1;
+                done = true;
+            }
+            if (!done) {
+                meta.inc_lookup_group = inc_id[31:16];
+                if (inc_group.apply().hit) {
+                    bit<32> slot = inc_slot_hash.get({ inc_id, offset }) & (INC_SLOTS - 1);
+                    inc_fp = inc_key_hash.get({ inc_id, offset, op[15:0] }) | 1;
+                    bit<32> bit_of_rank = 32w1;
+                    // 1 << rank by table-free shifts (no run-time shift amount on Tofino).
+                    if (rank[0:0] == 1) { bit_of_rank = bit_of_rank << 1; }
+                    if (rank[1:1] == 1) { bit_of_rank = bit_of_rank << 2; }
+                    if (rank[2:2] == 1) { bit_of_rank = bit_of_rank << 4; }
+                    if (rank[3:3] == 1) { bit_of_rank = bit_of_rank << 8; }
+                    if (rank[4:4] == 1) { bit_of_rank = bit_of_rank << 16; }
+                    inc_not_bit = ~bit_of_rank;
+                    inc_remaining_after_claim = meta.contributors_mask & inc_not_bit;
+                    meta.inc_slot_timeout_ns = 0;
+                    inc_slot_timeout.apply();
+                    bool takeover = ig_intr_md.resubmit_flag == 1 &&
+                                    meta.resubmit.type == (bit<8>)RESUBMIT_TAKEOVER;
+                    bit<32> old_remaining;
+                    if (takeover) {
+                        old_remaining = slot_key_takeover.execute(slot);
+                    } else {
+                        old_remaining = slot_key_update.execute(slot);
+                    }
+                    bool inc_claim = old_remaining == 0;
+                    bool busy = old_remaining == INC_SLOT_BUSY;
+                    bool duplicate = !inc_claim && !busy && (old_remaining & bit_of_rank) == 0;
+                    bit<32> slot_start;
+                    if (inc_claim) {
+                        slot_start = slot_start_claim.execute(slot);
+                    } else {
+                        slot_start = slot_start_read.execute(slot);
+                    }
+                    if (busy) {
+                        if (meta.inc_slot_timeout_ns != 0 &&
+                            meta.now32 - slot_start >= meta.inc_slot_timeout_ns) {
+                            // Abandoned: claim it in a second pass.
+                            ig_dprsr_md.resubmit_type = RESUBMIT_TAKEOVER;
+                            meta.resubmit.setValid();
+                            meta.resubmit.type = (bit<8>)RESUBMIT_TAKEOVER;
+                            meta.resubmit.pad = 0;
+                        } else {
+                            inc_slot_busy.count((bit<32>)meta.in_port);
+                            ig_dprsr_md.drop_ctl = 1;
+                        }
+                        done = true;
+                    } else if (duplicate) {
+                        inc_duplicates.count((bit<32>)meta.in_port);
+                        ig_dprsr_md.drop_ctl = 1;
+                        done = true;
+                    } else {
+                        if (takeover) {
+                            inc_slot_takeovers.count((bit<32>)meta.in_port);
+                        }
+                        INC_LANE_APPLY(0)
+                        INC_LANE_APPLY(1)
+                        INC_LANE_APPLY(2)
+                        INC_LANE_APPLY(3)
+                        INC_LANE_APPLY(4)
+                        INC_LANE_APPLY(5)
+                        INC_LANE_APPLY(6)
+                        INC_LANE_APPLY(7)
+                        INC_LANE_APPLY(8)
+                        INC_LANE_APPLY(9)
+                        INC_LANE_APPLY(10)
+                        INC_LANE_APPLY(11)
+                        INC_LANE_APPLY(12)
+                        INC_LANE_APPLY(13)
+                        INC_LANE_APPLY(14)
+                        INC_LANE_APPLY(15)
+                        inc_contributions.count((bit<32>)meta.in_port);
+                        // Complete when no other contributor is left.
+                        bool complete = (inc_claim && inc_remaining_after_claim == 0) ||
+                                        (!inc_claim && (old_remaining & inc_not_bit) == 0);
+                        if (complete) {
+                            hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
+                            if (meta.inc_root == 1) {
+                                hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
+                            }
+                            if (!ids_present) {
+                                hdr.w.inc_ids.setValid();
+                                hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
+                                    hdr.w.ipv4.total_len, hdr.w.ipv4.total_len + INC_IDS_BYTES);
+                                hdr.w.ipv4.total_len = hdr.w.ipv4.total_len + INC_IDS_BYTES;
+                                hdr.w.udp.length = hdr.w.udp.length + INC_IDS_BYTES;
+                            }
+                            hdr.w.udp.checksum = 0;
+                            hdr.w.inc_ids.group_id = inc_id[31:16];
+                            hdr.w.inc_ids.message_id = inc_id[15:0];
+                            hdr.w.inc_ids.reserved0 = 0;
+                            hdr.w.inc_ids.first_psn = offset[23:0];
+                            hdr.w.inc_ids.operation_id = op[15:0];
+                            hdr.w.inc_ids.reserved1 = 0;
+                            hdr.w.inc_ids.flow_len = flow_len;
+                            icrc_inc();
+                            inc_results.count((bit<32>)meta.in_port);
+                        } else {
+                            ig_dprsr_md.drop_ctl = 1;   // consumed
+                            done = true;
+                        }
+                    }
+                }
+            }
+        }
+
+        // ---- Step 9: partial aggregates go up by hash routing on the INC ID.
+        if (!done && hdr.w.inc_base.isValid() &&
+            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
+            bit<16> bucket_hash = inc_bucket_hash.get({ hdr.w.inc_ids.group_id, hdr.w.inc_ids.message_id,
+                                                        hdr.w.inc_base.version, hdr.w.udp.dst_port });
+            meta.inc_bucket = bucket_hash[7:0];
+            inc_route.apply();
+        }
+
+        // ---- The switch CNP's extension and ICRC, once port_config gave the
+        // switch ID (its congested port's).
+        if (!done && cnp_pass) {
+            hdr.w.cnp_ext.switch_id = meta.switch_id;
+            icrc_cnp();
+        }
+
+        // ---- Step 10 (docs/tofino.md): the packet goes to its queue (port,
+        // priority); lossless ones carry the egress port's configuration.
+        if (!done) {
+            ig_tm_md.qid = (QueueId_t)meta.priority;
+            ig_tm_md.ingress_cos = meta.priority;
+            hdr.bridged.priority = meta.priority;
+            hdr.bridged.lossless = meta.lossless;
+            hdr.bridged.has_bth = (bit<1>)hdr.w.bth.isValid();
+            if (meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_CNP_TARGET) != 0) {
+                hdr.bridged.cnp_target = 1;
+            }
+            if (meta.lossless == 1) {
+                hdr.bridged_cfg.setValid();
+                hdr.bridged_cfg.rate_bytes_per_ms = meta.rate_bytes_per_ms;
+                hdr.bridged_cfg.qth_bytes = meta.qth_bytes;
+                hdr.bridged_cfg.tcheck_ns = meta.tcheck_ns;
+                hdr.bridged_cfg.cnp_gap_ns = meta.cnp_gap_ns;
+                hdr.bridged_cfg.red_kmin_bytes = meta.red_kmin_bytes;
+                hdr.bridged_cfg.red_kmax_bytes = meta.red_kmax_bytes;
+                hdr.bridged_cfg.bdp_bytes = meta.bdp_bytes;
+                hdr.bridged_cfg.pause_gap_ns = meta.pause_quantum_ps >> PAUSE_GAP_PS_SHIFT;
+                hdr.bridged_cfg.red_pmax_q16 = meta.red_pmax_q16;
+                hdr.bridged_cfg.bdp_log2_q6 = meta.bdp_log2_q6;
+                hdr.bridged_cfg.mtu_bytes = meta.mtu_bytes;
+                hdr.bridged_cfg.pad = 0;
+                hdr.bridged_cfg.mode = meta.mode;
+            }
+            queue_enqueued.count(((bit<32>)ig_tm_md.ucast_egress_port << 3) | (bit<32>)meta.priority);
+        }
+    }
+}
+
+// ===========================================================================
+// Ingress deparser: digests, resubmits, the switch CNP's IPv4 checksum.
+// ===========================================================================
+control FastcnpIngressDeparser(packet_out pkt,
+                               inout tna_headers_t hdr,
+                               in tna_ingress_metadata_t meta,
+                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    // Digest IDs pinned to v1model's (p4c's name hashes of the struct names).
+    @id(0x8E82DA91) @name(".port_state_digest_t") Digest<port_state_digest_t>(DIGEST_TYPE_PORT_STATE) port_state_digest;
+    @id(0x8E21670C) @name(".cnp_digest_t") Digest<cnp_digest_t>(DIGEST_TYPE_CNP) cnp_digest;
+    Resubmit(RESUBMIT_DIGEST2) resubmit_digest2;
+    Resubmit(RESUBMIT_TAKEOVER) resubmit_takeover;
+    Checksum() ipv4_checksum;
+    FastcnpEmit() emit_headers;
+
+    apply {
+        if (meta.ipv4_checksum_recompute == 1) {
+            hdr.w.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.w.ipv4.version, hdr.w.ipv4.ihl, hdr.w.ipv4.dscp, hdr.w.ipv4.ecn,
+                hdr.w.ipv4.total_len, hdr.w.ipv4.identification, hdr.w.ipv4.flags,
+                hdr.w.ipv4.frag_offset, hdr.w.ipv4.ttl, hdr.w.ipv4.protocol,
+                hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
+        }
+        if (ig_dprsr_md.digest_type == DIGEST_TYPE_PORT_STATE) {
+            port_state_digest.pack({ meta.dg_port, meta.dg_event, meta.dg_queue_bytes,
+                                     meta.dg_rx_bytes, meta.dg_ts_ns });
+        } else if (ig_dprsr_md.digest_type == DIGEST_TYPE_CNP) {
+            cnp_digest.pack({ meta.dg_port, meta.dg_src_addr, meta.dg_dst_addr,
+                              meta.dg_window_bytes, meta.dg_queue_bytes, meta.dg_ts_ns });
+        }
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_DIGEST2) {
+            resubmit_digest2.emit(meta.resubmit);
+        } else if (ig_dprsr_md.resubmit_type == RESUBMIT_TAKEOVER) {
+            resubmit_takeover.emit(meta.resubmit);
+        }
+        pkt.emit(hdr.bridged);
+        pkt.emit(hdr.bridged_cfg);
+        emit_headers.apply(pkt, hdr.w);
+    }
+}
+
+// ===========================================================================
+// Egress parser: a packet (bridged header), a PFC event, or a mirror copy.
+// ===========================================================================
+parser FastcnpEgressParser(packet_in pkt,
+                           out tna_headers_t hdr,
+                           out tna_egress_metadata_t meta,
+                           out egress_intrinsic_metadata_t eg_intr_md) {
+    FastcnpFrameParser() frame_parser;
+    FastcnpRoceParser()  roce_parser;
+
+    state start {
+        pkt.extract(eg_intr_md);
+        meta.l4_is_udp = 0;
+        meta.malformed = 0;
+        transition select(pkt.lookahead<bit<8>>()) {
+            BRIDGE_MIRROR: parse_mirror;
+            default:       parse_bridged;
+        }
+    }
+
+    // A mirror copy: only its header matters here; the frame behind it goes back
+    // to ingress untouched.
+    state parse_mirror {
+        pkt.extract(hdr.recirc);
+        transition accept;
+    }
+
+    state parse_bridged {
+        pkt.extract(hdr.bridged);
+        transition select(hdr.bridged.kind, hdr.bridged.lossless) {
+            (BRIDGE_PACKET, 1): parse_bridged_cfg;
+            (BRIDGE_PACKET, 0): parse_frame;
+            default:            accept;        // a PFC event: nothing else to read
+        }
+    }
+
+    state parse_bridged_cfg {
+        pkt.extract(hdr.bridged_cfg);
+        transition parse_frame;
+    }
+
+    state parse_frame {
+        frame_parser.apply(pkt, hdr.w, meta.l4_is_udp, meta.malformed);
+        transition select(meta.l4_is_udp, hdr.w.udp.dst_port) {
+            (1, ROCE_UDP_PORT): parse_roce;
+            default:            accept;
+        }
+    }
+
+    state parse_roce {
+        roce_parser.apply(pkt, hdr.w, meta.malformed);
+        transition accept;
+    }
+}
+
+// ===========================================================================
+// Egress (docs/tofino.md "Egress, per lossless departure"; docs/dataplane.md Egress).
+// ===========================================================================
+control FastcnpEgress(inout tna_headers_t hdr,
+                      inout tna_egress_metadata_t meta,
+                      in egress_intrinsic_metadata_t eg_intr_md,
+                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    @id(0x83000002) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) ecn_marked;
+    // v1model counts collisions at enqueue (ingress); here at the departure.
+    @id(0x83000007) @name(".FastcnpIngress.flow_collisions")
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) flow_collisions;
+    @id(0x8300000E) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dequeued;
+    // Filled by a traffic manager that can, never by the program (Tofino: 0).
+    @id(0x8300000F) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dropped;
+
+    CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_ieee;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) flow_hash;
+    Random<bit<32>>() red_random;
+    ExplicitWindowClamp() window_clamp;
+
+    bit<32> now32;
+    bit<32> qdepth;          // deq_qdepth, cells
+    bit<32> qlen;            // bytes: qdepth * CELL + this packet
+    bit<32> qlen1;           // qlen + 1 (port_check_qlen1's encoding)
+    bit<32> pkt_bytes;
+    bit<32> epoch;           // now >> WINDOW_EPOCH_SHIFT
+    bit<32> epoch_m1;
+    bit<32> epoch_p2;
+    bit<32> fp;              // the flow's CRC-32 fingerprint
+    bit<32> cnp_gap_start;   // now - cnpGap: a CNP at or before it is out of the gap
+    bit<32> digest_gap_start;
+    bit<32> pfc_ns;          // a PFC event's time, low 32 bits, lowest bit set
+    bool    int_add;         // step 7b adds an INT record to this packet
+    bit<32> tx_hi;           // port_tx_bytes' high word before this departure
+
+    // ---- Per egress port: departure bookkeeping and framed pauses.
+    @id(0x8B000102) @name(".port_last_dequeue_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_dequeue_ns;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_dequeue_ns) last_dequeue_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = now32; }
+    };
+    @id(0x8B000103) @name(".port_last_qdepth_cells") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qdepth; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    @id(0x8B000104) @name(".port_pfc_pause_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_take = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_open = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (value == 0) {
+                value = pfc_ns;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    @id(0x8B000105) @name(".port_pfc_resume_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_resume_ns;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_resume_ns) pfc_resume_take = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_resume_ns) pfc_resume_clear = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = 0; rv = 0; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_resume_ns) pfc_resume_set = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = pfc_ns; rv = 0; }
+    };
+    // The rx of the last pause (for CHECK_* digests).
+    @id(0x8B000106) @name(".port_last_rx_bytes") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_rx_bytes;
+    bit<32> rx;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_rx_bytes) last_rx_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = rx; rv = value; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_rx_bytes) last_rx_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+
+    // ---- The undetermined check (spec 01 event 4): when it is due, and the qlen
+    // + 1 stored at arming (0: DETERMINED).
+    @id(0x8B000007) @name(".port_check_at_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_at_ns;
+    bit<32> check_at_new;    // now + Tcheck
+    RegisterAction<bit<32>, bit<32>, bit<1>>(port_check_at_ns) check_at_arm = {
+        void apply(inout bit<32> value, out bit<1> rv) { value = check_at_new; rv = 0; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<1>>(port_check_at_ns) check_at_due = {
+        void apply(inout bit<32> value, out bit<1> rv) {
+            rv = 0;
+            if ((int<32>)(now32 - value) >= 0) {
+                value = check_at_new;      // tentative re-arm
+                rv = 1;
+            }
+        }
+    };
+    @id(0x8B000107) @name(".port_check_qlen1") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_arm = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qlen1; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_clear = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    // Due, qlen >= Qth: CHECK_CONGESTED (qlen grew: 0) or re-arm at qlen.
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_due_high = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (value != 0) {
+                if (qlen1 > value) {
+                    value = 0;
+                } else {
+                    value = qlen1;
+                }
+            }
+        }
+    };
+
+    // ---- Departure shares (docs/tofino.md "Per-flow share without a shared counter").
+    @id(0x8B000108) @name(".port_departed_even") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
+    @id(0x8B000109) @name(".port_departed_odd") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
+    @id(0x8B00010A) @name(".flow_departed_even") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_even;
+    @id(0x8B00010B) @name(".flow_departed_odd") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_odd;
+
+#define DEPARTED_ACTIONS(REG)                                                       \
+    RegisterAction<pair32_t, bit<32>, bit<32>>(REG) REG##_add = {                   \
+        void apply(inout pair32_t value, out bit<32> rv) {                          \
+            if (value.lo == epoch) {                                                \
+                value.hi = value.hi + pkt_bytes;                                    \
+            } else {                                                                \
+                value.lo = epoch;                                                   \
+                value.hi = pkt_bytes;                                               \
+            }                                                                       \
+            rv = value.hi;                                                          \
+        }                                                                           \
+    };                                                                              \
+    RegisterAction<pair32_t, bit<32>, bit<32>>(REG) REG##_prev = {                  \
+        void apply(inout pair32_t value, out bit<32> rv) {                          \
+            rv = 0;                                                                 \
+            if (value.lo == epoch_m1) {                                             \
+                rv = value.hi;                                                      \
+            }                                                                       \
+        }                                                                           \
+    };
+    DEPARTED_ACTIONS(port_departed_even)
+    DEPARTED_ACTIONS(port_departed_odd)
+    DEPARTED_ACTIONS(flow_departed_even)
+    DEPARTED_ACTIONS(flow_departed_odd)
+
+    // A flow owns its slot while it departed in this or the previous epoch:
+    // {lo: fingerprint, hi: its last epoch + 2 (0: never used)}.
+    @id(0x8B00010C) @name(".flow_owner") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_owner;
+    RegisterAction<pair32_t, bit<32>, bit<1>>(flow_owner) flow_owner_claim = {
+        void apply(inout pair32_t value, out bit<1> rv) {
+            rv = 0;
+            if (value.lo == fp || epoch_p2 - value.hi >= 2) {
+                value.lo = fp;
+                value.hi = epoch_p2;
+                rv = 1;
+            }
+        }
+    };
+
+    // ---- cnpGap per flow slot, the cnp_digest_t gap per port (32-bit ns).
+    @id(0x8B00000C) @name(".flow_last_cnp_ns") Register<bit<32>, bit<32>>(FLOW_SLOTS) flow_last_cnp_ns;
+    RegisterAction<bit<32>, bit<32>, bit<1>>(flow_last_cnp_ns) cnp_gap_check = {
+        void apply(inout bit<32> value, out bit<1> rv) {
+            rv = 0;
+            if (value == 0 || (int<32>)(value - cnp_gap_start) <= 0) {
+                value = now32;
+                rv = 1;
+            }
+        }
+    };
+    @id(0x8B000009) @name(".port_last_digest_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_digest_ns;
+    RegisterAction<bit<32>, bit<32>, bit<1>>(port_last_digest_ns) digest_gap_check = {
+        void apply(inout bit<32> value, out bit<1> rv) {
+            rv = 0;
+            if (value == 0 || (int<32>)(value - digest_gap_start) <= 0) {
+                value = now32;
+                rv = 1;
+            }
+        }
+    };
+
+    // ---- INT (HPCC, docs/dataplane.md "INT"): the bytes each port sent, 64 bits as
+    // v1model's port_tx_bytes, in two 32-bit registers: the high word adds the
+    // carry of the low word (lo + add overflows iff lo > ~add).
+    @id(0x8B000110) @name(".port_tx_bytes_lo") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_lo;
+    @id(0x8B000111) @name(".port_tx_bytes_hi") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_hi;
+    bit<32> tx_add;          // this departure's bytes (with the record it gets)
+    bit<32> tx_carry_above;  // ~tx_add
+    bit<32> tx_lo;           // the low word before this departure
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_tx_bytes_lo) tx_lo_add = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value + tx_add; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_tx_bytes_hi) tx_hi_add = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (tx_lo > tx_carry_above) {
+                value = value + 1;
+            }
+        }
+    };
+
+    // ---- The explicit window and RED: v1model's tables (log2 by LPM, exp2).
+    @id(0x01000007) action set_flow_bytes_log2(bit<16> log2_q6) { meta.flow_log2_q6 = log2_q6; }
+    @id(0x01000008) action set_port_bytes_log2(bit<16> log2_q6) { meta.port_log2_q6 = log2_q6; }
+    @id(0x01000009) action set_window(bit<32> window_bytes) {
+        meta.window_exp2_bytes = window_bytes;
+        meta.window_exp2_hit = 1;
+    }
+
+    @id(0x02000007) table flow_bytes_log2 {
+        key = { meta.flow_data_bytes: lpm @name("bytes"); }
+        actions = { set_flow_bytes_log2; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    @id(0x02000008) table port_bytes_log2 {
+        key = { meta.port_data_bytes: lpm @name("bytes"); }
+        actions = { set_port_bytes_log2; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    @id(0x02000009) table window_exp2 {
+        key = { meta.window_log2_q6: exact @name("log2_q6"); }
+        actions = { set_window; NoAction; }
+        default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+    }
+
+    // ---- The RESUME decision's log2 tables: the window generator's entries,
+    // compiled in (docs/tofino.md "The design").
+    @id(0x01000101) action set_rx_log2(bit<16> log2_q6) { meta.rx_log2_q6 = log2_q6; meta.rx_log2_hit = 1; }
+    @id(0x01000102) action set_pause_log2(bit<16> log2_q6) { meta.pause_log2_q6 = log2_q6; }
+    @id(0x01000103) action set_rate_log2(bit<16> log2_q6) { meta.rate_log2_q6 = log2_q6; }
+    bit<32> pause_ns;
+
+    @id(0x02000101) table rx_bytes_log2 {
+        key = { rx: lpm @name("bytes"); }
+        actions = { set_rx_log2; NoAction; }
+        const default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+        const entries = {
+#define LOG2_ACTION set_rx_log2
+#include "log2_entries.p4"
+#undef LOG2_ACTION
+        }
+    }
+
+    @id(0x02000102) table pause_ns_log2 {
+        key = { pause_ns: lpm @name("ns"); }
+        actions = { set_pause_log2; NoAction; }
+        const default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+        const entries = {
+#define LOG2_ACTION set_pause_log2
+#include "log2_entries.p4"
+#undef LOG2_ACTION
+        }
+    }
+
+    @id(0x02000103) table rate_log2 {
+        key = { hdr.bridged_cfg.rate_bytes_per_ms: lpm @name("rate_bytes_per_ms"); }
+        actions = { set_rate_log2; NoAction; }
+        const default_action = NoAction();
+        size = LOG2_TABLE_SIZE;
+        const entries = {
+#define LOG2_ACTION set_rate_log2
+#include "log2_entries.p4"
+#undef LOG2_ACTION
+        }
+    }
+
+    // CE-mark an ECT packet (incremental checksum, RFC 1624).
+    @hidden action mark_ce() {
+        hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
+            hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ hdr.w.ipv4.ecn,
+            hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ ECN_CE);
+        hdr.w.ipv4.ecn = ECN_CE;
+    }
+
+    apply {
+        bit<32> port_cell = (bit<32>)eg_intr_md.egress_port;
+        now32 = eg_prsr_md.global_tstamp[31:0];
+        meta.mirror.setInvalid();
+        int_add = false;
+
+        // ---- A mirror copy on its way to the recirculation port: untouched.
+        if (hdr.recirc.isValid()) {
+            return;
+        }
+
+        // ---- A PFC event for this port (docs/tofino.md): record the pause's
+        // start or end, a PAUSE digest for a new pause, and drop the event.
+        if (hdr.bridged.kind == BRIDGE_PFC_EVENT) {
+            pfc_ns = hdr.bridged.ingress_ns[31:0] | 1;
+            eg_dprsr_md.drop_ctl = 1;
+            if (hdr.bridged.pfc_pause == 1) {
+                bit<32> was = pfc_pause_open.execute(port_cell);
+                pfc_resume_clear.execute(port_cell);
+                if (was == 0) {
+                    bit<32> last_qd = last_qdepth_read.execute(port_cell);
+                    meta.mirror.setValid();
+                    meta.mirror.flags = RECIRC_EV0;
+                    meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
+                    meta.mirror.ev1 = 0;
+                    meta.mirror.ev0_queue_bytes = CELLS_TO_BYTES(last_qd);
+                    meta.mirror.ev0_ns = hdr.bridged.ingress_ns[31:0];
+                    meta.mirror.now_ns = hdr.bridged.ingress_ns;
+                    meta.mirror.qlen_bytes = 0;
+                    meta.mirror.rx_bytes = 0;
+                    meta.mirror.window_bytes = 0;
+                }
+            } else {
+                if (pfc_pause_read.execute(port_cell) != 0) {
+                    pfc_resume_set.execute(port_cell);
+                }
+            }
+        } else {
+            // ---- Step 0: egress pruning of L2 floods.
+            if (hdr.bridged.l2_flood == 1 && eg_intr_md.egress_port == hdr.bridged.ingress_port) {
+                eg_dprsr_md.drop_ctl = 1;
+                return;
+            }
+            queue_dequeued.count((port_cell << 3) | (bit<32>)hdr.bridged.priority);
+
+            // ---- Step 7a (INT): the port's byte count, every departure, with the
+            // record step 7b adds to a lossless INT packet on a port in mode int.
+            pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
+            int_add = hdr.bridged_cfg.isValid() && hdr.bridged_cfg.mode == PORT_MODE_INT &&
+                      hdr.w.int_header.isValid() && (hdr.w.int_header.flags & INT_FLAG_ECHO) == 0 &&
+                      hdr.w.int_header.hop_count < INT_MAX_HOPS;
+            tx_add = pkt_bytes;
+            if (int_add) {
+                tx_add = pkt_bytes + (bit<32>)INT_HOP_BYTES;
+            }
+            tx_carry_above = ~tx_add;
+            tx_lo = tx_lo_add.execute(port_cell);
+            tx_hi = tx_hi_add.execute(port_cell);
+        }
+
+        // ---- Lossless departures (docs/tofino.md "Egress, per lossless departure").
+        if (hdr.bridged_cfg.isValid()) {
+            qdepth = (bit<32>)eg_intr_md.deq_qdepth;
+            qlen = CELLS_TO_BYTES(qdepth) + pkt_bytes;
+            qlen1 = qlen + 1;
+            check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
+
+            // 1. Departure bookkeeping.
+            bit<32> last = last_dequeue_swap.execute(port_cell);
+            bit<32> last_qd = last_qdepth_swap.execute(port_cell);
+            bit<32> pfc_start = pfc_pause_take.execute(port_cell);
+            bit<32> pfc_end = pfc_resume_take.execute(port_cell);
+
+            // 2. The pause: framed, or inferred from the gap.
+            bool framed = pfc_start != 0;
+            bool inferred = !framed && last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
+                            now32 - last > hdr.bridged_cfg.pause_gap_ns;
+            bool resume = framed || inferred;
+            bit<4> flags = 0;
+            bit<8> event = PORT_EVENT_NONE;
+            bool hold = false;
+            bool congested = false;
+            bit<32> last_qd_bytes = CELLS_TO_BYTES(last_qd);
+            meta.mirror.ev0 = 0;
+            meta.mirror.ev0_queue_bytes = 0;
+            meta.mirror.ev0_ns = 0;
+            meta.mirror.window_bytes = 0;
+            if (resume) {
+                bit<32> start = pfc_start;
+                bit<32> end = now32;
+                if (inferred) {
+                    start = last;
+                    flags = RECIRC_EV0;
+                    meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
+                    meta.mirror.ev0_queue_bytes = last_qd_bytes;
+                    meta.mirror.ev0_ns = last;
+                } else if (pfc_end != 0) {
+                    end = pfc_end;
+                }
+                pause_ns = end - start;
+                rx = 0;
+                if (qlen > last_qd_bytes) {
+                    rx = qlen - last_qd_bytes;
+                }
+                last_rx_write.execute(port_cell);
+                // spec 01 event 3 with rx > C*T in the log domain.
+                meta.rx_log2_hit = 0;
+                meta.rx_log2_q6 = 0;
+                meta.pause_log2_q6 = 0;
+                meta.rate_log2_q6 = 0;
+                rx_bytes_log2.apply();
+                pause_ns_log2.apply();
+                rate_log2.apply();
+                bool beats = meta.rx_log2_hit == 1 &&
+                    (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
+                    (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
+                if (qlen < hdr.bridged_cfg.qth_bytes) {
+                    event = PORT_EVENT_RESUME_NOT_CONGESTED;
+                } else if (beats || no_pfc_state) {
+                    // The ablation mode (fastcnp-no-pfc-state): never undetermined.
+                    event = PORT_EVENT_RESUME_CONGESTED;
+                } else {
+                    event = PORT_EVENT_RESUME_UNDETERMINED;
+                }
+                if (event == PORT_EVENT_RESUME_UNDETERMINED) {
+                    check_at_arm.execute(port_cell);
+                    check_qlen1_arm.execute(port_cell);
+                    hold = true;
+                } else {
+                    check_qlen1_clear.execute(port_cell);
+                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
+                }
+                flags = flags | RECIRC_EV1;
+                meta.mirror.rx_bytes = rx;
+            } else {
+                rx = last_rx_read.execute(port_cell);
+                meta.mirror.rx_bytes = rx;
+                if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP) {
+                    // 3. The state machine (spec 01 event 4).
+                    bit<1> due = check_at_due.execute(port_cell);
+                    bool high = qlen >= hdr.bridged_cfg.qth_bytes;
+                    bit<32> old;
+                    if (due == 1 && high) {
+                        old = check_qlen1_due_high.execute(port_cell);
+                    } else if (due == 1) {
+                        old = check_qlen1_clear.execute(port_cell);
+                    } else {
+                        old = check_qlen1_read.execute(port_cell);
+                    }
+                    if (old == 0) {
+                        congested = high;                   // DETERMINED
+                    } else if (due == 0) {
+                        hold = true;
+                    } else if (!high) {
+                        event = PORT_EVENT_CHECK_DRAINED;
+                    } else if (qlen1 > old) {
+                        event = PORT_EVENT_CHECK_CONGESTED;
+                        congested = true;
+                    }
+                    if (event != PORT_EVENT_NONE) {
+                        flags = RECIRC_EV1;
+                    }
+                } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
+                    // The ablation: no state machine; a queue at or above Qth is
+                    // congested.
+                    check_qlen1_clear.execute(port_cell);
+                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
+                }
+            }
+            meta.mirror.ev1 = (bit<4>)event;
+
+            // 4. Departure shares, every lossless departure.
+            epoch = eg_prsr_md.global_tstamp[44:13];
+            epoch_m1 = epoch - 1;
+            epoch_p2 = epoch + 2;
+            bit<32> sum;
+            bit<32> data = 0;
+            bool tracked = false;
+            if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                sum = port_departed_even_add.execute(port_cell) + port_departed_odd_prev.execute(port_cell);
+            } else {
+                sum = port_departed_odd_add.execute(port_cell) + port_departed_even_prev.execute(port_cell);
+            }
+            bit<32> flow_slot = 0;
+            if (hdr.w.ipv4.isValid()) {
+                fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
+                flow_slot = fp & (FLOW_SLOTS - 1);
+                if (flow_owner_claim.execute(flow_slot) == 1) {
+                    tracked = true;
+                    if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                        data = flow_departed_even_add.execute(flow_slot) + flow_departed_odd_prev.execute(flow_slot);
+                    } else {
+                        data = flow_departed_odd_add.execute(flow_slot) + flow_departed_even_prev.execute(flow_slot);
+                    }
+                } else {
+                    flow_collisions.count(port_cell);
+                }
+            }
+
+            // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
+            bool make_cnp = false;
+            bool mark = false;
+            if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
+                 hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
+                if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
+                    cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
+                    if (cnp_gap_check.execute(flow_slot) == 1) {
+                        make_cnp = true;
+                    }
+                } else {
+                    mark = true;
+                }
+            } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
+                if (qlen >= hdr.bridged_cfg.red_kmax_bytes) {
+                    mark = true;
+                } else if (qlen > hdr.bridged_cfg.red_kmin_bytes) {
+                    // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
+                    // from the window tables, two random halves.
+                    meta.flow_data_bytes = qlen - hdr.bridged_cfg.red_kmin_bytes;
+                    meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
+                }
+            }
+            if (make_cnp) {
+                meta.flow_data_bytes = data;
+                meta.port_data_bytes = sum;
+            }
+            bool red_middle = hdr.bridged_cfg.mode == PORT_MODE_ECN && !mark &&
+                              qlen > hdr.bridged_cfg.red_kmin_bytes;
+            if (make_cnp || red_middle) {
+                meta.flow_log2_q6 = 0;
+                meta.port_log2_q6 = 0;
+                flow_bytes_log2.apply();
+                port_bytes_log2.apply();
+                meta.window_exp2_hit = 0;
+                meta.window_exp2_bytes = 0;
+                bit<16> k_base = hdr.bridged_cfg.bdp_log2_q6;
+                if (red_middle) {
+                    k_base = (bit<16>)RED_RATIO_K_OFFSET;
+                }
+                if ((bit<32>)k_base + (bit<32>)meta.flow_log2_q6 < (bit<32>)meta.port_log2_q6) {
+                    meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
+                } else {
+                    meta.window_log2_q6 = k_base + meta.flow_log2_q6 - meta.port_log2_q6;
+                    window_exp2.apply();
+                }
+                if (red_middle) {
+                    bit<32> r = red_random.get();
+                    if (r[15:0] < hdr.bridged_cfg.red_pmax_q16 &&
+                        (bit<32>)r[31:16] < meta.window_exp2_bytes) {
+                        mark = true;
+                    }
+                }
+            }
+            if (make_cnp) {
+                bit<32> window_bytes;
+                window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, hdr.bridged_cfg.bdp_bytes,
+                                   hdr.bridged_cfg.mtu_bytes, window_bytes);
+                flags = flags | RECIRC_CNP;
+                meta.mirror.window_bytes = window_bytes;
+                // A cnp_digest_t, unless two port events ride this carrier.
+                if ((flags & RECIRC_EV0) == 0) {
+                    digest_gap_start = now32 - (bit<32>)DIGEST_MIN_GAP_NS;
+                    if (digest_gap_check.execute(port_cell) == 1) {
+                        flags = flags | RECIRC_CNP_DIGEST;
+                    }
+                }
+            }
+
+            // ---- Step 7b (INT mode): the HPCC hop record in front of the others;
+            // its queue is deq_qdepth in cells (without this packet). IPv4 and UDP
+            // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
+            if (int_add) {
+                hdr.w.int_new_hop.setValid();
+                hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
+                hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
+                hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
+                hdr.w.int_new_hop.queue_bytes = CELLS_TO_BYTES(qdepth);
+                hdr.w.int_new_hop.rate_bytes_per_ms = hdr.bridged_cfg.rate_bytes_per_ms;
+                hdr.w.int_header.hop_count = hdr.w.int_header.hop_count + 1;
+                bit<16> int_total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
+                hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
+                    hdr.w.ipv4.total_len, int_total_len);
+                hdr.w.ipv4.total_len = int_total_len;
+                hdr.w.udp.length = hdr.w.udp.length + INT_HOP_BYTES;
+            }
+
+            if (mark && hdr.w.ipv4.isValid() &&
+                (hdr.w.ipv4.ecn == ECN_ECT0 || hdr.w.ipv4.ecn == ECN_ECT1)) {
+                mark_ce();
+                ecn_marked.count(port_cell);
+            }
+
+            if (flags != 0) {
+                meta.mirror.setValid();
+                meta.mirror.flags = flags;
+                meta.mirror.qlen_bytes = qlen;
+                meta.mirror.now_ns = eg_prsr_md.global_tstamp;
+            }
+        }
+
+        // 6. One E2E mirror per packet: a CNP and/or digests for ingress.
+        if (meta.mirror.isValid()) {
+            meta.mirror.kind = BRIDGE_MIRROR;
+            meta.mirror.pad = 0;
+            meta.mirror.port = eg_intr_md.egress_port;
+            meta.mirror.reserved = 0;
+            meta.mirror.ether_type = FASTCNP_RECIRC_ETHERTYPE;
+            meta.mirror_session = (MirrorId_t)CNP_CLONE_SESSION;
+            eg_dprsr_md.mirror_type = MIRROR_TYPE_E2E;
+#if __TARGET_TOFINO__ == 2
+            eg_dprsr_md.mirror_io_select = 1;      // mirror the outgoing packet
+#endif
+        }
+        hdr.bridged.setInvalid();
+        hdr.bridged_cfg.setInvalid();
+    }
+}
+
+// ===========================================================================
+// Egress deparser: the E2E mirror, then the packet.
+// ===========================================================================
+control FastcnpEgressDeparser(packet_out pkt,
+                              inout tna_headers_t hdr,
+                              in tna_egress_metadata_t meta,
+                              in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Mirror(MIRROR_TYPE_E2E) mirror;
+    FastcnpEmit() emit_headers;
+
+    apply {
+        if (eg_dprsr_md.mirror_type == MIRROR_TYPE_E2E) {
+            mirror.emit<recirc_h>(meta.mirror_session, meta.mirror);
+        }
+        pkt.emit(hdr.recirc);
+        emit_headers.apply(pkt, hdr.w);
+    }
+}
+
+Pipeline(FastcnpParser(),
+         FastcnpIngress(),
+         FastcnpIngressDeparser(),
+         FastcnpEgressParser(),
+         FastcnpEgress(),
+         FastcnpEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,239 @@
+// fastcnp (TNA): what only the Tofino program has (docs/tofino.md): the target
+// constants, the bridged metadata ingress hands the traffic manager, the mirror /
+// recirculation header that carries egress events back to ingress, the resubmit
+// header, and the metadata of each control. The wire headers and digest structs are
+// the shared ones of ../include/headers.p4.
+
+#ifndef _FASTCNP_TNA_HEADERS_P4_
+#define _FASTCNP_TNA_HEADERS_P4_
+
+#include "../include/headers.p4"
+
+// ---------------------------------------------------------------------------
+// Target constants: one source, __TARGET_TOFINO__ picks (docs/tofino.md). The CPU
+// and recirculation ports can be overridden at compile time (-DTNA_CPU_PORT=320 on
+// a 4-pipe Tofino 1).
+// ---------------------------------------------------------------------------
+#if __TARGET_TOFINO__ == 2
+#define TNA_CELL_BYTES TOFINO2_CELL_BYTES
+#ifndef TNA_CPU_PORT
+#define TNA_CPU_PORT TOFINO2_CPU_PORT
+#endif
+#ifndef TNA_RECIRC_PORT
+#define TNA_RECIRC_PORT TOFINO2_RECIRC_PORT
+#endif
+#else
+#define TNA_CELL_BYTES TOFINO1_CELL_BYTES
+#ifndef TNA_CPU_PORT
+#define TNA_CPU_PORT TOFINO1_CPU_PORT
+#endif
+#ifndef TNA_RECIRC_PORT
+#define TNA_RECIRC_PORT TOFINO1_RECIRC_PORT
+#endif
+#endif
+
+// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16.
+#if __TARGET_TOFINO__ == 2
+#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 7) + (((bit<32>)(C)) << 5) + (((bit<32>)(C)) << 4))
+#else
+#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 6) + (((bit<32>)(C)) << 4))
+#endif
+
+// The first byte of every packet that reaches egress: what follows.
+const bit<8> BRIDGE_PACKET    = 1;   // a packet from ingress: bridged_h [bridged_cfg_h]
+const bit<8> BRIDGE_PFC_EVENT = 2;   // a PFC / PAUSE frame: an event for its port's egress
+const bit<8> BRIDGE_MIRROR    = 3;   // an E2E mirror copy: recirc_h, then the data frame
+
+// recirc_h flags.
+const bit<4> RECIRC_CNP        = 0x1;  // the frame becomes a switch CNP in ingress
+const bit<4> RECIRC_EV0        = 0x2;  // ev0 (a PAUSE: ev0_queue_bytes, ev0_ns) is a digest
+const bit<4> RECIRC_EV1        = 0x4;  // ev1 (RESUME_*, CHECK_*: qlen, rx, now) is a digest
+const bit<4> RECIRC_CNP_DIGEST = 0x8;  // a cnp_digest_t
+
+// Resubmit types (ingress_intrinsic_metadata_for_deparser_t.resubmit_type).
+const bit<3> RESUBMIT_DIGEST2  = 1;    // a carrier's second digest
+const bit<3> RESUBMIT_TAKEOVER = 2;    // an INC packet takes over an abandoned slot
+
+// Digest types (ingress_intrinsic_metadata_for_deparser_t.digest_type).
+const bit<3> DIGEST_TYPE_PORT_STATE = 1;
+const bit<3> DIGEST_TYPE_CNP        = 2;
+
+// Mirror type of the E2E mirror (egress_intrinsic_metadata_for_deparser_t.mirror_type).
+const MirrorType_t MIRROR_TYPE_E2E = 2;
+
+// The INC slot key's remaining-contributors word when the slot is busy (worker and
+// child ranks are below 31, so no real remaining set has bit 31).
+const bit<32> INC_SLOT_BUSY = 0xFFFFFFFF;
+
+// ---------------------------------------------------------------------------
+// Bridged metadata, ingress -> egress (the traffic manager keeps it with the packet).
+// ---------------------------------------------------------------------------
+header bridged_h {
+    bit<8>    kind;           // BRIDGE_PACKET / BRIDGE_PFC_EVENT
+    bit<1>    lossless;
+    bit<1>    l2_flood;       // sent to a multicast group: egress prunes the ingress port's copy
+    bit<1>    cnp_target;     // rdma_connection hit with CONN_FLAG_CNP_TARGET
+    bit<1>    has_bth;
+    bit<1>    pfc_pause;      // BRIDGE_PFC_EVENT: PAUSE (1) or XON (0)
+    bit<3>    priority;
+    bit<7>    pad;
+    port_id_t ingress_port;
+    bit<48>   ingress_ns;     // BRIDGE_PFC_EVENT: the frame's arrival time
+}
+
+// The egress port's port_config (an ingress table, FastcnpIngress.port_config),
+// for lossless packets.
+header bridged_cfg_h {
+    bit<32> rate_bytes_per_ms;
+    bit<32> qth_bytes;
+    bit<32> tcheck_ns;
+    bit<32> cnp_gap_ns;
+    bit<32> red_kmin_bytes;
+    bit<32> red_kmax_bytes;
+    bit<32> bdp_bytes;
+    bit<32> pause_gap_ns;     // pause_quantum_ps >> PAUSE_GAP_PS_SHIFT
+    bit<16> red_pmax_q16;
+    bit<16> bdp_log2_q6;
+    bit<16> mtu_bytes;
+    bit<5>  pad;
+    bit<3>  mode;
+}
+
+// ---------------------------------------------------------------------------
+// The E2E mirror header and, once the copy loops back through the recirculation
+// port, the recirculation header: the same bytes. Its bytes 12-13 are
+// FASTCNP_RECIRC_ETHERTYPE, so that ingress recognises it where Ethernet's type is.
+// It carries up to two port-state digests and a cnp_digest_t, and the CNP's window.
+// ---------------------------------------------------------------------------
+header recirc_h {
+    bit<8>    kind;             // BRIDGE_MIRROR
+    bit<4>    flags;            // RECIRC_*
+    bit<4>    ev0;              // PORT_EVENT_* (a PAUSE)
+    bit<4>    ev1;              // PORT_EVENT_* (RESUME_*, CHECK_*)
+    bit<3>    pad;
+    port_id_t port;             // the egress port the events and the CNP concern
+    bit<48>   now_ns;           // the departure (or PFC frame) time
+    bit<16>   reserved;         // 0 (puts ether_type at bytes 12-13)
+    bit<16>   ether_type;       // FASTCNP_RECIRC_ETHERTYPE
+    bit<32>   qlen_bytes;       // ev1's queue_bytes, the CNP's and its digest's
+    bit<32>   rx_bytes;         // ev1's rx_bytes
+    bit<32>   ev0_queue_bytes;  // ev0's queue_bytes
+    bit<32>   ev0_ns;           // ev0's time, low 32 bits (the high 16 are now_ns's)
+    bit<32>   window_bytes;     // the CNP's window
+}
+
+// Resubmit data: 8 bytes on Tofino 1, 16 on Tofino 2 (then 8 bytes of padding).
+header resubmit_h {
+    bit<8>  type;               // RESUBMIT_*
+    bit<56> pad;
+#if __TARGET_TOFINO__ == 2
+    bit<64> pad2;
+#endif
+}
+
+// Every header of the TNA program, in emit order.
+struct tna_headers_t {
+    bridged_h       bridged;
+    bridged_cfg_h   bridged_cfg;
+    recirc_h        recirc;
+    fastcnp_headers_t w;        // the wire headers (include/headers.p4)
+}
+
+// ---------------------------------------------------------------------------
+// Ingress metadata.
+// ---------------------------------------------------------------------------
+struct tna_ingress_metadata_t {
+    bit<1>    l4_is_udp;
+    bit<1>    malformed;
+    resubmit_h resubmit;
+    bit<32>   now32;
+    port_id_t in_port;              // the port the counters index (a CNP's: its congested port)
+
+    // traffic_class, port_config.
+    bit<3>    priority;
+    bit<1>    lossless;
+    port_id_t config_port;
+    bit<1>    port_configured;
+    bit<32>   rate_bytes_per_ms;
+    bit<32>   qth_bytes;
+    bit<32>   tcheck_ns;
+    bit<32>   cnp_gap_ns;
+    bit<3>    mode;
+    bit<32>   red_kmin_bytes;
+    bit<32>   red_kmax_bytes;
+    bit<16>   red_pmax_q16;
+    bit<32>   bdp_bytes;
+    bit<16>   bdp_log2_q6;
+    bit<16>   mtu_bytes;
+    bit<32>   pause_quantum_ps;
+    bit<16>   switch_id;
+    bit<3>    lossless_priority;
+
+    // ECMP.
+    bit<16>   next_hop_group;
+    bit<16>   ecmp_l4_src_port;
+    bit<16>   ecmp_l4_dst_port;
+    bit<1>    drop_ran;
+    bit<1>    nexthop_ran;
+
+    // rdma_connection.
+    bit<1>    conn_hit;
+    bit<24>   sender_qpn;
+    bit<8>    conn_flags;
+    bit<16>   conn_index;
+    bit<16>   inc_group;
+    bit<8>    worker_rank;
+
+    // INC.
+    bit<16>   inc_lookup_group;
+    bit<32>   contributors_mask;
+    bit<1>    inc_root;
+    bit<8>    inc_bucket;
+    bit<8>    inc_child_rank;
+    bit<32>   inc_slot_timeout_ns;
+
+    // Punt, L2.
+    bit<7>    punt_reason;
+    bit<1>    l2_flood;
+
+    // The digest this pass sends (from a recirculated carrier).
+    port_id_t dg_port;
+    bit<8>    dg_event;
+    bit<32>   dg_queue_bytes;
+    bit<32>   dg_rx_bytes;
+    bit<48>   dg_ts_ns;
+    bit<32>   dg_src_addr;
+    bit<32>   dg_dst_addr;
+    bit<32>   dg_window_bytes;
+
+    // A switch CNP built in this pass: recompute its IPv4 checksum.
+    bit<1>    ipv4_checksum_recompute;
+}
+
+// ---------------------------------------------------------------------------
+// Egress metadata.
+// ---------------------------------------------------------------------------
+struct tna_egress_metadata_t {
+    bit<1>    l4_is_udp;
+    bit<1>    malformed;
+    bit<32>   now32;
+    recirc_h  mirror;               // the mirror header of this packet's E2E copy
+    MirrorId_t mirror_session;
+
+    // Explicit window and RED: the log2 LPM tables' keys and results.
+    bit<32>   flow_data_bytes;
+    bit<32>   port_data_bytes;
+    bit<16>   flow_log2_q6;
+    bit<16>   port_log2_q6;
+    bit<16>   window_log2_q6;
+    bit<32>   window_exp2_bytes;
+    bit<1>    window_exp2_hit;
+
+    // The RESUME decision's constant log2 tables.
+    bit<16>   rx_log2_q6;
+    bit<1>    rx_log2_hit;
+    bit<16>   pause_log2_q6;
+    bit<16>   rate_log2_q6;
+}
+
+#endif  // _FASTCNP_TNA_HEADERS_P4_

@@ -1,0 +1,69 @@
+package engine
+
+// Heap is a binary min-heap of events in (At, seq) order. The zero value is empty.
+// It works on the slice directly (no container/heap interface calls).
+type Heap struct {
+	h []Event
+}
+
+// Len implements Queue.
+func (q *Heap) Len() int { return len(q.h) }
+
+// Peek implements Queue.
+func (q *Heap) Peek() (int64, bool) {
+	if len(q.h) == 0 {
+		return 0, false
+	}
+	return q.h[0].At, true
+}
+
+// Push implements Queue.
+func (q *Heap) Push(e Event) {
+	q.h = append(q.h, e)
+	h := q.h
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !before(&e, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
+}
+
+// Pop implements Queue.
+func (q *Heap) Pop() (Event, bool) {
+	h := q.h
+	n := len(h)
+	if n == 0 {
+		return Event{}, false
+	}
+	top := h[0]
+	last := h[n-1]
+	h = h[:n-1]
+	q.h = h
+	n--
+	if n == 0 {
+		return top, true
+	}
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && before(&h[r], &h[l]) {
+			c = r
+		}
+		if !before(&h[c], &last) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = last
+	return top, true
+}

@@ -1,0 +1,222 @@
+// Package network is fastcnp-sim's network model: switches that are the project's
+// own data plane (model/pipeline: real frames through the P4 tables, registers,
+// switch CNPs, RED/ECN, the PFC-aware port state) in front of its lossless traffic
+// manager (model/tm: queues, shared buffer, PFC XOFF/XON with headroom), hosts whose
+// NICs run the host agent's transport state machines (host/agent: pacing, windows,
+// ACKs, NAKs and go-back-N, the DCQCN notification point, PFC at the NIC) driven by
+// the host congestion-control algorithms (host/cc), and links with a rate, a
+// propagation delay and serialisation, all in the virtual time of sim/engine.
+//
+// The switches are programmed the way fastcnpd programs them (port_config from
+// p4src/portcfg, traffic classes, routes and ECMP groups on the action selector,
+// the window tables of p4src/window, the clone session, and one rdma_connection
+// entry per flow on every switch, as if the flow's sender had announced it).
+//
+// A run is deterministic: the same Config gives the same events in the same order
+// and byte-identical outputs.
+package network
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fastcnp/fastcnp/host/cc"
+	"github.com/fastcnp/fastcnp/model/tm"
+	"github.com/fastcnp/fastcnp/sim/hpcc"
+)
+
+// ErrConfig reports a configuration the model cannot run.
+var ErrConfig = errors.New("network: bad configuration")
+
+// Mode is the congestion-control scheme of a run: the switch port mode and the
+// hosts' algorithm together.
+type Mode string
+
+// Modes.
+const (
+	// ModeDCQCN: classic DCQCN; switch ports in ecn mode (RED marking), receivers'
+	// NP makes CNPs, senders run "dcqcn".
+	ModeDCQCN Mode = "dcqcn"
+	// ModeFastCNP: switch ports in fastcnp mode (switch CNPs with the window, the
+	// PFC-aware port state), senders run "dcqcn-fastcnp".
+	ModeFastCNP Mode = "fastcnp"
+	// ModeFastCNPNoPFCState: the ablation, port mode 3 (no undetermined state).
+	ModeFastCNPNoPFCState Mode = "fastcnp-no-pfc-state"
+)
+
+// Modes lists the modes Run accepts.
+func Modes() []Mode { return []Mode{ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState} }
+
+// SwitchParams are the switch settings of a run. Per-port thresholds are given for a
+// 100 Gb/s port and scale with the port's rate (as spec 01 and the HPCC simulator's
+// rate maps do).
+type SwitchParams struct {
+	// BufferBytes is each switch's packet buffer (HPCC: 32 MB).
+	BufferBytes int64
+	// PFC turns PFC on for the lossless priority (off: the class is lossy and
+	// drops, the hosts go back N).
+	PFC bool
+	// Alpha is the dynamic XOFF threshold factor (0: tm.DefaultAlpha, 1/8); StaticXoff
+	// > 0 uses a static XOFF of that many bytes instead.
+	Alpha      float64
+	StaticXoff int64
+	// HeadroomHPCC sizes headroom as the HPCC simulator does (3*delay*rate);
+	// false: the round-trip formula of model/tm.
+	HeadroomHPCC bool
+	// QthBytes100G is Qth at 100 Gb/s (spec 01: 100 KB).
+	QthBytes100G int64
+	// RED at 100 Gb/s: Kmin, Kmax (bytes), Pmax.
+	KminBytes100G, KmaxBytes100G int64
+	Pmax                         float64
+	// Tcheck, CNPGap and RTTBase of spec 01 (RTTBase 0: the topology's largest base
+	// RTT between two hosts; Tcheck 0: RTTBase).
+	Tcheck, CNPGap, RTTBase time.Duration
+}
+
+// DefaultSwitchParams are spec 01's defaults and the HPCC simulator's buffer and RED
+// at 100 Gb/s.
+func DefaultSwitchParams() SwitchParams {
+	return SwitchParams{
+		BufferBytes: 32 << 20, PFC: true, QthBytes100G: 100_000,
+		KminBytes100G: 400_000, KmaxBytes100G: 1_600_000, Pmax: 0.2,
+		CNPGap: 4 * time.Microsecond,
+	}
+}
+
+// Config is one run.
+type Config struct {
+	// Topo and Flows are the HPCC simulator's inputs (sim/hpcc): a node's ports are
+	// its links in file order, port k (0-based) being P4 port and ifindex k+1.
+	// Links must have no error rate (losses other than drops are not modelled).
+	Topo  *hpcc.Topology
+	Flows []hpcc.Flow
+	Mode  Mode
+	// DCQCNSet names the DCQCN parameter set (host/cc: "hpcc-sim", "paper2015",
+	// "nvidia-cx"); CNPInterval, if >= 0, overrides its NP cnpInterval.
+	DCQCNSet    string
+	CNPInterval time.Duration
+	// PayloadBytes is the payload of a full data packet (HPCC: 1000).
+	PayloadBytes int
+	// AckEvery: the sender requests an ACK every AckEvery packets (and on a
+	// message's last one, and when its window fills).
+	AckEvery int
+	// Legacy, if not nil, marks flows (by index) whose sender is a commodity RoCE
+	// NIC in the fastcnp modes: it announces no connection (the switches have no
+	// rdma_connection entry, so they CE-mark its packets instead of sending it
+	// switch CNPs, and its receiver's NP answers) and runs plain "dcqcn".
+	Legacy []bool
+	Switch SwitchParams
+	// Seed seeds the switches' RED random numbers.
+	Seed uint64
+	// Until stops the run at this time (0: when every flow has finished).
+	UntilNs int64
+	// Queue is the engine's event queue ("" = the default).
+	Queue string
+	// RTTSamples records the spec 03 RTT samples of every flow.
+	RTTSamples bool
+	// QueueSampleNs > 0 samples every switch egress queue at this period.
+	QueueSampleNs int64
+	// RateSampleNs > 0 records every flow's delivered payload at this period.
+	RateSampleNs int64
+	// Algorithm, if set, is the senders' host/cc algorithm in place of the mode's
+	// DCQCN variant (the switches keep the mode's setting): one that needs no
+	// signal but the RTT samples of ACKs (timely, pid, lstm-pid*; see
+	// AlgorithmModelled). Tune, if set, adjusts every sender's cc.Config after the
+	// model filled it (line rate, MTU, base RTT, DCQCN): parameter sets, the start
+	// rate, a shared cc.PIDLearner (called on the simulation's goroutine).
+	Algorithm string
+	Tune      func(*cc.Config)
+}
+
+// AlgorithmModelled reports whether the model can run host/cc algorithm name as
+// Config.Algorithm: DCQCN's variants and the algorithms that react to RTT samples
+// alone. HPCC (INT records echoed in ACKs) and DCTCP (ECN echoes) need feedback the
+// model's ACKs do not carry yet.
+func AlgorithmModelled(name string) bool {
+	return slices.Contains(cc.Names(), name) && !cc.NeedsINT(name) && name != "dctcp"
+}
+
+// Constants of the frames the hosts send.
+const (
+	// dataDSCP and cnpDSCP are the agent's classes (DSCP 26 -> priority 3 lossless,
+	// DSCP 48 -> 6), which the switches' traffic_class maps as fastcnpd does.
+	losslessPriority = 3
+	cnpPriority      = 6
+	// wireExtra is what a frame costs on a link beyond its bytes: FCS (4) plus
+	// preamble, SFD and inter-frame gap (20), as the switch's shaper counts it.
+	fcsBytes   = 4
+	minFrame   = 60
+	slotBytes  = 2048
+	maxPayload = slotBytes - 128
+)
+
+// frameWireLen is the length the TM accounts and serialises for a frame of n
+// bytes (without FCS): at least the Ethernet minimum, plus the FCS.
+func frameWireLen(n int) int { return max(n, minFrame) + fcsBytes }
+
+func (c *Config) validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(f, a...)) }
+	if c.Topo == nil {
+		return bad("no topology")
+	}
+	switch c.Mode {
+	case ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState:
+	default:
+		return bad("mode %q (known: %v)", c.Mode, Modes())
+	}
+	if c.Algorithm != "" && !AlgorithmModelled(c.Algorithm) {
+		return bad("algorithm %q: not modelled (known: %v; hpcc and dctcp need INT and ECN echoes in ACKs)", c.Algorithm, cc.Names())
+	}
+	if c.PayloadBytes < 1 || c.PayloadBytes > maxPayload {
+		return bad("payload %d bytes outside 1..%d", c.PayloadBytes, maxPayload)
+	}
+	if c.AckEvery < 1 {
+		return bad("ack-every %d < 1", c.AckEvery)
+	}
+	if _, err := cc.DCQCNPreset(c.DCQCNSet); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	t := c.Topo
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	sw := t.SwitchMask()
+	for i, l := range t.Links {
+		switch {
+		case l.RateBps < float64(tm.MinRateBps) || l.RateBps > float64(tm.MaxRateBps) || l.RateBps != math.Trunc(l.RateBps):
+			return bad("link %d (%d-%d): rate %v b/s, want whole b/s in %d..%d", i, l.A, l.B, l.RateBps, tm.MinRateBps, tm.MaxRateBps)
+		case l.DelayNs < 0 || l.DelayNs > 1e9:
+			return bad("link %d (%d-%d): delay %d ns outside 0..1s", i, l.A, l.B, l.DelayNs)
+		case l.ErrorRate != 0:
+			return bad("link %d (%d-%d): error rate %v: random losses are not modelled", i, l.A, l.B, l.ErrorRate)
+		}
+	}
+	for i, f := range c.Flows {
+		switch {
+		case f.Src < 0 || f.Src >= t.Nodes || f.Dst < 0 || f.Dst >= t.Nodes || sw[f.Src] || sw[f.Dst]:
+			return bad("flow %d: %d -> %d is not host to host", i, f.Src, f.Dst)
+		case f.Src == f.Dst:
+			return bad("flow %d: source and destination are both %d", i, f.Src)
+		case f.Size <= 0 || f.Size > cc.MaxEventBytes:
+			return bad("flow %d: size %d", i, f.Size)
+		case f.StartNs < 0:
+			return bad("flow %d: start %d ns", i, f.StartNs)
+		case f.PG != losslessPriority:
+			return bad("flow %d: priority group %d (the model carries data in the lossless class, 3)", i, f.PG)
+		}
+	}
+	if c.Legacy != nil && len(c.Legacy) != len(c.Flows) {
+		return bad("%d legacy flags for %d flows", len(c.Legacy), len(c.Flows))
+	}
+	if len(c.Flows) >= 1<<24-1 {
+		return bad("%d flows: QP numbers are 24 bits", len(c.Flows))
+	}
+	s := c.Switch
+	if s.BufferBytes <= 0 || s.QthBytes100G <= 0 || s.KminBytes100G < 0 || s.KmaxBytes100G < s.KminBytes100G || !(s.Pmax > 0 && s.Pmax <= 1) {
+		return bad("switch params %+v", s)
+	}
+	return nil
+}
