@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -381,18 +379,9 @@ func (b *haBed) startSwitch(name string, deviceID uint64, port int) *haSwitch {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
 	s.dp = p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{PacketInQueue: 16384})
-	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: deviceID, DataPlane: s.dp, Logger: quiet,
+	serveSwitch(t, lis, p4rtserver.Options{DeviceID: deviceID, DataPlane: s.dp,
 		GRPCOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.unary), grpc.ChainStreamInterceptor(s.stream)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); srv.Stop(); <-done })
 	return s
 }
 
@@ -484,24 +473,15 @@ func (b *haBed) link(i int, up bool) {
 
 // primaryOfAll reports whether instance i answers that it is the primary of
 // every switch.
-func (b *haBed) primaryOfAll(i int) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	resp, err := b.procs[i].api.ListSwitches(ctx, &fastcnpv1.ListSwitchesRequest{})
-	if err != nil || len(resp.GetSwitches()) != len(b.switches) {
-		return false
-	}
-	for _, s := range resp.GetSwitches() {
-		if !s.GetPrimary() || !s.GetConnected() {
-			return false
-		}
-	}
-	return true
-}
+func (b *haBed) primaryOfAll(i int) bool { return b.everySwitch(i, true) }
 
 // backupOfAll reports whether instance i answers that it is connected to
 // every switch as a backup.
-func (b *haBed) backupOfAll(i int) bool {
+func (b *haBed) backupOfAll(i int) bool { return b.everySwitch(i, false) }
+
+// everySwitch reports whether instance i answers that it is connected to
+// every switch, as their primary or as a backup.
+func (b *haBed) everySwitch(i int, primary bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	resp, err := b.procs[i].api.ListSwitches(ctx, &fastcnpv1.ListSwitchesRequest{})
@@ -509,7 +489,7 @@ func (b *haBed) backupOfAll(i int) bool {
 		return false
 	}
 	for _, s := range resp.GetSwitches() {
-		if s.GetPrimary() || !s.GetConnected() {
+		if s.GetPrimary() != primary || !s.GetConnected() {
 			return false
 		}
 	}

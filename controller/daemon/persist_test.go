@@ -279,6 +279,44 @@ func TestLongFlowKeepsConnection(t *testing.T) {
 	})
 }
 
+// cutPair is two instances sharing a state file: a, the primary (election
+// offset 1), reaches the switches through proxies; b is the standby.
+type cutPair struct {
+	a, b    *testDaemon
+	state   string
+	proxies []*proxy
+}
+
+func startCutPair(t *testing.T) *cutPair {
+	t.Helper()
+	s1, s2, state := twoSwitches(t)
+	p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
+	via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
+	a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitStandby(t, b.Daemon)
+	return &cutPair{a: a, b: b, state: state, proxies: []*proxy{p1, p2}}
+}
+
+// cut ends a's streams and keeps it from reconnecting; it returns once b
+// has taken over.
+func (p *cutPair) cut(t *testing.T) {
+	t.Helper()
+	for _, x := range p.proxies {
+		x.held.Store(true)
+		x.cut()
+	}
+	waitPrimary(t, p.b.Daemon)
+}
+
+// reconnect lets a reach the switches again.
+func (p *cutPair) reconnect() {
+	for _, x := range p.proxies {
+		x.held.Store(false)
+	}
+}
+
 // TestResumedPrimaryLeavesStateFile: a primary whose streams the switches
 // dropped (a hung process: fastcnp-switch's keepalive ends its streams) comes
 // back after the standby took over. It no longer owns the shared state file:
@@ -294,32 +332,20 @@ func TestResumedPrimaryLeavesStateFile(t *testing.T) {
 			name = "reconnects as a backup, then stops"
 		}
 		t.Run(name, func(t *testing.T) {
-			s1, s2, state := twoSwitches(t)
-			p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
-			via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
-			a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
-			waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-			b := startDaemon(t, testConfig(t, state, s1, s2), nil)
-			waitStandby(t, b.Daemon)
+			pair := startCutPair(t)
+			a, b, state := pair.a, pair.b, pair.state
 			ctx := context.Background()
 			first := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}}
 			if _, err := a.AddConnection(ctx, first); err != nil {
 				t.Fatal(err)
 			}
-			// a's streams end and it cannot reconnect until b has taken over.
-			for _, p := range []*proxy{p1, p2} {
-				p.held.Store(true)
-				p.cut()
-			}
-			waitPrimary(t, b.Daemon)
+			pair.cut(t)
 			second := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"), UDPSrcPort: 3, ReceiverQPN: 4}}
 			if _, err := b.AddConnection(ctx, second); err != nil {
 				t.Fatal(err)
 			}
 			if reconnect {
-				for _, p := range []*proxy{p1, p2} {
-					p.held.Store(false)
-				}
+				pair.reconnect()
 				waitStandby(t, a.Daemon)
 				if a.writer.Load() {
 					t.Error("the resumed primary still owns the state file")
@@ -349,13 +375,8 @@ func TestResumedPrimaryLeavesStateFile(t *testing.T) {
 // compacts its own view over the stale one's; the stale instance, whose next
 // write finds the file written by a higher election ID, gives it up.
 func TestStaleWriteReplaced(t *testing.T) {
-	s1, s2, state := twoSwitches(t)
-	p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
-	via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
-	a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
-	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
-	b := startDaemon(t, testConfig(t, state, s1, s2), nil)
-	waitStandby(t, b.Daemon)
+	pair := startCutPair(t)
+	a, b, state := pair.a, pair.b, pair.state
 	ctx := context.Background()
 	conn := func(sport uint16) fabric.Connection {
 		return fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: sport, ReceiverQPN: 2},
@@ -364,11 +385,7 @@ func TestStaleWriteReplaced(t *testing.T) {
 	if _, err := a.AddConnection(ctx, conn(1)); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*proxy{p1, p2} {
-		p.held.Store(true)
-		p.cut()
-	}
-	waitPrimary(t, b.Daemon)
+	pair.cut(t)
 	// a's pending work: a change it logs as if still primary.
 	if _, _, err := a.upsert(conn(2)); err != nil {
 		t.Fatalf("the stale write: %v (it should land: nothing newer is in the file yet)", err)
