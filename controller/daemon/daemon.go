@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"sort"
@@ -94,11 +95,16 @@ type Daemon struct {
 	slog     stateLog // the state file's log (saveMu)
 	switches []*switchRunner
 	byName   map[string]*switchRunner
+	// auth checks authenticated announcements (nil: announce.auth not set).
+	auth *announceAuth
 
 	// incFail are the links and switches the INC tree avoids, incTree the
 	// tree installed (d.mu; inc.go).
 	incFail fabric.Failures
 	incTree *fabric.INCTree
+	// incSettled: the shared table was adopted from a leaf after a restart,
+	// or changed since the start, so no leaf's table is adopted any more.
+	incSettled bool
 
 	// ha is the etcd side in HA mode (config ha.etcd), nil otherwise.
 	ha *haState
@@ -153,9 +159,16 @@ func New(opts Options) (*Daemon, error) {
 		token: map[string]p4rt.Uint128{}}
 	d.metrics = newMetrics(opts.Registry)
 	d.events = newBroker(d.metrics.eventsDropped.Inc, func(n int) { d.metrics.subscribers.Set(float64(n)) })
+	auth, warnings, err := newAnnounceAuth(opts.Config.Announce.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	for _, w := range warnings {
+		d.log.Warn(w)
+	}
+	d.auth = auth
 	if opts.Config.HA != nil {
 		// The state lives in etcd and is loaded by each term (ha.go).
-		var err error
 		if d.ha, err = newHA(d, opts.Config.HA.Etcd, opts.Instance); err != nil {
 			return nil, err
 		}
@@ -169,7 +182,7 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	d.mu.Lock()
-	_, err := d.computeINCTreeLocked()
+	_, err = d.computeINCTreeLocked()
 	d.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -804,12 +817,22 @@ func (d *Daemon) Queues(ctx context.Context, sw string, port uint16) ([]QueueSta
 }
 
 func connFields(c fabric.Connection) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"sender_ip": c.SenderIP.String(), "udp_src_port": fmt.Sprint(c.UDPSrcPort),
 		"receiver_qpn": fmt.Sprint(c.ReceiverQPN), "sender_qpn": fmt.Sprint(c.SenderQPN),
 		"flags": fmt.Sprint(c.Flags), "conn_index": fmt.Sprint(c.Index), "inc_group": fmt.Sprint(c.INCGroup),
 		"worker_rank": fmt.Sprint(c.WorkerRank),
 	}
+	if !c.Ingress.IsZero() {
+		m["ingress"] = c.Ingress.String()
+	}
+	if c.Owner.MAC != ([6]byte{}) {
+		m["owner_mac"] = net.HardwareAddr(c.Owner.MAC[:]).String()
+	}
+	if c.Owner.Key != 0 {
+		m["owner_key"] = fmt.Sprint(c.Owner.Key)
+	}
+	return m
 }
 
 // subnetOf reports whether ip is in one of the subnets.
