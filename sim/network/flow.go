@@ -25,7 +25,8 @@ type flowState struct {
 	snd     *agent.Sender
 	rcv     *agent.Receiver
 	back    agent.Path // receiver -> sender (ACKs, NP CNPs)
-	tmpl    [wire.EthernetLen + wire.IPv4Len + wire.UDPLen + wire.BTHLen]byte
+	tmpl    [wire.EthernetLen + wire.IPv4Len + wire.UDPLen + wire.BTHLen + wire.INTHeaderLen]byte
+	tmplLen int   // tmpl[:tmplLen]: the data header (with an empty INT header for INT algorithms)
 	wake    int64 // the sender's NextWake, cached by the NIC
 	started bool
 	done    bool
@@ -61,9 +62,10 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
 	}
+	withINT := cc.NeedsINT(name)
 	snd, err := agent.NewSender(agent.SenderConfig{
 		MSS: n.cfg.PayloadBytes, LineGap: fcsBytes + wire.PreambleIFGBytes, AckEvery: n.cfg.AckEvery,
-		BurstPackets: 1,
+		BurstPackets: 1, INT: withINT,
 	}, alg)
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
@@ -81,11 +83,15 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	f.back = agent.Path{SrcMAC: f.dst.port.mac, DstMAC: n.peerMAC(f.dst), SrcIP: addr4(f.dst.ip), DstIP: addr4(f.src.ip), SrcPort: f.sport}
 	fwd := agent.Path{SrcMAC: f.src.port.mac, DstMAC: n.peerMAC(f.src), SrcIP: addr4(f.src.ip), DstIP: addr4(f.dst.ip), SrcPort: f.sport}
 	var b [slotBytes]byte
-	m, err := fwd.BuildData(b[:], f.qpn(), &agent.Packet{Payload: 0})
-	if err != nil || m < len(f.tmpl) {
+	m, err := fwd.BuildData(b[:], f.qpn(), &agent.Packet{Payload: 0, INT: withINT})
+	f.tmplLen = len(f.tmpl)
+	if !withINT {
+		f.tmplLen -= wire.INTHeaderLen
+	}
+	if err != nil || m < f.tmplLen {
 		return fmt.Errorf("flow %d: data header: %v", f.id, err)
 	}
-	copy(f.tmpl[:], b[:len(f.tmpl)])
+	copy(f.tmpl[:], b[:f.tmplLen])
 	if n.cfg.Mode != ModeDCQCN && !legacy {
 		if err := n.announce(f); err != nil {
 			return err
@@ -119,10 +125,10 @@ func (n *Network) ccConfig(h *Host) cc.Config {
 // bytes and the ICRC are not written: nothing in the simulated network reads them
 // (switches parse headers only, the receiver counts bytes).
 func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
-	size := len(f.tmpl) + pkt.Payload + wire.ICRCLen
+	size := f.tmplLen + pkt.Payload + wire.ICRCLen
 	i := n.pool.get(max(size, wire.MinFrameLen))
 	b := n.pool.buf(i)
-	copy(b, f.tmpl[:])
+	copy(b, f.tmpl[:f.tmplLen])
 	if size < wire.MinFrameLen {
 		clear(b[size:wire.MinFrameLen])
 	}
@@ -153,13 +159,14 @@ func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
 	return i
 }
 
-// data handles a data packet of the flow at its receiver.
-func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, now int64) {
+// data handles a data packet of the flow at its receiver; hops are its INT
+// records when it carries an INT header to echo (withINT).
+func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, withINT bool, hops []wire.INTHop, now int64) {
 	n := f.net
 	if f.rcv == nil {
 		return
 	}
-	rep, err := f.rcv.OnData(agent.Arrival{Now: dur(now), PSN: psn, AckReq: ackReq, CE: ce, Payload: payload})
+	rep, err := f.rcv.OnData(agent.Arrival{Now: dur(now), PSN: psn, AckReq: ackReq, CE: ce, Payload: payload, INT: withINT})
 	if err != nil {
 		n.fail(fmt.Errorf("flow %d: receive: %w", f.id, err))
 		return
@@ -181,7 +188,7 @@ func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, now int64) {
 	}
 	if rep.Ack {
 		i := n.pool.get(slotBytes)
-		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep, nil)
+		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep, hops)
 		if err != nil {
 			n.fail(fmt.Errorf("flow %d: ACK: %w", f.id, err))
 			n.pool.put(i)
@@ -195,13 +202,14 @@ func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, now int64) {
 	}
 }
 
-// ack handles an ACK or NAK of the flow at its sender.
-func (f *flowState) ack(psn uint32, syndrome uint8, now int64) {
+// ack handles an ACK or NAK of the flow at its sender, with its feedback (ECN
+// echo, echoed INT records) for the algorithm.
+func (f *flowState) ack(psn uint32, syndrome uint8, fb agent.AckFeedback, now int64) {
 	n := f.net
 	if f.done || f.snd == nil {
 		return
 	}
-	if err := f.snd.OnAck(dur(now), psn, syndrome); err != nil {
+	if err := f.snd.OnAckFeedback(dur(now), psn, syndrome, fb); err != nil {
 		n.fail(fmt.Errorf("flow %d: ack: %w", f.id, err))
 		return
 	}

@@ -33,6 +33,7 @@ type Host struct {
 	acks  fifo // ACKs and NAKs (priority 3)
 	cnps  fifo // CNPs (priority 6)
 	pf    wire.Frame
+	hops  [wire.INTMaxHops]cc.INTHop // an ACK's echoed INT records for host/cc
 	stats HostStats
 }
 
@@ -222,14 +223,27 @@ func (h *Host) arrive(i int32, now int64) {
 			return
 		}
 		syndrome := frame[end]
-		fl.ack(f.BTH.PSN, syndrome, now)
+		hops, ok := agent.FrameCCHops(f, &h.hops)
+		if !ok {
+			h.stats.BadINT++
+		}
+		fl.ack(f.BTH.PSN, syndrome, agent.AckFeedback{ECE: f.BTH.Resv7&wire.BTHResv7ECE != 0, Hops: hops}, now)
 	case f.BTH.Opcode <= wire.OpRCSendOnlyImm:
 		if fl.spec.Dst != h.node {
 			h.stats.Stray++
 			return
 		}
-		payload := int(f.IPv4.TotalLen) - wire.IPv4Len - wire.UDPLen - wire.BTHLen - wire.ICRCLen
-		fl.data(f.BTH.PSN, f.BTH.AckReq, f.IPv4.ECN() == wire.CE, payload, now)
+		pay, err := f.RoCEPayload(frame)
+		if err != nil {
+			h.stats.Malformed++
+			return
+		}
+		withINT := f.Has(wire.LayerINT) && !f.INT.Echo()
+		var hops []wire.INTHop
+		if withINT {
+			hops = f.INTHops[:f.INT.HopCount]
+		}
+		fl.data(f.BTH.PSN, f.BTH.AckReq, f.IPv4.ECN() == wire.CE, len(pay), withINT, hops, now)
 	default:
 		h.stats.Stray++
 	}

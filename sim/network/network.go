@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/model/tm"
 	"github.com/fastcnp/fastcnp/p4src"
@@ -192,8 +193,12 @@ func New(cfg Config) (*Network, error) {
 func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	cfg := n.cfg
 	sp := cfg.Switch
+	maxFrame := agent.RoCEOverhead + cfg.PayloadBytes
+	if cc.NeedsINT(cfg.Algorithm) {
+		maxFrame += wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen
+	}
 	tc := tm.Config{BufferBytes: sp.BufferBytes, WireOverhead: true, Scheduler: tm.SchedStrict,
-		MaxFrameBytes: frameWireLen(agent.RoCEOverhead + cfg.PayloadBytes), Alpha: sp.Alpha}
+		MaxFrameBytes: frameWireLen(maxFrame), Alpha: sp.Alpha}
 	if sp.PFC {
 		tc.Lossless = 1 << losslessPriority
 	}
@@ -224,6 +229,9 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 		mode = p4src.PortModeFastcnp
 	case ModeFastCNPNoPFCState:
 		mode = p4src.PortModeFastcnpNoPFCState
+	}
+	if cc.NeedsINT(cfg.Algorithm) {
+		mode = p4src.PortModeInt // HPCC's records (validate: mode dcqcn)
 	}
 	tcheck := sp.Tcheck
 	if tcheck == 0 {
@@ -327,6 +335,7 @@ func (n *Network) finishFlow(f *flowState, now int64) {
 	st := f.snd.Stats()
 	f.stats.Timeouts = st.Timeouts
 	f.stats.Naks = st.Naks
+	f.stats.ECEAcks, f.stats.INTAcks = st.ECEAcks, st.INTAcks
 	if f.conn >= 0 {
 		e, err := n.schema.connEntry(f.src.ip, f.sport, f.qpn(), f.qpn(), uint16(f.conn))
 		if err == nil {

@@ -56,6 +56,12 @@ func (a *accounting) dropped(c uint8, n int)   { a.cls[c].Dropped.add(n) }
 func (a *accounting) queue(c uint8, n int)     { a.cls[c].Queued.add(n) }
 func (a *accounting) unqueue(c uint8, n int)   { a.cls[c].Queued.sub(n) }
 
+// grew counts n bytes a switch added to a queued frame (an INT record).
+func (a *accounting) grew(c uint8, n int) {
+	a.cls[c].Sent.Bytes += uint64(n)
+	a.cls[c].Queued.Bytes += uint64(n)
+}
+
 // FlowStats is what one flow measured.
 type FlowStats struct {
 	Start        int64  `json:"start_ns"`
@@ -65,12 +71,14 @@ type FlowStats struct {
 	Retransmits  uint64 `json:"retransmits"`
 	Timeouts     uint64 `json:"timeouts"`
 	Naks         uint64 `json:"naks"`
-	ECNMarks     uint64 `json:"ecn_marks"`       // its data packets CE-marked by switches
-	SwitchCNPs   uint64 `json:"switch_cnps"`     // switch CNPs made for it
-	NPCNPs       uint64 `json:"np_cnps"`         // CNPs its receiver's NP made
-	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`  // switch CNPs its sender received
-	NPCNPsRx     uint64 `json:"np_cnps_rx"`      // NP CNPs its sender received
-	Delivered    int64  `json:"delivered_bytes"` // payload accepted in order by the receiver
+	ECNMarks     uint64 `json:"ecn_marks"`          // its data packets CE-marked by switches
+	SwitchCNPs   uint64 `json:"switch_cnps"`        // switch CNPs made for it
+	NPCNPs       uint64 `json:"np_cnps"`            // CNPs its receiver's NP made
+	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`     // switch CNPs its sender received
+	NPCNPsRx     uint64 `json:"np_cnps_rx"`         // NP CNPs its sender received
+	ECEAcks      uint64 `json:"ece_acks,omitempty"` // ACKs with the ECN echo its sender received
+	INTAcks      uint64 `json:"int_acks,omitempty"` // ACKs with INT records its sender received
+	Delivered    int64  `json:"delivered_bytes"`    // payload accepted in order by the receiver
 }
 
 // PortStats are one switch port's counters.
@@ -101,7 +109,8 @@ type HostStats struct {
 	TxFrames, TxBytes uint64
 	PFCRx             uint64
 	Malformed, Stray  uint64
-	PausedNs          int64 // time its data priority was held by PFC
+	BadINT            uint64 // ACKs whose echoed INT records name no link rate (not given to host/cc)
+	PausedNs          int64  // time its data priority was held by PFC
 }
 
 // RTTSample is one RTT sample of a flow (spec 03: one packet timed at a time).
