@@ -70,9 +70,19 @@ type SwitchParams struct {
 	// RED at 100 Gb/s: Kmin, Kmax (bytes), Pmax.
 	KminBytes100G, KmaxBytes100G int64
 	Pmax                         float64
+	// REDByRate, if not nil, gives RED per link rate (b/s) instead, as the HPCC
+	// simulator's KMIN_MAP, KMAX_MAP and PMAX_MAP do; every port's rate must be in
+	// it.
+	REDByRate map[int64]RED
 	// Tcheck, CNPGap and RTTBase of spec 01 (RTTBase 0: the topology's largest base
 	// RTT between two hosts; Tcheck 0: RTTBase).
 	Tcheck, CNPGap, RTTBase time.Duration
+}
+
+// RED is one RED curve: marking starts above Kmin and is certain at Kmax.
+type RED struct {
+	KminBytes, KmaxBytes int64
+	Pmax                 float64
 }
 
 // DefaultSwitchParams are spec 01's defaults and the HPCC simulator's buffer and RED
@@ -94,9 +104,11 @@ type Config struct {
 	Flows []hpcc.Flow
 	Mode  Mode
 	// DCQCNSet names the DCQCN parameter set (host/cc: "hpcc-sim", "paper2015",
-	// "nvidia-cx"); CNPInterval, if >= 0, overrides its NP cnpInterval.
+	// "nvidia-cx"); CNPInterval, if >= 0, overrides its NP cnpInterval. DCQCN, if
+	// its Set is not empty, replaces the named set (parameters from a file).
 	DCQCNSet    string
 	CNPInterval time.Duration
+	DCQCN       cc.DCQCNParams
 	// PayloadBytes is the payload of a full data packet (HPCC: 1000).
 	PayloadBytes int
 	// AckEvery: the sender requests an ACK every AckEvery packets (and on a
@@ -110,7 +122,8 @@ type Config struct {
 	Switch SwitchParams
 	// Seed seeds the switches' RED random numbers.
 	Seed uint64
-	// Until stops the run at this time (0: when every flow has finished).
+	// UntilNs stops the run at this time if flows are still running (0: no limit);
+	// the run always ends when every flow has finished.
 	UntilNs int64
 	// Queue is the engine's event queue ("" = the default).
 	Queue string
@@ -132,7 +145,7 @@ const (
 	// preamble, SFD and inter-frame gap (20), as the switch's shaper counts it.
 	fcsBytes   = 4
 	minFrame   = 60
-	slotBytes  = 2048
+	slotBytes  = 2048 + 64 // 33 cache lines: headers of consecutive slots fall in different cache sets
 	maxPayload = slotBytes - 128
 )
 
@@ -156,7 +169,11 @@ func (c *Config) validate() error {
 	if c.AckEvery < 1 {
 		return bad("ack-every %d < 1", c.AckEvery)
 	}
-	if _, err := cc.DCQCNPreset(c.DCQCNSet); err != nil {
+	if c.DCQCN.Set != "" {
+		if err := c.DCQCN.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	} else if _, err := cc.DCQCNPreset(c.DCQCNSet); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	t := c.Topo
@@ -195,6 +212,16 @@ func (c *Config) validate() error {
 		return bad("%d flows: QP numbers are 24 bits", len(c.Flows))
 	}
 	s := c.Switch
+	for rate, r := range s.REDByRate {
+		if r.KminBytes < 0 || r.KmaxBytes < r.KminBytes || !(r.Pmax > 0 && r.Pmax <= 1) {
+			return bad("RED at %d b/s: %+v", rate, r)
+		}
+	}
+	for i, l := range t.Links {
+		if _, ok := s.REDByRate[int64(l.RateBps)]; s.REDByRate != nil && !ok {
+			return bad("link %d (%d-%d): no RED thresholds for %v b/s", i, l.A, l.B, l.RateBps)
+		}
+	}
 	if s.BufferBytes <= 0 || s.QthBytes100G <= 0 || s.KminBytes100G < 0 || s.KmaxBytes100G < s.KminBytes100G || !(s.Pmax > 0 && s.Pmax <= 1) {
 		return bad("switch params %+v", s)
 	}

@@ -99,6 +99,9 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 // ccConfig is the algorithm configuration of a flow sent by host h.
 func (n *Network) ccConfig(h *Host) cc.Config {
 	p, _ := cc.DCQCNPreset(n.cfg.DCQCNSet)
+	if n.cfg.DCQCN.Set != "" {
+		p = n.cfg.DCQCN
+	}
 	if n.cfg.CNPInterval >= 0 {
 		p.CNPInterval = n.cfg.CNPInterval
 	}

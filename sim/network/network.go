@@ -46,6 +46,7 @@ type Network struct {
 	// dist[h][node]: hops from node to host h (routing)
 	hostIdx   map[int]int
 	queueSamp []hpcc.QlenSample
+	kindCount [8]uint64 // events run, by kind
 	// onTx, set by tests, sees every frame a node starts to send: at its first
 	// bit, from port (0-based); frame is valid during the call only.
 	onTx       func(node, port int, at int64, frame []byte)
@@ -83,6 +84,7 @@ func (n *Network) Handle(ev *engine.Event) {
 	if n.err != nil {
 		return
 	}
+	n.kindCount[ev.Kind&7]++
 	switch ev.Kind {
 	case evArrive:
 		r := n.kind[ev.A]
@@ -232,10 +234,14 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	mtu := uint64(agent.RoCEOverhead + cfg.PayloadBytes)
 	for i, p := range ports {
 		scale := func(b int64) uint64 { return uint64(float64(b) * float64(p.rate) / 100e9) }
+		kmin, kmax, pmax := scale(sp.KminBytes100G), scale(sp.KmaxBytes100G), sp.Pmax
+		if r, ok := sp.REDByRate[p.rate]; ok {
+			kmin, kmax, pmax = uint64(r.KminBytes), uint64(r.KmaxBytes), r.Pmax
+		}
 		pp, err := portcfg.Compute(portcfg.Settings{
 			Port: uint16(i + 1), SwitchID: uint64(s.idx + 1), LinkRateBps: uint64(p.rate),
 			QthBytes: scale(sp.QthBytes100G), Tcheck: tcheck, CNPGap: sp.CNPGap, RTTBase: n.rttBase, Mode: mode,
-			REDKminBytes: scale(sp.KminBytes100G), REDKmaxBytes: scale(sp.KmaxBytes100G), REDPmax: sp.Pmax,
+			REDKminBytes: kmin, REDKmaxBytes: kmax, REDPmax: pmax,
 			MTUBytes: mtu, LosslessPriority: losslessPriority,
 		})
 		if err != nil {
@@ -310,7 +316,7 @@ func (n *Network) finishFlow(f *flowState, now int64) {
 	f.finish = now
 	f.stats.FCTNs = now - f.spec.StartNs
 	n.finished++
-	if n.finished == len(n.flows) && n.cfg.UntilNs <= 0 {
+	if n.finished == len(n.flows) {
 		n.eng.Stop()
 	}
 	if k := slices.Index(f.src.qps, f); k >= 0 {
@@ -347,7 +353,8 @@ func (n *Network) logPFC(now int64, node int, sw bool, port int, paused bool) {
 	n.pfcLog = append(n.pfcLog, hpcc.PFC{TimeNs: now, Node: node, Switch: sw, IfIndex: port + 1, Paused: paused})
 }
 
-// Run runs the simulation to its end (the last flow's last ACK, or cfg.UntilNs)
+// Run runs the simulation to its end (the last flow's last ACK, or cfg.UntilNs if
+// that comes first)
 // and returns the results. progress, if not nil, is called every 2^20 events with
 // the virtual time reached and the events run.
 func (n *Network) Run(progress func(nowNs int64, events uint64)) (*Result, error) {

@@ -151,12 +151,21 @@ type Result struct {
 	ConnTableFull uint64
 	// MaxBufferBytes is the largest buffer use of any switch.
 	MaxBufferBytes int64
+	// EventsByKind counts the events run: arrivals, switch transmit attempts, host
+	// transmit attempts, switch timers, flow starts, samples.
+	EventsByKind map[string]uint64
 }
 
 func (n *Network) result() *Result {
 	r := &Result{Mode: n.cfg.Mode, EndNs: n.eng.Now(), Events: n.eng.Events(), Finished: n.finished,
 		RTTBaseNs: int64(n.rttBase), Classes: n.acct.cls, PFC: n.pfcLog, QueueSamples: n.queueSamp,
-		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull}
+		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull, EventsByKind: map[string]uint64{}}
+	for k, name := range []string{evArrive: "arrive", evSwitchTx: "switch-tx", evHostTx: "host-tx",
+		evSwitchTimer: "switch-timer", evFlowStart: "flow-start", evSample: "sample"} {
+		if name != "" && n.kindCount[k] > 0 {
+			r.EventsByKind[name] = n.kindCount[k]
+		}
+	}
 	for _, f := range n.flows {
 		fs := f.stats
 		fs.Delivered = f.delivered
