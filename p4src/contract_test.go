@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fastcnp/fastcnp/p4src/internal/p4defines"
+	"github.com/fastcnp/fastcnp/p4src/internal/p4log2"
 )
 
 // TestDefinesGenerated: defines_gen.go is what `go generate ./p4src` makes from
@@ -31,6 +32,19 @@ func TestDefinesGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatal("defines_gen.go is stale: run `go generate ./p4src` and commit the result")
+	}
+}
+
+// TestLog2EntriesGenerated: tna/log2_entries.p4, the TNA program's constant log2
+// tables, is what `go generate ./p4src` makes from p4src/window, the tables
+// fastcnpd installs for the window, so the two compute the same logarithms.
+func TestLog2EntriesGenerated(t *testing.T) {
+	got, err := os.ReadFile(filepath.Join("tna", "log2_entries.p4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, p4log2.Render()) {
+		t.Fatal("tna/log2_entries.p4 is stale: run `go generate ./p4src` and commit the result")
 	}
 }
 

@@ -48,6 +48,7 @@ type p4Container struct {
 	actions []p4Action
 	tables  []p4Table
 	externs []p4Extern // counters, value sets
+	decls   string     // the body without nested blocks (what is declared in it)
 }
 
 type p4Action struct {
@@ -68,6 +69,7 @@ type p4Table struct {
 	constDefault   bool
 	size           string
 	implementation string // an action_selector / action_profile instance of the control
+	constEntries   bool   // const entries = { ... }
 }
 
 type p4Extern struct {
@@ -102,6 +104,7 @@ var (
 	reTableProp    = regexp.MustCompile(`(?s)\b(key|actions)\s*=\s*\{(.*?)\}|\b(const\s+)?default_action\s*=\s*(\w+)\s*\(\s*\)\s*;|\bsize\s*=\s*(\w+)\s*;|\bimplementation\s*=\s*(\w+)\s*;`)
 	reSelectorDecl = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)\s*action_selector\s*\(\s*HashAlgorithm\.(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	reBitType      = regexp.MustCompile(`^bit\s*<\s*(\d+)\s*>$`)
+	reConstEntries = regexp.MustCompile(`\bconst\s+entries\s*=`)
 )
 
 // matchBrace returns the index just past the '}' that closes the '{' at open.
@@ -144,7 +147,13 @@ func topLevel(body string) string {
 
 func parseP4Program(t *testing.T) *p4Program {
 	t.Helper()
-	raw := p4Sources(t) // comments stripped
+	return parseP4Source(t, p4Sources(t))
+}
+
+// parseP4Source reads the declarations of raw, a program's sources with their
+// comments stripped (the TNA program's reader adds its externs: tnainfo_test.go).
+func parseP4Source(t *testing.T, raw string) *p4Program {
+	t.Helper()
 	prog := &p4Program{defines: map[string]int64{}, typedefs: map[string]int{}, types: map[string][]p4Field{},
 		isHeader: map[string]bool{}, ctrlHdr: map[string]p4CtrlHdr{}, controls: map[string]p4Container{}}
 	for _, d := range reDefineAny.FindAllString(raw, -1) {
@@ -202,7 +211,7 @@ func parseP4Program(t *testing.T) *p4Program {
 		for i := loc[0]; i < end; i++ {
 			covered[i] = true
 		}
-		c := p4Container{name: name, params: map[string]string{}}
+		c := p4Container{name: name, params: map[string]string{}, decls: topLevel(src[loc[1]:end])}
 		for _, p := range strings.Split(src[loc[6]:loc[7]], ",") {
 			if m := reParam.FindStringSubmatch(strings.Join(strings.Fields(p), " ")); m != nil {
 				c.params[m[2]] = m[1]
@@ -230,7 +239,8 @@ func parseP4Program(t *testing.T) *p4Program {
 			if err != nil {
 				t.Fatalf("table: %v", err)
 			}
-			tb := p4Table{name: body[tl[4]:tl[5]], idText: body[tl[2]:tl[3]]}
+			tb := p4Table{name: body[tl[4]:tl[5]], idText: body[tl[2]:tl[3]],
+				constEntries: reConstEntries.MatchString(body[tl[1] : tend-1])}
 			for _, pm := range reTableProp.FindAllStringSubmatch(body[tl[1]:tend-1], -1) {
 				switch {
 				case pm[1] == "key":

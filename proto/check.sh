@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that the generated Go under proto/ is exactly what the pinned
-# generators produce: both trees (p4/v1 + p4/config/v1 via proto/gen.sh, and
+# generators produce: both trees (p4/v1, p4/config/v1 and Stratum's bf.proto via proto/gen.sh, and
 # fastcnp/v1 via proto/fastcnp/gen.sh) are regenerated into a scratch copy of
 # proto/ and compared byte for byte with the working tree, in both directions
 # (a stale, missing or extra file fails). The working tree is not modified,
@@ -25,4 +25,4 @@ if ! diff -r "${here}" "${scratch}/proto" >/dev/null; then
   diff -rq "${here}" "${scratch}/proto" >&2 || true
   exit 1
 fi
-echo "proto/check.sh: regenerated p4/v1, p4/config/v1 and fastcnp/v1 are byte-identical"
+echo "proto/check.sh: regenerated p4/v1, p4/config/v1, stratum/hal/lib/barefoot and fastcnp/v1 are byte-identical"

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/fastcnp/fastcnp/afpacket"
 	"github.com/fastcnp/fastcnp/model/pipeline"
@@ -110,6 +111,19 @@ func (s *Switch) rxLoop(ctx context.Context, p *swPort) error {
 			if ctx.Err() != nil || errors.Is(err, afpacket.ErrClosed) {
 				return nil
 			}
+			if errors.Is(err, unix.ENETDOWN) {
+				// The link went down (a cable pulled, the peer gone): the
+				// port stays, and frames flow again once the link is back.
+				if n := p.linkDowns.Add(1); n&(n-1) == 0 { // 1, 2, 4...: log without flooding
+					log.WithField("link_downs", n).Warn("link down: the port receives nothing until it is up again")
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(linkDownRetry):
+				}
+				continue
+			}
 			log.WithError(err).Error("receive failed")
 			return err
 		}
@@ -146,6 +160,10 @@ func (s *Switch) rxLoop(ctx context.Context, p *swPort) error {
 		}
 	}
 }
+
+// linkDownRetry is how long the RX goroutine of a port whose link is down
+// waits before it reads again.
+const linkDownRetry = 10 * time.Millisecond
 
 // stallRetry bounds how long a stalled RX goroutine waits for a departure signal
 // before it looks again.

@@ -38,16 +38,19 @@ type Dump struct {
 
 // PortDump is one port in a Dump.
 type PortDump struct {
-	Num       uint16 `json:"num"`
-	Ifname    string `json:"ifname"`
-	MAC       string `json:"mac"`
-	RateBps   int64  `json:"rate_bps"`
-	TMIndex   int    `json:"tm_index"`
-	RxFrames  uint64 `json:"rx_frames"`
-	RxBytes   uint64 `json:"rx_bytes"`
-	TxFrames  uint64 `json:"tx_frames"`
-	TxBytes   uint64 `json:"tx_bytes"`
-	TxErrors  uint64 `json:"tx_errors"`
+	Num      uint16 `json:"num"`
+	Ifname   string `json:"ifname"`
+	MAC      string `json:"mac"`
+	RateBps  int64  `json:"rate_bps"`
+	TMIndex  int    `json:"tm_index"`
+	RxFrames uint64 `json:"rx_frames"`
+	RxBytes  uint64 `json:"rx_bytes"`
+	TxFrames uint64 `json:"tx_frames"`
+	TxBytes  uint64 `json:"tx_bytes"`
+	TxErrors uint64 `json:"tx_errors"`
+	// LinkDowns counts the reads that found the link down (the switch
+	// keeps reading: frames flow again when it comes back up).
+	LinkDowns uint64 `json:"link_downs,omitempty"`
 	TxDropped uint64 `json:"tx_dropped"`
 	InDelay   int    `json:"in_delay_line"`
 	// Input is the receive queue as the switch last measured it, and what it lost.
@@ -140,7 +143,7 @@ func (s *Switch) Dump() Dump {
 	for i, p := range s.ports {
 		pd := PortDump{Num: p.cfg.Num, Ifname: p.cfg.Ifname, MAC: p.mac.String(), RateBps: p.cfg.RateBps, TMIndex: p.tmIdx,
 			RxFrames: p.rxFrames.Load(), RxBytes: p.rxBytes.Load(), TxFrames: p.txPkts.Load(), TxBytes: p.txBytes.Load(),
-			TxErrors: p.txErrors.Load(), TxDropped: p.txDropped.Load(), InDelay: inDelay[i], Input: inputs[i]}
+			TxErrors: p.txErrors.Load(), TxDropped: p.txDropped.Load(), LinkDowns: p.linkDowns.Load(), InDelay: inDelay[i], Input: inputs[i]}
 		if pp, ok := p.link.(*afpacket.Port); ok {
 			st := pp.Stats()
 			pd.Socket = &st

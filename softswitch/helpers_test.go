@@ -27,6 +27,9 @@ type memLink struct {
 	// refuses a frame longer than the MTU: an error at that frame.
 	refuseLen int
 
+	// readErrs are errors ReadBatch returns, one per call, before any frame
+	// (a link that went down: ENETDOWN).
+	readErrs  chan error
 	rx        chan [][]byte // one element per Inject call: a burst
 	pending   [][]byte      // the rest of a burst longer than a batch (ReadBatch only)
 	closed    chan struct{}
@@ -43,7 +46,7 @@ type sentFrame struct {
 }
 
 func newMemLink() *memLink {
-	return &memLink{rx: make(chan [][]byte, 4096), closed: make(chan struct{}), cond: make(chan struct{})}
+	return &memLink{rx: make(chan [][]byte, 4096), readErrs: make(chan error, 16), closed: make(chan struct{}), cond: make(chan struct{})}
 }
 
 // Inject offers frames to the switch as one burst: its RX goroutine reads them in
@@ -60,12 +63,19 @@ func (l *memLink) Inject(frames ...[]byte) {
 
 // ReadBatch implements Link. It is called by one goroutine (the port's RX loop).
 func (l *memLink) ReadBatch(ctx context.Context, msgs []afpacket.Message) (int, error) {
+	select {
+	case err := <-l.readErrs:
+		return 0, err
+	default:
+	}
 	for len(l.pending) == 0 {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-l.closed:
 			return 0, afpacket.ErrClosed
+		case err := <-l.readErrs:
+			return 0, err
 		case l.pending = <-l.rx:
 		}
 	}

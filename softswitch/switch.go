@@ -53,6 +53,8 @@ type swPort struct {
 	rxFrames, rxBytes   atomic.Uint64
 	txPkts, txBytes     atomic.Uint64
 	txErrors, txDropped atomic.Uint64
+	// linkDowns counts the times a read found the port's link down.
+	linkDowns atomic.Uint64
 
 	// input is the receive queue's state (guarded by Switch.mu).
 	input inputState

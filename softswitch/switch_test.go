@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/model/tm"
 	"github.com/fastcnp/fastcnp/wire"
@@ -365,6 +367,22 @@ func TestTransmitError(t *testing.T) {
 	p := waitDrained(t, m.sw, 3).Ports[1]
 	if p.TxErrors != 1 || p.TxDropped != 1 || p.TxFrames != 2 || len(m.l2.Sent()) != 2 {
 		t.Fatalf("port 2: %+v, %d frames on the link; want 2 sent, 1 error, 1 dropped", p, len(m.l2.Sent()))
+	}
+}
+
+// TestLinkDown: a port whose link goes down (reads fail with ENETDOWN, as
+// AF_PACKET reports it) stays: the switch keeps running, counts the event,
+// and forwards again once frames come in.
+func TestLinkDown(t *testing.T) {
+	checkGoroutines(t)
+	m := newMemSwitch(t, nil)
+	m.l1.readErrs <- fmt.Errorf("port mem1: recvmmsg: %w", unix.ENETDOWN)
+	m.l1.readErrs <- fmt.Errorf("port mem1: recvmmsg: %w", unix.ENETDOWN)
+	waitDump(t, m.sw, "two link downs counted", func(d *Dump) bool { return d.Ports[0].LinkDowns == 2 })
+	m.l1.Inject(roce(t, hostIP1, hostIP2, hostMAC1, swMAC1, 0, wire.NotECT, 1, 200))
+	m.l2.Wait(t, 10*time.Second, "the frame after the link came back", func(s []sentFrame) bool { return len(s) >= 1 })
+	if p := waitDrained(t, m.sw, 1).Ports[0]; p.LinkDowns != 2 {
+		t.Errorf("port 1 link downs %d, want 2", p.LinkDowns)
 	}
 }
 

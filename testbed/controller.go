@@ -23,7 +23,9 @@ import (
 // fabric namespace, or (without a binary) the daemon package in this
 // process dialling into the fabric namespace.
 type controllerHandle struct {
-	proc *proc // binary
+	proc *proc          // binary
+	api  string         // its API address (in the fabric namespace)
+	d    *daemon.Daemon // in-process
 
 	cancel context.CancelFunc // in-process
 	done   chan struct{}
@@ -40,7 +42,7 @@ func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.
 		if err != nil {
 			return nil, err
 		}
-		return &controllerHandle{proc: p}, nil
+		return &controllerHandle{proc: p, api: cfg.API.Listen}, nil
 	}
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {
 		var c net.Conn
@@ -67,7 +69,7 @@ func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.
 	}
 	log.Warn("no fastcnpd binary: running the controller in-process (controller/daemon)")
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &controllerHandle{cancel: cancel, done: make(chan struct{})}
+	h := &controllerHandle{cancel: cancel, done: make(chan struct{}), d: d}
 	go func() {
 		defer close(h.done)
 		defer lf.Close()
@@ -105,7 +107,9 @@ func (h *controllerHandle) failed() error {
 // stop ends the controller and waits for it.
 func (h *controllerHandle) stop() error {
 	if h.proc != nil {
-		return h.proc.stop(5 * time.Second)
+		// fastcnpd writes its state file and closes every switch stream on
+		// SIGTERM: on a loaded machine with six switches that takes seconds.
+		return h.proc.stop(20 * time.Second)
 	}
 	h.cancel()
 	select {

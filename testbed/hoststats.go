@@ -32,6 +32,12 @@ type hostRecord struct {
 	PausedUs    *float64 `json:"paused_us"`
 	PauseRx     *uint64  `json:"pause_rx"`
 	Done        *bool    `json:"done"`
+	// INCDupsSent: an INC worker's injected duplicates ("summary");
+	// Agent.INCPartials: partial aggregates the host received ("agent").
+	INCDupsSent *uint64 `json:"inc_dups_sent"`
+	Agent       *struct {
+		INCPartials uint64 `json:"inc_partials"`
+	} `json:"agent"`
 	// Wall clock (Unix ns): the agent's epoch ("start", "agent"), a sender
 	// flow's due start, completion and lateness ("summary").
 	EpochUnixNs *int64   `json:"epoch_unix_ns"`
@@ -90,16 +96,17 @@ type flowStats struct {
 }
 
 // parseHostStats reads JSON lines of one agent into per-flow stats and
-// returns the INC checks it reports. Sample times are moved onto the run's
+// returns the INC checks it reports and the partial aggregates it received. Sample times are moved onto the run's
 // clock (seconds since runStartNs, Unix ns) with the agent's "start"
 // record; runStartNs 0 or no such record leaves them in agent time. Lines
 // that are not JSON objects are skipped (the agent's logs go to stderr,
 // but a partial last line after a kill is possible).
-func parseHostStats(r io.Reader, into map[string]*flowStats, runStartNs int64) ([]INCCheck, error) {
+func parseHostStats(r io.Reader, into map[string]*flowStats, runStartNs int64) ([]INCCheck, uint64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var off float64
 	var incs []INCCheck
+	var partials uint64
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 || line[0] != '{' {
@@ -114,6 +121,9 @@ func parseHostStats(r io.Reader, into map[string]*flowStats, runStartNs int64) (
 		}
 		if rec.Type == "inc" && rec.INC != nil {
 			incs = append(incs, *rec.INC)
+		}
+		if rec.Type == "agent" && rec.Agent != nil {
+			partials += rec.Agent.INCPartials
 		}
 		if rec.Flow == "" {
 			continue
@@ -146,13 +156,13 @@ func parseHostStats(r io.Reader, into map[string]*flowStats, runStartNs int64) (
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("testbed: host statistics: %w", err)
+		return nil, 0, fmt.Errorf("testbed: host statistics: %w", err)
 	}
 	for _, fs := range into {
 		sort.Slice(fs.recv, func(i, j int) bool { return fs.recv[i].T < fs.recv[j].T })
 		sort.Slice(fs.send, func(i, j int) bool { return fs.send[i].T < fs.send[j].T })
 	}
-	return incs, nil
+	return incs, partials, nil
 }
 
 // meanRate averages the receiver's rate samples whose time lies in

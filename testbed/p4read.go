@@ -22,22 +22,8 @@ const (
 	tableRDMAConnection = "FastcnpIngress.rdma_connection"
 )
 
-// countEntries reads every entry of a table from the P4Runtime server at
-// addr inside ns (a Read needs no arbitration) and returns how many there
-// are.
-func countEntries(ctx context.Context, ns *netns.NS, addr string, deviceID uint64, table string) (int, error) {
-	pi, err := p4src.P4Info()
-	if err != nil {
-		return 0, fmt.Errorf("testbed: P4Info: %w", err)
-	}
-	info, err := p4rt.NewInfo(pi)
-	if err != nil {
-		return 0, fmt.Errorf("testbed: P4Info: %w", err)
-	}
-	id, err := info.TableID(table)
-	if err != nil {
-		return 0, fmt.Errorf("testbed: %w", err)
-	}
+// p4rtConn dials the P4Runtime server at addr inside ns.
+func p4rtConn(ns *netns.NS, addr string) (*grpc.ClientConn, error) {
 	dial := func(ctx context.Context, a string) (net.Conn, error) {
 		var c net.Conn
 		err := ns.Do(func() error {
@@ -51,25 +37,103 @@ func countEntries(ctx context.Context, ns *netns.NS, addr string, deviceID uint6
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial))
 	if err != nil {
-		return 0, fmt.Errorf("testbed: P4Runtime %s: %w", addr, err)
+		return nil, fmt.Errorf("testbed: P4Runtime %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// readEntities runs one P4Runtime Read (no arbitration needed) and calls
+// fn with every entity.
+func readEntities(ctx context.Context, ns *netns.NS, addr string, deviceID uint64, what string, e *p4v1.Entity, fn func(*p4v1.Entity)) error {
+	conn, err := p4rtConn(ns, addr)
+	if err != nil {
+		return err
 	}
 	defer conn.Close()
-	stream, err := p4v1.NewP4RuntimeClient(conn).Read(ctx, &p4v1.ReadRequest{DeviceId: deviceID,
-		Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}}}})
+	stream, err := p4v1.NewP4RuntimeClient(conn).Read(ctx, &p4v1.ReadRequest{DeviceId: deviceID, Entities: []*p4v1.Entity{e}})
 	if err != nil {
-		return 0, fmt.Errorf("testbed: read %s on %s: %w", table, addr, err)
+		return fmt.Errorf("testbed: read %s on %s: %w", what, addr, err)
 	}
-	n := 0
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
-			return n, nil
+			return nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("testbed: read %s on %s: %w", table, addr, err)
+			return fmt.Errorf("testbed: read %s on %s: %w", what, addr, err)
 		}
-		n += len(resp.GetEntities())
+		for _, x := range resp.GetEntities() {
+			fn(x)
+		}
 	}
+}
+
+// countEntries reads every entry of a table from the P4Runtime server at
+// addr inside ns and returns how many there are.
+func countEntries(ctx context.Context, ns *netns.NS, addr string, deviceID uint64, table string) (int, error) {
+	pi, err := p4src.P4Info()
+	if err != nil {
+		return 0, fmt.Errorf("testbed: P4Info: %w", err)
+	}
+	info, err := p4rt.NewInfo(pi)
+	if err != nil {
+		return 0, fmt.Errorf("testbed: P4Info: %w", err)
+	}
+	id, err := info.TableID(table)
+	if err != nil {
+		return 0, fmt.Errorf("testbed: %w", err)
+	}
+	n := 0
+	err = readEntities(ctx, ns, addr, deviceID, table,
+		&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}},
+		func(*p4v1.Entity) { n++ })
+	return n, err
+}
+
+// readRegister reads every cell of a register (fastcnp-switch serves
+// registers over P4Runtime) and returns the cells by index.
+func readRegister(ctx context.Context, ns *netns.NS, addr string, deviceID uint64, id uint32, size int) ([]uint64, error) {
+	out := make([]uint64, size)
+	var bad error
+	err := readEntities(ctx, ns, addr, deviceID, fmt.Sprintf("register %#x", id),
+		&p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{RegisterId: id}}},
+		func(e *p4v1.Entity) {
+			r := e.GetRegisterEntry()
+			i := r.GetIndex().GetIndex()
+			v, err := p4rt.DecodeUint(r.GetData().GetBitstring())
+			if err != nil || i < 0 || i >= int64(size) {
+				bad = fmt.Errorf("testbed: register %#x cell %d: %v", id, i, err)
+				return
+			}
+			out[i] = v
+		})
+	if err == nil {
+		err = bad
+	}
+	return out, err
+}
+
+// incSlotUse reads a switch's aggregation slots: those that hold or held
+// an aggregation (done, or a non-empty bitmap), and those stuck with an
+// unfinished one (a non-empty bitmap, not done).
+func incSlotUse(ctx context.Context, ns *netns.NS, addr string, deviceID uint64) (used, stuck int, err error) {
+	done, err := readRegister(ctx, ns, addr, deviceID, p4src.RegIncSlotDone, p4src.IncSlots)
+	if err != nil {
+		return 0, 0, err
+	}
+	bitmap, err := readRegister(ctx, ns, addr, deviceID, p4src.RegIncSlotBitmap, p4src.IncSlots)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := range done {
+		if done[i] != 0 || bitmap[i] != 0 {
+			used++
+		}
+		if bitmap[i] != 0 && done[i] == 0 {
+			stuck++
+		}
+	}
+	return used, stuck, nil
 }
 
 func jsonIndent(v any) ([]byte, error) {

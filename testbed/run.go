@@ -50,6 +50,8 @@ type Options struct {
 	// IdleTimeout is fastcnpd's announce.idle_timeout (0: the default,
 	// 60 s): connections not announced again for so long are removed.
 	IdleTimeout time.Duration
+	// LinkEvents fail or repair links between switches during the run.
+	LinkEvents []LinkEvent
 	// Nice is the niceness of every process the run starts (0: unchanged;
 	// DefaultNice in the runner and the tests). The emulation is real
 	// time: under other load on a small machine, a negative niceness keeps
@@ -121,8 +123,10 @@ type FlowResult struct {
 	RTTMaxUs  float64 `json:"rtt_max_us,omitempty"`
 	// Sized reports a flow with a size (it ends when done).
 	Sized bool `json:"sized,omitempty"`
-	// INC reports a worker's INC flow (its Done: every vector sent).
-	INC bool `json:"inc,omitempty"`
+	// INC reports a worker's INC flow (its Done: every vector sent);
+	// INCDupsSent its injected duplicates.
+	INC         bool   `json:"inc,omitempty"`
+	INCDupsSent uint64 `json:"inc_dups_sent,omitempty"`
 	// Series is the flow's rate over time (agent time).
 	Series []RatePoint `json:"series"`
 }
@@ -158,6 +162,11 @@ type Result struct {
 	Links []LinkUse `json:"links,omitempty"`
 	// INC lists each INC message as its destination checked it.
 	INC []INCMessage `json:"inc,omitempty"`
+	// INCPartials counts partial aggregates that reached hosts: offsets
+	// no upper switch aggregated (none for the group, or a failure).
+	INCPartials uint64 `json:"inc_partials,omitempty"`
+	// LinkEvents are the link failures and repairs injected during the run.
+	LinkEvents []LinkEventResult `json:"link_events,omitempty"`
 	// WorkDir holds the configurations, logs and raw statistics.
 	WorkDir string `json:"work_dir"`
 	// CPUSeconds is the CPU time (user + system) each process of the run
@@ -326,6 +335,10 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}()
 
+	linkEnds, err := t.checkLinkEvents(o.LinkEvents)
+	if err != nil {
+		return nil, err
+	}
 	fab, hostNS, err := build(ctx, tb, t)
 	if err != nil {
 		return nil, err
@@ -491,6 +504,14 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			}
 		}
 	}()
+	linkResults := make([]LinkEventResult, len(o.LinkEvents))
+	if len(o.LinkEvents) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runLinkEvents(sctx, fab, ctl, started, o.LinkEvents, linkEnds, linkResults)
+		}()
+	}
 	runErr := func() error {
 		timer := time.NewTimer(time.Until(started) + dur)
 		defer timer.Stop()
@@ -559,7 +580,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	res = &Result{Topology: t.Name, Mode: o.Mode, CC: algo, Target: TargetFastcnp, Started: started,
 		Duration: time.Since(started), Queues: queues, WorkDir: o.WorkDir,
-		CPUSeconds: cpu, LoadAvg: [2]float64{loadStart, loadEnd}}
+		CPUSeconds: cpu, LoadAvg: [2]float64{loadStart, loadEnd}, LinkEvents: linkResults}
 	for _, si := range sws {
 		d, err := fetchDump(ctx, client, si.debugAddr)
 		if err != nil {
@@ -570,6 +591,12 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 		sc := switchCounters(si.name, d, si.peers)
 		sc.RDMAConnections = conns[si.name]
+		if sc.INCContributions > 0 {
+			sw := t.Switches[si.name]
+			if sc.INCSlotsUsed, sc.INCSlotsStuck, err = incSlotUse(ctx, fab, si.grpcAddr, sw.DeviceID); err != nil {
+				log.WithError(err).Warn("reading the INC slots")
+			}
+		}
 		res.Switches = append(res.Switches, sc)
 	}
 	if err := collectFlows(res, t, o.WorkDir, dur); err != nil {
@@ -658,12 +685,16 @@ type flowEntry struct {
 
 // incEntry mirrors host/agent/live.INCFlow.
 type incEntry struct {
-	Group   uint16 `json:"group"`
-	Message uint16 `json:"message"`
-	Rank    uint8  `json:"rank"`
-	Workers int    `json:"workers"`
-	Offsets int    `json:"offsets"`
-	Seed    uint64 `json:"seed"`
+	Group    uint16   `json:"group"`
+	Message  uint16   `json:"message"`
+	Messages []uint16 `json:"messages,omitempty"`
+	Interval string   `json:"interval,omitempty"`
+	Rank     uint8    `json:"rank"`
+	Workers  int      `json:"workers"`
+	Offsets  int      `json:"offsets"`
+	Seed     uint64   `json:"seed"`
+	DupEvery int      `json:"dup_every,omitempty"`
+	DupDelay string   `json:"dup_delay,omitempty"`
 }
 
 // flowEntries returns the fastcnp-host flow definitions of the topology:
@@ -679,8 +710,14 @@ func (t *Topology) flowEntries(runFor time.Duration) []flowEntry {
 		switch {
 		case f.INC != nil:
 			e.DstQPN = uint32(0x200 + f.incFirst)
-			e.INC = &incEntry{Group: f.INC.Group, Message: f.INC.Message, Rank: uint8(f.incRank), Workers: f.incWorkers,
-				Offsets: f.INC.Offsets, Seed: f.INC.Seed}
+			e.INC = &incEntry{Group: f.INC.Group, Message: f.INC.Message, Messages: f.INC.Messages, Rank: uint8(f.incRank),
+				Workers: f.incWorkers, Offsets: f.INC.Offsets, Seed: f.INC.Seed, DupEvery: f.INC.DupEvery}
+			if f.INC.interval > 0 {
+				e.INC.Interval = units.FormatDuration(f.INC.interval)
+			}
+			if f.INC.dupDelay > 0 {
+				e.INC.DupDelay = units.FormatDuration(f.INC.dupDelay)
+			}
 		case f.size > 0:
 			e.Size = units.FormatSize(f.size)
 		case f.duration > 0:
@@ -713,6 +750,13 @@ type INCMessage struct {
 	Dst     string `json:"dst"`
 	Workers int    `json:"workers"`
 	Offsets int    `json:"offsets"`
+	// DueMs is when the workers were due to start it (its flows' start
+	// plus its position times the interval), FirstResultMs and
+	// LastResultMs when its first and last RESULT reached Dst, all in ms
+	// since the run's start (0: no result).
+	DueMs         float64 `json:"due_ms"`
+	FirstResultMs float64 `json:"first_result_ms,omitempty"`
+	LastResultMs  float64 `json:"last_result_ms,omitempty"`
 	// WorkersDone counts the workers whose agent sent every vector.
 	WorkersDone int `json:"workers_done"`
 	// Reported is false when the destination wrote no check (it died).
@@ -739,11 +783,12 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 		if err != nil {
 			return fmt.Errorf("testbed: statistics of %s: %w", h, err)
 		}
-		incs, err := parseHostStats(f, stats, runStart)
+		incs, partials, err := parseHostStats(f, stats, runStart)
 		f.Close()
 		if err != nil {
 			return err
 		}
+		res.INCPartials += partials
 		for _, c := range incs {
 			checks[incKey{c.Group, c.Message}] = c
 		}
@@ -781,6 +826,9 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 			}
 			if s.Done != nil {
 				fr.Done = *s.Done
+			}
+			if s.INCDupsSent != nil {
+				fr.INCDupsSent = *s.INCDupsSent
 			}
 			if s.FCTUs != nil {
 				fr.FCTMs = *s.FCTUs / 1e3
@@ -833,21 +881,31 @@ func collectFlows(res *Result, t *Topology, dir string, runFor time.Duration) er
 	}
 	// INC messages, in the order of their first worker.
 	seen := map[incKey]int{}
+	ms := func(unixNs int64) float64 {
+		if unixNs == 0 {
+			return 0
+		}
+		return float64(unixNs-runStart) / 1e6
+	}
 	for i, f := range t.Flows {
 		if f.INC == nil {
 			continue
 		}
-		k := incKey{f.INC.Group, f.INC.Message}
-		j, ok := seen[k]
-		if !ok {
-			c, rep := checks[k]
-			res.INC = append(res.INC, INCMessage{Group: k.group, Message: k.message, Dst: f.Dst, Workers: f.incWorkers,
-				Offsets: f.INC.Offsets, Reported: rep, Check: c})
-			j = len(res.INC) - 1
-			seen[k] = j
-		}
-		if res.Flows[i].Done {
-			res.INC[j].WorkersDone++
+		for pos, m := range f.INC.MessageIDs() {
+			k := incKey{f.INC.Group, m}
+			j, ok := seen[k]
+			if !ok {
+				c, rep := checks[k]
+				res.INC = append(res.INC, INCMessage{Group: k.group, Message: k.message, Dst: f.Dst, Workers: f.incWorkers,
+					Offsets: f.INC.Offsets, Reported: rep, Check: c,
+					DueMs:         float64(f.start+time.Duration(pos)*f.INC.interval) / 1e6,
+					FirstResultMs: ms(c.FirstUnixNs), LastResultMs: ms(c.LastUnixNs)})
+				j = len(res.INC) - 1
+				seen[k] = j
+			}
+			if res.Flows[i].Done {
+				res.INC[j].WorkersDone++
+			}
 		}
 	}
 	if d, ok := makespan(res.Flows); ok {

@@ -27,6 +27,7 @@ const (
 	ctrINCDuplicates    = "FastcnpIngress.inc_duplicates"
 	ctrINCResults       = "FastcnpIngress.inc_results"
 	ctrINCSlotBusy      = "FastcnpIngress.inc_slot_busy"
+	ctrINCTakeovers     = "FastcnpIngress.inc_slot_takeovers"
 )
 
 // nsHTTPClient returns an HTTP client whose connections are opened inside
@@ -106,6 +107,15 @@ type PortCounters struct {
 	QueueHighWater int64 `json:"queue_high_water"`
 	// TxBytes are bytes sent out of the port.
 	TxBytes uint64 `json:"tx_bytes"`
+	// INC counters of packets that came in on this port: contributions
+	// (worker contributions, or a lower switch's partial aggregates)
+	// added, duplicates dropped, aggregates emitted (by the port of the
+	// last contribution), refused for a busy slot, and slots taken over.
+	INCContributions uint64 `json:"inc_contributions,omitempty"`
+	INCDuplicates    uint64 `json:"inc_duplicates,omitempty"`
+	INCResults       uint64 `json:"inc_results,omitempty"`
+	INCSlotBusy      uint64 `json:"inc_slot_busy,omitempty"`
+	INCTakeovers     uint64 `json:"inc_slot_takeovers,omitempty"`
 }
 
 // SwitchCounters are one switch's counters at the end of a run.
@@ -139,6 +149,12 @@ type SwitchCounters struct {
 	INCDuplicates    uint64 `json:"inc_duplicates,omitempty"`
 	INCResults       uint64 `json:"inc_results,omitempty"`
 	INCSlotBusy      uint64 `json:"inc_slot_busy,omitempty"`
+	INCTakeovers     uint64 `json:"inc_slot_takeovers,omitempty"`
+	// INCSlotsUsed are the aggregation slots that held an aggregation at
+	// the end of the run (done, or still waiting), INCSlotsStuck those
+	// whose aggregation never completed (read from the registers).
+	INCSlotsUsed  int `json:"inc_slots_used,omitempty"`
+	INCSlotsStuck int `json:"inc_slots_stuck,omitempty"`
 }
 
 // HeadroomPeakPercent returns the largest share of its PFC headroom any
@@ -189,10 +205,14 @@ func switchCounters(name string, d *softswitch.Dump, peers map[uint16]Endpoint) 
 		pc.SwitchCNPs = cell(ctrSwitchCNP, p.Num)
 		pc.ECNMarks = cell(ctrECNMarked, p.Num)
 		sc.NoRouteDrops += cell(ctrDropped, p.Num)
-		sc.INCContributions += cell(ctrINCContributions, p.Num)
-		sc.INCDuplicates += cell(ctrINCDuplicates, p.Num)
-		sc.INCResults += cell(ctrINCResults, p.Num)
-		sc.INCSlotBusy += cell(ctrINCSlotBusy, p.Num)
+		pc.INCContributions, pc.INCDuplicates = cell(ctrINCContributions, p.Num), cell(ctrINCDuplicates, p.Num)
+		pc.INCResults, pc.INCSlotBusy = cell(ctrINCResults, p.Num), cell(ctrINCSlotBusy, p.Num)
+		pc.INCTakeovers = cell(ctrINCTakeovers, p.Num)
+		sc.INCContributions += pc.INCContributions
+		sc.INCDuplicates += pc.INCDuplicates
+		sc.INCResults += pc.INCResults
+		sc.INCSlotBusy += pc.INCSlotBusy
+		sc.INCTakeovers += pc.INCTakeovers
 		sc.PauseTx += pc.PauseTx
 		sc.PauseRx += pc.PauseRx
 		sc.SwitchCNPs += pc.SwitchCNPs

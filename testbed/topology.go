@@ -182,7 +182,7 @@ type Flow struct {
 	size     units.Size
 	duration time.Duration
 	// INC: rank in the group, the group's size, and the index of the
-	// message's first flow (whose receiver QP they all target).
+	// group's first flow (whose receiver QP all of the group's flows target).
 	incRank, incWorkers, incFirst int
 }
 
@@ -191,10 +191,30 @@ type FlowINC struct {
 	// Group (> 0) and Message identify the INC message.
 	Group   uint16 `json:"group"`
 	Message uint16 `json:"message"`
-	// Offsets is the number of vectors (packets) each worker sends.
+	// Messages, when given, are the INC messages the flow carries one
+	// after the other on its connection (Message is then ignored).
+	Messages []uint16 `json:"messages,omitempty"`
+	// Interval is the time between the starts of consecutive messages
+	// ("20ms"; empty: all posted at the flow's start).
+	Interval string `json:"interval,omitempty"`
+	// Offsets is the number of vectors (packets) each worker sends per message.
 	Offsets int `json:"offsets"`
 	// Seed makes the vectors deterministic (the receiver recomputes the sums).
 	Seed uint64 `json:"seed,omitempty"`
+	// DupEvery sends every DupEvery-th contribution twice, DupDelay apart:
+	// injected retransmissions (0: none).
+	DupEvery int    `json:"dup_every,omitempty"`
+	DupDelay string `json:"dup_delay,omitempty"`
+
+	interval, dupDelay time.Duration
+}
+
+// MessageIDs returns the flow's messages in order.
+func (i *FlowINC) MessageIDs() []uint16 {
+	if len(i.Messages) > 0 {
+		return i.Messages
+	}
+	return []uint16{i.Message}
 }
 
 // incKey identifies an INC message.
@@ -615,15 +635,36 @@ func (t *Topology) Validate() error {
 				add("flows[%d].inc.group: must be non-zero", i)
 			case f.INC.Offsets < 1 || f.INC.Offsets > 1<<22:
 				add("flows[%d].inc.offsets %d: want 1..%d", i, f.INC.Offsets, 1<<22)
+			case f.INC.DupEvery < 0:
+				add("flows[%d].inc.dup_every %d: must not be negative", i, f.INC.DupEvery)
+			}
+			for _, d := range []struct {
+				name string
+				s    string
+				into *time.Duration
+			}{{"interval", f.INC.Interval, &f.INC.interval}, {"dup_delay", f.INC.DupDelay, &f.INC.dupDelay}} {
+				if d.s == "" {
+					continue
+				}
+				if *d.into, err = units.ParseDuration(d.s); err != nil || *d.into < 0 {
+					add("flows[%d].inc.%s %q: want a duration >= 0", i, d.name, d.s)
+				}
+			}
+			if len(f.INC.Messages) > 0 && f.INC.Message != 0 {
+				add("flows[%d].inc: give message or messages, not both", i)
 			}
 		}
 	}
 	// INC groups: members (flow sources) ranked in topology order; every
 	// message of a group has every member as a worker, one destination.
 	members := map[uint16][]string{}
-	for _, f := range t.Flows {
+	groupFirst := map[uint16]int{}
+	for i, f := range t.Flows {
 		if f == nil || f.INC == nil || slices.Contains(members[f.INC.Group], f.Src) {
 			continue
+		}
+		if _, ok := groupFirst[f.INC.Group]; !ok {
+			groupFirst[f.INC.Group] = i
 		}
 		members[f.INC.Group] = append(members[f.INC.Group], f.Src)
 	}
@@ -632,20 +673,21 @@ func (t *Topology) Validate() error {
 		if f == nil || f.INC == nil {
 			continue
 		}
-		k := incKey{f.INC.Group, f.INC.Message}
-		ws := workers[k]
-		if len(ws) > 0 {
-			g := t.Flows[ws[0]]
-			if g.Dst != f.Dst || g.INC.Offsets != f.INC.Offsets || g.INC.Seed != f.INC.Seed {
-				add("flows[%d]: INC message %d/%d: dst, offsets and seed must be those of flows[%d]", i, k.group, k.message, ws[0])
+		for _, m := range f.INC.MessageIDs() {
+			k := incKey{f.INC.Group, m}
+			ws := workers[k]
+			if len(ws) > 0 {
+				if g := t.Flows[ws[0]]; g.Dst != f.Dst || g.INC.Offsets != f.INC.Offsets || g.INC.Seed != f.INC.Seed {
+					add("flows[%d]: INC message %d/%d: dst, offsets and seed must be those of flows[%d]", i, k.group, k.message, ws[0])
+				}
 			}
 			for _, j := range ws {
 				if t.Flows[j].Src == f.Src {
 					add("flows[%d]: INC message %d/%d: %s is already a worker (flows[%d])", i, k.group, k.message, f.Src, j)
 				}
 			}
+			workers[k] = append(ws, i)
 		}
-		workers[k] = append(ws, i)
 	}
 	for k, ws := range workers {
 		m := members[k.group]
@@ -657,7 +699,7 @@ func (t *Topology) Validate() error {
 				len(ws), k.group, len(m))
 		}
 		for _, i := range ws {
-			t.Flows[i].incRank, t.Flows[i].incWorkers, t.Flows[i].incFirst = slices.Index(m, t.Flows[i].Src), len(m), ws[0]
+			t.Flows[i].incRank, t.Flows[i].incWorkers, t.Flows[i].incFirst = slices.Index(m, t.Flows[i].Src), len(m), groupFirst[k.group]
 		}
 	}
 	if len(errs) > 0 {

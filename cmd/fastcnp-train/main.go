@@ -1,10 +1,14 @@
 // Command fastcnp-train trains the RTT predictor of the LSTM+PID congestion
 // control (spec 03 step 3; seed 002 3.4) from per-flow RTT traces and writes
 // its weights file (JSON, with the command, the data and the seeds that made
-// it: the same command on the same traces makes the same file).
+// it: the same command on the same traces makes the same file). With --sim it
+// makes the traces itself, as seed 002 did: fastcnp-sim's S2 incast with TIMELY
+// and with the untrained PID; with --pid-runs it also trains the PID gains
+// online on S2 (seed 002 3.5.3) and records them in the file.
 //
+//	fastcnp-train --sim s2 --pid-runs 1 --out host/cc/models/lstm-rtt.json
 //	fastcnp-train --traces timely.rtt,pid.rtt --source "fastcnp-sim S2 ..." \
-//	    --trace-seed 1 --out host/cc/models/lstm-rtt.json
+//	    --trace-seed 1 --out /tmp/w.json
 //	fastcnp-train --synthetic 1 --out /tmp/synthetic.json
 //
 // A trace file has one RTT sample per line, "flow time_ns rtt_ns" (fields
@@ -22,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/host/cc/lstm"
 )
 
@@ -43,6 +48,8 @@ func main() {
 // options is the parsed command line.
 type options struct {
 	traces     []string
+	sim        bool
+	simOpt     simOptions
 	synthetic  bool
 	synthSeed  uint64
 	synthFlows int
@@ -63,6 +70,10 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	var traces string
 	fs.StringVar(&traces, "traces", "", "comma-separated RTT trace files (\"flow time_ns rtt_ns\" lines)")
 	synth := fs.String("synthetic", "", "train on made-up traces (lstm.SyntheticRTTs) made with this seed instead of --traces")
+	sim := fs.String("sim", "", "make the traces in fastcnp-sim: s2 (spec 06 S2, seed 002's incast: TIMELY and the untrained PID)")
+	fs.IntVar(&o.simOpt.scale, "sim-scale", 1, "S2's flow sizes divided by this (1: seed 002's)")
+	fs.Uint64Var(&o.simOpt.seed, "sim-seed", 1, "the simulated switches' RED seed")
+	fs.IntVar(&o.simOpt.pidRuns, "pid-runs", 0, "with --sim: train the PID gains online on this many S2 runs of pid (0: none)")
 	fs.IntVar(&o.synthFlows, "synthetic-flows", 40, "flows of the synthetic traces")
 	fs.IntVar(&o.synthLen, "synthetic-samples", 1000, "RTT samples per synthetic flow")
 	fs.StringVar(&o.source, "source", "", "where the traces came from (recorded in the file; required with --traces)")
@@ -95,9 +106,26 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		}
 		o.synthetic, o.synthSeed = true, v
 	}
+	switch *sim {
+	case "":
+	case "s2":
+		o.sim = true
+	default:
+		return o, fmt.Errorf("--sim %q: the only scenario is s2", *sim)
+	}
+	sources := 0
+	for _, b := range []bool{o.synthetic, len(o.traces) > 0, o.sim} {
+		if b {
+			sources++
+		}
+	}
 	switch {
-	case o.synthetic == (len(o.traces) > 0):
-		return o, errors.New("give either --traces or --synthetic")
+	case sources != 1:
+		return o, errors.New("give one of --traces, --synthetic and --sim")
+	case o.sim && o.simOpt.scale < 1:
+		return o, fmt.Errorf("--sim-scale %d: want >= 1", o.simOpt.scale)
+	case o.simOpt.pidRuns < 0 || (o.simOpt.pidRuns > 0 && !o.sim):
+		return o, fmt.Errorf("--pid-runs %d: want >= 0, and --sim with it", o.simOpt.pidRuns)
 	case len(o.traces) > 0 && o.source == "":
 		return o, errors.New("--source is required with --traces (say what made them)")
 	case o.synthetic && (o.synthFlows < 1 || o.synthLen < lstm.Steps+1):
@@ -157,9 +185,12 @@ func readTraces(r io.Reader, name string, flows [][]float64, index map[string]in
 func (o options) command() string {
 	var b strings.Builder
 	b.WriteString("fastcnp-train")
-	if o.synthetic {
+	switch {
+	case o.sim:
+		fmt.Fprintf(&b, " --sim s2 --sim-scale %d --sim-seed %d --pid-runs %d", o.simOpt.scale, o.simOpt.seed, o.simOpt.pidRuns)
+	case o.synthetic:
 		fmt.Fprintf(&b, " --synthetic %d --synthetic-flows %d --synthetic-samples %d", o.synthSeed, o.synthFlows, o.synthLen)
-	} else {
+	default:
 		fmt.Fprintf(&b, " --traces %s --source %q --trace-seed %d", strings.Join(o.traces, ","), o.source, o.traceSeed)
 	}
 	fmt.Fprintf(&b, " --smoothing %g --per-bin %d --dataset-seed %d --test-fraction %g --init-seed %d",
@@ -174,11 +205,35 @@ func run(o options, stdout io.Writer) error {
 		flows [][]float64
 		info  lstm.DataInfo
 	)
-	if o.synthetic {
+	var gains *lstm.PIDGains
+	switch {
+	case o.sim:
+		var err error
+		if flows, err = simTraces(o.simOpt); err != nil {
+			return err
+		}
+		info.Source = fmt.Sprintf("fastcnp-sim S2 (seed 002's 20-to-1 incast at 100 Gb/s, flow sizes / %d): every flow's RTT samples "+
+			"(one per completion, an ACK per packet) with TIMELY (%s) and with the untrained PID (pid, %s, from %g Gb/s)",
+			o.simOpt.scale, timelySet, pidInitialSet, pidStartBps/1e9)
+		info.Seed = o.simOpt.seed
+		if o.simOpt.pidRuns > 0 {
+			l, err := simGains(o.simOpt)
+			if err != nil {
+				return err
+			}
+			p, _ := cc.LSTMPIDPreset(pidInitialSet)
+			gains = &lstm.PIDGains{Kp: l.K[0], Ki: l.K[1], Kd: l.K[2], Initial: [3]float64{p.Kp, p.Ki, p.Kd}, Updates: l.Updates,
+				TargetNs: p.Target.Nanoseconds(),
+				Source: fmt.Sprintf("fastcnp-sim S2 (flow sizes / %d, RED seed %d): %d runs of pid (%s, from %g Gb/s), "+
+					"every flow sharing one cc.PIDLearner (lr %g/sqrt(n+1), clip %g, beta %g)",
+					o.simOpt.scale, o.simOpt.seed, o.simOpt.pidRuns, pidInitialSet, pidStartBps/1e9, l.LR, l.Clip, l.Beta)}
+			fmt.Fprintf(stdout, "PID gains after %d updates: Kp %.4f, Ki %.4f, Kd %.4f (from %v)\n", l.Updates, l.K[0], l.K[1], l.K[2], gains.Initial)
+		}
+	case o.synthetic:
 		flows = lstm.SyntheticRTTs(o.synthSeed, o.synthFlows, o.synthLen)
 		info.Source = fmt.Sprintf("synthetic: lstm.SyntheticRTTs(seed, %d flows, %d samples); not a network", o.synthFlows, o.synthLen)
 		info.Seed = o.synthSeed
-	} else {
+	default:
 		index := map[string]int{}
 		for _, path := range o.traces {
 			fh, err := os.Open(path)
@@ -227,7 +282,7 @@ func run(o options, stdout io.Writer) error {
 		Command: o.command(),
 		Data:    info, Init: o.initSeed, Train: topts, Epochs: stats, TestMAPE: full,
 	}
-	b, err := lstm.Encode(m, o.data.Smoothing, prov)
+	b, err := lstm.EncodeWithGains(m, o.data.Smoothing, prov, gains)
 	if err != nil {
 		return err
 	}

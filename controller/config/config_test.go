@@ -339,6 +339,10 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"config:8: switches[0].target: a bmv2 switch cannot take announce.udp_port 4793 (line 11): " +
 				"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), " +
 				"so its parser recognises only the compiled-in port 4792; use announce.udp_port 4792"}},
+		{"announce port on tofino", base + "    target: tofino\n    p4info: /p\n    device_config: /d\nannounce: {udp_port: 4793}\n",
+			[]string{"config:8: switches[0].target: a tofino switch cannot take announce.udp_port 4793 (line 11): " +
+				"Stratum's P4Runtime server does not implement parser value sets (a ValueSetEntry is UNIMPLEMENTED), " +
+				"so its parser recognises only the compiled-in port 4792; use announce.udp_port 4792"}},
 		{"keepalive below gRPC's floor", base + "    keepalive: 5s\n", []string{"config:8: switches[0].keepalive: 5s: want 0 (off) or at least 10s"}},
 		{"keepalive below the server's ping policy", base + "    keepalive: 30s\n",
 			[]string{"config:8: switches[0].keepalive: 30s is shorter than the 5m a fastcnp-switch P4Runtime server accepts pings at"}},

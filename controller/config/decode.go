@@ -546,10 +546,11 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 	return c
 }
 
-// checkAnnouncePort rejects a BMv2 switch with an announcement port other
-// than the default: the parser knows the default as a constant and any
-// other port only through the announce_udp_port value set, which BMv2's
-// P4Runtime server cannot write (behavioral-model issue #854).
+// checkAnnouncePort rejects a BMv2 or Tofino switch with an announcement port
+// other than the default: the parser knows the default as a constant and any
+// other port only through the announce_udp_port value set, which neither
+// BMv2's P4Runtime server (behavioral-model issue #854) nor Stratum's for
+// Tofino (bfrt_node.cc: ValueSetEntry unimplemented) can write.
 func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
 	if c.Announce.UDPPort == DefaultAnnouncePort || n.Kind != yaml.SequenceNode {
 		return
@@ -558,15 +559,19 @@ func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
 	if pn := d.nodes["announce.udp_port"]; pn != nil {
 		portLine = pn.Line
 	}
+	why := map[Target]string{
+		TargetBMv2:   "BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854)",
+		TargetTofino: "Stratum's P4Runtime server does not implement parser value sets (a ValueSetEntry is UNIMPLEMENTED)",
+	}
 	for i, s := range c.Switches {
-		if s.Target != TargetBMv2 || i >= len(n.Content) {
+		reason, ok := why[s.Target]
+		if !ok || i >= len(n.Content) {
 			continue
 		}
 		p := join(index("switches", i), "target")
-		d.addf(d.at(p, deref(n.Content[i])), p, "a bmv2 switch cannot take announce.udp_port %d (line %d): "+
-			"BMv2's P4Runtime server does not implement parser value sets (behavioral-model issue #854), "+
-			"so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
-			c.Announce.UDPPort, portLine, DefaultAnnouncePort, DefaultAnnouncePort)
+		d.addf(d.at(p, deref(n.Content[i])), p, "a %s switch cannot take announce.udp_port %d (line %d): "+
+			"%s, so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
+			s.Target, c.Announce.UDPPort, portLine, reason, DefaultAnnouncePort, DefaultAnnouncePort)
 	}
 }
 

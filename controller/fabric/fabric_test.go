@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -497,6 +498,61 @@ func TestModeValue(t *testing.T) {
 		got, err := ModeValue(tc.mode)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ModeValue(%s) = %d, %v; want %d", tc.mode, got, err, tc.want)
+		}
+	}
+}
+
+// TestDesiredWithTNAP4Info: with the TNA program's P4Infos (p4src/tna) fastcnpd
+// computes the same desired state as with the v1model one, entity for entity, but
+// the announcement value set, whose ID bf-p4c derives (docs/tofino.md "P4Info");
+// that value set has no match field there and stays empty with the compiled-in port.
+func TestDesiredWithTNAP4Info(t *testing.T) {
+	cfg := testConfig(t)
+	want, err := Desired(testInfo(t), Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, profile := range []string{"tofino", "tofino2"} {
+		p, err := p4rt.LoadP4InfoFile(filepath.Join(p4src.SourceDir(), "tna", "fastcnp-"+profile+".p4info.txtpb"), p4rt.FormatAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := p4rt.NewInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Desired(info, Input{Config: cfg, Switch: cfg.Switch("leaf1")})
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		if got.State.Len() != want.State.Len() {
+			t.Errorf("%s: %d entities, v1model %d", profile, got.State.Len(), want.State.Len())
+		}
+		wantVS, err := testInfo(t).ValueSetID(ValueSetAnnounce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotVS, err := info.ValueSetID(ValueSetAnnounce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range want.State.Entries() {
+			if e.Kind == KindValueSet {
+				continue
+			}
+			g, ok := got.State.Get(e.Key)
+			if !ok || !proto.Equal(g.Entity, e.Entity) {
+				t.Errorf("%s: %s differs: %v, v1model %v", profile, e.Key, g.Entity, e.Entity)
+			}
+		}
+		var vs *p4v1.ValueSetEntry
+		for _, e := range got.State.Entries() {
+			if e.Kind == KindValueSet {
+				vs = e.Entity.GetValueSetEntry()
+			}
+		}
+		if vs == nil || vs.GetValueSetId() != gotVS || gotVS == wantVS || len(vs.GetMembers()) != 0 {
+			t.Errorf("%s: value set %v (ID %#x, v1model %#x), want an empty one", profile, vs, gotVS, wantVS)
 		}
 	}
 }

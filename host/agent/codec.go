@@ -183,12 +183,13 @@ type Kind uint8
 
 // Frame kinds.
 const (
-	KindOther     Kind = iota // not for the agent's transport
-	KindData                  // RoCEv2 data (SEND)
-	KindAck                   // RC ACKNOWLEDGE (ACK or NAK)
-	KindCNP                   // CNP
-	KindINCResult             // INC RESULT made by a switch
-	KindINC                   // INC contribution (not aggregated)
+	KindOther      Kind = iota // not for the agent's transport
+	KindData                   // RoCEv2 data (SEND)
+	KindAck                    // RC ACKNOWLEDGE (ACK or NAK)
+	KindCNP                    // CNP
+	KindINCResult              // INC RESULT made by a switch
+	KindINC                    // INC contribution (not aggregated)
+	KindINCPartial             // INC partial aggregate (left a lower switch, never aggregated above)
 )
 
 // String names the kind.
@@ -204,6 +205,8 @@ func (k Kind) String() string {
 		return "inc-result"
 	case KindINC:
 		return "inc"
+	case KindINCPartial:
+		return "inc-partial"
 	}
 	return "other"
 }
@@ -267,9 +270,13 @@ func Decode(frame []byte, f *wire.Frame, ev *Event) error {
 		ev.Kind = KindCNP
 		ev.CNP = cc.CNPExtFromWire(&f.CNPExt)
 	case f.Has(wire.LayerINC):
-		ev.Kind = KindINC
-		if f.INC.IsResult() {
+		switch {
+		case f.INC.IsResult():
 			ev.Kind = KindINCResult
+		case f.INC.IsPartial():
+			ev.Kind = KindINCPartial
+		default:
+			ev.Kind = KindINC
 		}
 		ev.HasIDs = f.Has(wire.LayerINCIDs)
 		ev.IDs, ev.Vector = f.INCIDs, f.INCVector

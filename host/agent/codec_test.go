@@ -140,6 +140,22 @@ func TestINCVectorsAndChecker(t *testing.T) {
 			}
 		}
 		ids := wire.INCIDs{GroupID: 5, MessageID: 9, FirstPSN: off, FlowLen: 4}
+		// The kinds of what a switch makes of them: a partial aggregate
+		// on its way up, the RESULT at the root (RESULT wins).
+		for _, k := range []struct {
+			flags uint8
+			kind  Kind
+		}{{wire.INCFlagPartial, KindINCPartial}, {wire.INCFlagResult, KindINCResult}, {wire.INCFlagResult | wire.INCFlagPartial, KindINCResult}} {
+			env := wire.Envelope{SrcMAC: tMACA, DstMAC: tMACB, SrcIP: tIPA, DstIP: tIPB, SrcPort: 6000, DstPort: wire.RoCEv2UDPPort}
+			n, err := wire.BuildINC(buf, &env, wire.BTH{Opcode: wire.OpRCSendOnly, DestQP: 0x200, PSN: 100 + off},
+				wire.INC{Flags: k.flags, Version: wire.INCVersion}, &ids, &sum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Decode(buf[:n], &f, &ev); err != nil || ev.Kind != k.kind || ev.Vector != sum {
+				t.Fatalf("flags %#x: kind %v (%v), want %v", k.flags, ev.Kind, err, k.kind)
+			}
+		}
 		if !c.Matches(&ids) || !c.OnResult(&ids, &sum) {
 			t.Fatalf("offset %d: correct sum rejected", off)
 		}

@@ -323,9 +323,22 @@ func TestLSTMPIDPresets(t *testing.T) {
 		"thesis-initial": {Set: "thesis-initial", Target: 5 * us, Kp: -0.2, Ki: -0.05, Kd: 0.1, DMin: -0.6, DMax: 0.5,
 			MinRate: 1e9, RTTchRun: 6},
 	}
-	if got := strings.Join(LSTMPIDPresetNames(), ","); got != "thesis,thesis-initial" {
+	if got := strings.Join(LSTMPIDPresetNames(), ","); got != "thesis,thesis-initial,trained" {
 		t.Errorf("names %s", got)
 	}
+	// "trained": thesis with the committed file's trained gains.
+	_, f, err := DefaultLSTMModel()
+	if err != nil || f.PIDGains == nil {
+		t.Fatalf("committed file has no trained gains: %v", err)
+	}
+	g := f.PIDGains
+	tr, err := LSTMPIDPreset("trained")
+	th := want["thesis"]
+	th.Set, th.Kp, th.Ki, th.Kd, th.Target = "trained", g.Kp, g.Ki, g.Kd, time.Duration(g.TargetNs)
+	if err != nil || tr != th || g.TargetNs != 5000 || g.Initial != [3]float64{-0.2, -0.05, 0.1} || g.Updates == 0 {
+		t.Errorf("trained = %+v, %v; file gains %+v", tr, err, g)
+	}
+	want["trained"] = th
 	for name, w := range want {
 		got, err := LSTMPIDPreset(name)
 		if err != nil || got != w {

@@ -740,12 +740,43 @@ var lstmpidPresets = map[string]LSTMPIDParams{
 	},
 }
 
-// LSTMPIDPresetNames returns the names LSTMPIDPreset accepts, sorted.
-func LSTMPIDPresetNames() []string { return presetNames(lstmpidPresets) }
+// trainedSet names the LSTM+PID set whose gains are the ones fastcnp-train
+// trained online with the committed model (the weights file's pid_gains).
+const trainedSet = "trained"
 
-// LSTMPIDPreset returns the named LSTM+PID parameter set: "thesis" or
-// "thesis-initial".
+// trainedLSTMPID returns the "trained" set: "thesis" with the committed weights
+// file's trained gains and their target; false when the file has none.
+func trainedLSTMPID() (LSTMPIDParams, bool) {
+	_, f, err := DefaultLSTMModel()
+	if err != nil || f.PIDGains == nil {
+		return LSTMPIDParams{}, false
+	}
+	g := f.PIDGains
+	p := lstmpidPresets["thesis"]
+	p.Set, p.Kp, p.Ki, p.Kd = trainedSet, g.Kp, g.Ki, g.Kd
+	p.Target = time.Duration(g.TargetNs)
+	return p, true
+}
+
+// LSTMPIDPresetNames returns the names LSTMPIDPreset accepts, sorted.
+func LSTMPIDPresetNames() []string {
+	names := presetNames(lstmpidPresets)
+	if _, ok := trainedLSTMPID(); ok {
+		names = append(names, trainedSet)
+		slices.Sort(names)
+	}
+	return names
+}
+
+// LSTMPIDPreset returns the named LSTM+PID parameter set: "thesis",
+// "thesis-initial", or "trained" (the gains trained with the committed model,
+// when its file has them).
 func LSTMPIDPreset(name string) (LSTMPIDParams, error) {
+	if name == trainedSet {
+		if p, ok := trainedLSTMPID(); ok {
+			return p, nil
+		}
+	}
 	return lookupPreset("LSTM+PID", lstmpidPresets, name)
 }
 

@@ -100,8 +100,8 @@ func TestOtherPresets(t *testing.T) {
 		{"timely", []string{"hpcc-sim", "paper2015"}, nil},
 		{"dctcp", []string{"hpcc-sim", "spec03"}, nil},
 		{"hpcc", []string{"hpcc-sim"}, nil},
-		{"lstm-pid", []string{"thesis", "thesis-initial"}, nil},
-		{"pid", []string{"thesis", "thesis-initial"}, nil},
+		{"lstm-pid", []string{"thesis", "thesis-initial", "trained"}, nil},
+		{"pid", []string{"thesis", "thesis-initial", "trained"}, nil},
 		{"bbr", nil, ErrUnknownAlgorithm},
 	} {
 		got, err := ParamSetNames(tc.algo)

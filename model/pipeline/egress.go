@@ -53,18 +53,17 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 		return fmt.Errorf("egress on port %d (meta port %d): %w", port, meta.EgressPort, ErrPort)
 	}
 	p.count(p4src.CounterQueueDequeued, p4src.QueueIndex(port, meta.Priority), meta.AcctLen)
-	if p.prof.Tofino() {
-		// The Tofino profiles model the planned TNA program, which has no
-		// INT (docs/tofino.md): no record, no port_tx_bytes.
-		p.tnaEgress(frame, port, uint64(now)&mask48, now, meta, out)
-		return nil
-	}
-	// 7a. The port's byte count, with the record step 7b adds.
+	// 7a. The port's byte count, with the record step 7b adds (the TNA program
+	// keeps it in two 32-bit registers with a carry: the same 64-bit count).
 	add := intAdds(frame, meta)
 	tx := p.regs.portTxBytes[port]
 	p.regs.portTxBytes[port] = tx + uint64(meta.AcctLen)
 	if add {
 		p.regs.portTxBytes[port] += wire.INTHopLen
+	}
+	if p.prof.Tofino() {
+		p.tnaEgress(frame, port, uint64(now)&mask48, now, meta, out, add, tx)
+		return nil
 	}
 	if !meta.Lossless {
 		return nil
@@ -78,7 +77,7 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 // record, else 0. A traffic manager can charge the frame at its size on the
 // wire when it queues it.
 func (p *Pipeline) INTGrowth(frame []byte, meta *PacketMeta) int {
-	if !p.prof.Tofino() && intAdds(frame, meta) {
+	if intAdds(frame, meta) {
 		return wire.INTHopLen
 	}
 	return 0

@@ -142,7 +142,7 @@ func (p *Pipeline) tnaPFC(f *wire.Frame, port uint16, now uint64, rawNow int64, 
 // packet runs the departure bookkeeping, the pause decision, the departure shares,
 // the state machine and RED or a CNP (docs/tofino.md, "Egress, per lossless
 // departure").
-func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult) {
+func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult, intAdd bool, tx uint64) {
 	t := p.tna
 	q := &t.cells[port][meta.Priority&7]
 	*q -= min(*q, p.prof.cells(uint32(meta.FrameLen)))
@@ -270,6 +270,13 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 	case p4src.PortModeECN:
 		if p.tnaRED(cfg, qlen) {
 			p.markCE(frame, port, meta, out)
+		}
+	case p4src.PortModeInt:
+		// 7b. The HPCC hop record; its queue is the traffic manager's
+		// deq_qdepth in cells.
+		if intAdd {
+			out.Frame = p.addINTRecord(frame, meta, wire.INTHop{TimestampNs: now, Port: port, TxBytes: tx,
+				QueueBytes: qd * cell, RateBytesPerMs: cfg.RateBytesPerMs})
 		}
 	}
 }

@@ -38,9 +38,11 @@ parser FastcnpParser(packet_in pkt,
                      out tna_headers_t hdr,
                      out tna_ingress_metadata_t meta,
                      out ingress_intrinsic_metadata_t ig_intr_md) {
-    // Extra UDP destination ports of announcements (fastcnpd writes a port other
-    // than ANNOUNCE_UDP_PORT here); ANNOUNCE_UDP_PORT is recognised without it.
-    @id(0x03000001) value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
+    // Extra UDP destination ports of announcements; ANNOUNCE_UDP_PORT is recognised
+    // without it. No @id: bf-p4c checks it against the standard prefix and then
+    // derives the ID from the name anyway. Stratum does not write parser value sets
+    // (docs/tofino.md "P4Info"): with Stratum, announcements use ANNOUNCE_UDP_PORT.
+    value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
 
     FastcnpFrameParser()        frame_parser;
     FastcnpRoceParser()         roce_parser;
@@ -128,8 +130,8 @@ parser FastcnpParser(packet_in pkt,
 // One INC lane (spec 04 step 3): a register per lane, set by a claim, added to by a
 // contribution; each returns the slot's new sum into the packet (used when it
 // becomes the aggregate). Names and IDs are v1model's (top-level there).
-#define INC_LANE_REGISTER(i, ID)                                                    \
-    @id(ID) @name(".inc_slot_value_" #i)                                            \
+#define INC_LANE_REGISTER(i, ID, NAME)                                              \
+    @id(ID) @name(NAME)                                                             \
     Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_value_##i;                       \
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
         void apply(inout bit<32> value, out bit<32> rv) {                           \
@@ -162,34 +164,34 @@ control FastcnpIngress(inout tna_headers_t hdr,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     // ---- Counters indexed by port (docs/dataplane.md "Counters").
-    @id(0x12000003) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_pause_rx;
-    @id(0x12000004) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_resume_rx;
-    @id(0x12000005) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) dropped;
-    @id(0x12000006) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
-    @id(0x12000008) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) announcements;
-    @id(0x12000009) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_contributions;
-    @id(0x1200000A) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_duplicates;
-    @id(0x1200000B) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_results;
-    @id(0x1200000C) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_busy;
-    @id(0x12000012) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_takeovers;
+    @id(0x83000003) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_pause_rx;
+    @id(0x83000004) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_resume_rx;
+    @id(0x83000005) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) dropped;
+    @id(0x83000006) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    @id(0x83000008) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) announcements;
+    @id(0x83000009) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_contributions;
+    @id(0x8300000A) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_duplicates;
+    @id(0x8300000B) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_results;
+    @id(0x8300000C) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_busy;
+    @id(0x83000012) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_takeovers;
     // Filled by the target, never by the program (BMv2 and Tofino leave it at 0).
-    @id(0x12000013) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) input_dropped;
+    @id(0x83000013) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) input_dropped;
     // Switch CNPs: v1model counts them in egress; here the CNP is built in the
     // recirculated ingress pass, where it exists. Same P4Info name.
-    @id(0x12000001) @name(".FastcnpEgress.switch_cnp_sent")
+    @id(0x83000001) @name(".FastcnpEgress.switch_cnp_sent")
     Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) switch_cnp_sent;
     // ---- Counters indexed by queue, port * 8 + priority.
-    @id(0x1200000D) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_enqueued;
+    @id(0x8300000D) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_enqueued;
     // Filled by a traffic manager that can, never by the program (Tofino: 0).
-    @id(0x12000010) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xoff_sent;
-    @id(0x12000011) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xon_sent;
+    @id(0x83000010) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xoff_sent;
+    @id(0x83000011) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xon_sent;
 
     // ---- ECMP: the action profile keeps v1model's P4Info name and ID; TNA needs a
     // selector next to it (its max group size appears in the P4Info).
-    @id(0x11000001) @name("next_hop_selector")
+    @id(0x81000001) @name("next_hop_selector")
     ActionProfile(NEXT_HOP_GROUP_MEMBERS) next_hop_profile;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) next_hop_hash;
-    ActionSelector(next_hop_profile, next_hop_hash, SelectorMode_t.FAIR,
+    @id(0x82000001) ActionSelector(next_hop_profile, next_hop_hash, SelectorMode_t.FAIR,
                    NEXT_HOP_GROUP_MEMBERS, NEXT_HOP_GROUPS) next_hop_selector_sel;
 
     // ---- Hashes (docs/dataplane.md "Hashes"): CRC-32/IEEE and CRC-16/ARC as BMv2's.
@@ -206,13 +208,13 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // ---- INC registers (spec 04; docs/tofino.md "INC aggregation").
     // The data flow of each connection (one way: docs/tofino.md). Names are
     // v1model's; v1model keeps INC_FLOW_WAYS flows per connection.
-    @id(0x1600000D) @name(".inc_flow_inc_id")
+    @id(0x8B00000D) @name(".inc_flow_inc_id")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_inc_id;
-    @id(0x1600000E) @name(".inc_flow_first_psn")
+    @id(0x8B00000E) @name(".inc_flow_first_psn")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_first_psn;
-    @id(0x1600000F) @name(".inc_flow_len")
+    @id(0x8B00000F) @name(".inc_flow_len")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_len;
-    @id(0x16000040) @name(".inc_flow_op")
+    @id(0x8B000040) @name(".inc_flow_op")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_op;
 
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_inc_id) flow_inc_id_write = {
@@ -244,7 +246,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // fingerprint of (INC ID, offset, operation ID), hi: remaining contributors
     // (0: free)}. One RegisterAction claims a free slot, takes a contributor off a
     // slot of the same key, or leaves another key's slot alone (busy).
-    @id(0x16000101) Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
+    @id(0x8B000101) @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
     bit<32> inc_fp;
     bit<32> inc_remaining_after_claim;  // contributors_mask without this contributor
     bit<32> inc_not_bit;                // ~(1 << rank)
@@ -270,7 +272,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
         }
     };
     // When the slot's message claimed it (slot aging; 32-bit ns).
-    @id(0x16000023) @name(".inc_slot_start_ns")
+    @id(0x8B000023) @name(".inc_slot_start_ns")
     Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_start_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_claim = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.now32; }
@@ -279,22 +281,22 @@ control FastcnpIngress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
 
-    INC_LANE_REGISTER(0, 0x16000013)
-    INC_LANE_REGISTER(1, 0x16000014)
-    INC_LANE_REGISTER(2, 0x16000015)
-    INC_LANE_REGISTER(3, 0x16000016)
-    INC_LANE_REGISTER(4, 0x16000017)
-    INC_LANE_REGISTER(5, 0x16000018)
-    INC_LANE_REGISTER(6, 0x16000019)
-    INC_LANE_REGISTER(7, 0x1600001A)
-    INC_LANE_REGISTER(8, 0x1600001B)
-    INC_LANE_REGISTER(9, 0x1600001C)
-    INC_LANE_REGISTER(10, 0x1600001D)
-    INC_LANE_REGISTER(11, 0x1600001E)
-    INC_LANE_REGISTER(12, 0x1600001F)
-    INC_LANE_REGISTER(13, 0x16000020)
-    INC_LANE_REGISTER(14, 0x16000021)
-    INC_LANE_REGISTER(15, 0x16000022)
+    INC_LANE_REGISTER(0, 0x8B000013, ".inc_slot_value_0")
+    INC_LANE_REGISTER(1, 0x8B000014, ".inc_slot_value_1")
+    INC_LANE_REGISTER(2, 0x8B000015, ".inc_slot_value_2")
+    INC_LANE_REGISTER(3, 0x8B000016, ".inc_slot_value_3")
+    INC_LANE_REGISTER(4, 0x8B000017, ".inc_slot_value_4")
+    INC_LANE_REGISTER(5, 0x8B000018, ".inc_slot_value_5")
+    INC_LANE_REGISTER(6, 0x8B000019, ".inc_slot_value_6")
+    INC_LANE_REGISTER(7, 0x8B00001A, ".inc_slot_value_7")
+    INC_LANE_REGISTER(8, 0x8B00001B, ".inc_slot_value_8")
+    INC_LANE_REGISTER(9, 0x8B00001C, ".inc_slot_value_9")
+    INC_LANE_REGISTER(10, 0x8B00001D, ".inc_slot_value_10")
+    INC_LANE_REGISTER(11, 0x8B00001E, ".inc_slot_value_11")
+    INC_LANE_REGISTER(12, 0x8B00001F, ".inc_slot_value_12")
+    INC_LANE_REGISTER(13, 0x8B000020, ".inc_slot_value_13")
+    INC_LANE_REGISTER(14, 0x8B000021, ".inc_slot_value_14")
+    INC_LANE_REGISTER(15, 0x8B000022, ".inc_slot_value_15")
 
     // ---- Actions (docs/dataplane.md "Actions"; parameter order is the contract).
     @id(0x01000001) action drop() {
@@ -476,7 +478,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // The ICRC of a switch CNP (IBTA Annex A17, as v1model's IcrcCnp): CRC-32 over
     // the masked LRH, IPv4 (TOS, TTL, checksum masked), UDP (checksum masked), BTH
     // (byte 4 masked) and the CNP extension, least-significant byte first.
-    action icrc_cnp() {
+    @hidden action icrc_cnp() {
         bit<32> crc = icrc_cnp_hash.get({ ICRC_MASKED_LRH,
             hdr.w.ipv4.version, hdr.w.ipv4.ihl, 8w0xFF, hdr.w.ipv4.total_len,
             hdr.w.ipv4.identification, hdr.w.ipv4.flags, hdr.w.ipv4.frag_offset,
@@ -493,7 +495,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     }
 
     // The ICRC of an INC aggregate (as v1model's IcrcIncResult).
-    action icrc_inc() {
+    @hidden action icrc_inc() {
         bit<32> crc = icrc_inc_hash.get({ ICRC_MASKED_LRH,
             hdr.w.ipv4.version, hdr.w.ipv4.ihl, 8w0xFF, hdr.w.ipv4.total_len,
             hdr.w.ipv4.identification, hdr.w.ipv4.flags, hdr.w.ipv4.frag_offset,
@@ -601,7 +603,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
             // The deparser does not emit recirc: it leaves no trace on the CNP.
         }
 
-        if (!done && (ig_prsr_md.parser_err != 0 || meta.malformed == 1)) {
+        // A CNP carrier is the mirror's copy cut at the session's max_pkt_len: a
+        // header cut there (an INC vector, INT records) is no error; the CNP keeps
+        // the headers up to the BTH (docs/tofino.md).
+        if (!done && !cnp_pass && (ig_prsr_md.parser_err != 0 || meta.malformed == 1)) {
             // ---- Step 1: malformed or truncated.
             malformed.count((bit<32>)meta.in_port);
             ig_dprsr_md.drop_ctl = 1;
@@ -697,6 +702,13 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         hdr.w.inc_base.setInvalid();
                         hdr.w.inc_ids.setInvalid();
                         hdr.w.inc_vector.setInvalid();
+                        hdr.w.int_header.setInvalid();
+                        hdr.w.int_new_hop.setInvalid();
+                        hdr.w.int_hop_0.setInvalid();
+                        hdr.w.int_hop_1.setInvalid();
+                        hdr.w.int_hop_2.setInvalid();
+                        hdr.w.int_hop_3.setInvalid();
+                        hdr.w.int_hop_4.setInvalid();
                         meta.conn_hit = 0;      // a CNP is no connection's data
                         switch_cnp_sent.count((bit<32>)hdr.recirc.port);
                     }
@@ -1004,8 +1016,8 @@ control FastcnpIngressDeparser(packet_out pkt,
                                in tna_ingress_metadata_t meta,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     // Digest IDs pinned to v1model's (p4c's name hashes of the struct names).
-    @id(0x1782DA91) @name(".port_state_digest_t") Digest<port_state_digest_t>(DIGEST_TYPE_PORT_STATE) port_state_digest;
-    @id(0x1721670C) @name(".cnp_digest_t") Digest<cnp_digest_t>(DIGEST_TYPE_CNP) cnp_digest;
+    @id(0x8E82DA91) @name(".port_state_digest_t") Digest<port_state_digest_t>(DIGEST_TYPE_PORT_STATE) port_state_digest;
+    @id(0x8E21670C) @name(".cnp_digest_t") Digest<cnp_digest_t>(DIGEST_TYPE_CNP) cnp_digest;
     Resubmit(RESUBMIT_DIGEST2) resubmit_digest2;
     Resubmit(RESUBMIT_TAKEOVER) resubmit_takeover;
     Checksum() ipv4_checksum;
@@ -1102,13 +1114,13 @@ control FastcnpEgress(inout tna_headers_t hdr,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 
-    @id(0x12000002) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) ecn_marked;
+    @id(0x83000002) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) ecn_marked;
     // v1model counts collisions at enqueue (ingress); here at the departure.
-    @id(0x12000007) @name(".FastcnpIngress.flow_collisions")
+    @id(0x83000007) @name(".FastcnpIngress.flow_collisions")
     Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) flow_collisions;
-    @id(0x1200000E) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dequeued;
+    @id(0x8300000E) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dequeued;
     // Filled by a traffic manager that can, never by the program (Tofino: 0).
-    @id(0x1200000F) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dropped;
+    @id(0x8300000F) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dropped;
 
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_ieee;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) flow_hash;
@@ -1127,20 +1139,22 @@ control FastcnpEgress(inout tna_headers_t hdr,
     bit<32> cnp_gap_start;   // now - cnpGap: a CNP at or before it is out of the gap
     bit<32> digest_gap_start;
     bit<32> pfc_ns;          // a PFC event's time, low 32 bits, lowest bit set
+    bool    int_add;         // step 7b adds an INT record to this packet
+    bit<32> tx_hi;           // port_tx_bytes' high word before this departure
 
     // ---- Per egress port: departure bookkeeping and framed pauses.
-    @id(0x16000102) Register<bit<32>, bit<32>>(NUM_PORTS) port_last_dequeue_ns;
+    @id(0x8B000102) @name(".port_last_dequeue_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_dequeue_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_dequeue_ns) last_dequeue_swap = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = now32; }
     };
-    @id(0x16000103) Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
+    @id(0x8B000103) @name(".port_last_qdepth_cells") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_swap = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qdepth; }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
-    @id(0x16000104) Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
+    @id(0x8B000104) @name(".port_pfc_pause_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_take = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
     };
@@ -1155,7 +1169,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
-    @id(0x16000105) Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_resume_ns;
+    @id(0x8B000105) @name(".port_pfc_resume_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_resume_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_resume_ns) pfc_resume_take = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
     };
@@ -1166,7 +1180,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) { value = pfc_ns; rv = 0; }
     };
     // The rx of the last pause (for CHECK_* digests).
-    @id(0x16000106) Register<bit<32>, bit<32>>(NUM_PORTS) port_last_rx_bytes;
+    @id(0x8B000106) @name(".port_last_rx_bytes") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_rx_bytes;
     bit<32> rx;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_rx_bytes) last_rx_write = {
         void apply(inout bit<32> value, out bit<32> rv) { value = rx; rv = value; }
@@ -1177,7 +1191,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // ---- The undetermined check (spec 01 event 4): when it is due, and the qlen
     // + 1 stored at arming (0: DETERMINED).
-    @id(0x16000007) @name(".port_check_at_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_at_ns;
+    @id(0x8B000007) @name(".port_check_at_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_at_ns;
     bit<32> check_at_new;    // now + Tcheck
     RegisterAction<bit<32>, bit<32>, bit<1>>(port_check_at_ns) check_at_arm = {
         void apply(inout bit<32> value, out bit<1> rv) { value = check_at_new; rv = 0; }
@@ -1191,7 +1205,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
             }
         }
     };
-    @id(0x16000107) Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
+    @id(0x8B000107) @name(".port_check_qlen1") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_arm = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qlen1; }
     };
@@ -1216,10 +1230,10 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- Departure shares (docs/tofino.md "Per-flow share without a shared counter").
-    @id(0x16000108) Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
-    @id(0x16000109) Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
-    @id(0x1600010A) Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_even;
-    @id(0x1600010B) Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_odd;
+    @id(0x8B000108) @name(".port_departed_even") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
+    @id(0x8B000109) @name(".port_departed_odd") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
+    @id(0x8B00010A) @name(".flow_departed_even") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_even;
+    @id(0x8B00010B) @name(".flow_departed_odd") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_odd;
 
 #define DEPARTED_ACTIONS(REG)                                                       \
     RegisterAction<pair32_t, bit<32>, bit<32>>(REG) REG##_add = {                   \
@@ -1248,7 +1262,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // A flow owns its slot while it departed in this or the previous epoch:
     // {lo: fingerprint, hi: its last epoch + 2 (0: never used)}.
-    @id(0x1600010C) Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_owner;
+    @id(0x8B00010C) @name(".flow_owner") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_owner;
     RegisterAction<pair32_t, bit<32>, bit<1>>(flow_owner) flow_owner_claim = {
         void apply(inout pair32_t value, out bit<1> rv) {
             rv = 0;
@@ -1261,7 +1275,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- cnpGap per flow slot, the cnp_digest_t gap per port (32-bit ns).
-    @id(0x1600000C) @name(".flow_last_cnp_ns") Register<bit<32>, bit<32>>(FLOW_SLOTS) flow_last_cnp_ns;
+    @id(0x8B00000C) @name(".flow_last_cnp_ns") Register<bit<32>, bit<32>>(FLOW_SLOTS) flow_last_cnp_ns;
     RegisterAction<bit<32>, bit<32>, bit<1>>(flow_last_cnp_ns) cnp_gap_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
             rv = 0;
@@ -1271,13 +1285,33 @@ control FastcnpEgress(inout tna_headers_t hdr,
             }
         }
     };
-    @id(0x16000009) @name(".port_last_digest_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_digest_ns;
+    @id(0x8B000009) @name(".port_last_digest_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_digest_ns;
     RegisterAction<bit<32>, bit<32>, bit<1>>(port_last_digest_ns) digest_gap_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
             rv = 0;
             if (value == 0 || (int<32>)(value - digest_gap_start) <= 0) {
                 value = now32;
                 rv = 1;
+            }
+        }
+    };
+
+    // ---- INT (HPCC, docs/dataplane.md "INT"): the bytes each port sent, 64 bits as
+    // v1model's port_tx_bytes, in two 32-bit registers: the high word adds the
+    // carry of the low word (lo + add overflows iff lo > ~add).
+    @id(0x8B000110) @name(".port_tx_bytes_lo") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_lo;
+    @id(0x8B000111) @name(".port_tx_bytes_hi") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_hi;
+    bit<32> tx_add;          // this departure's bytes (with the record it gets)
+    bit<32> tx_carry_above;  // ~tx_add
+    bit<32> tx_lo;           // the low word before this departure
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_tx_bytes_lo) tx_lo_add = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value + tx_add; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_tx_bytes_hi) tx_hi_add = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (tx_lo > tx_carry_above) {
+                value = value + 1;
             }
         }
     };
@@ -1313,9 +1347,9 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // ---- The RESUME decision's log2 tables: the window generator's entries,
     // compiled in (docs/tofino.md "The design").
-    action set_rx_log2(bit<16> log2_q6) { meta.rx_log2_q6 = log2_q6; meta.rx_log2_hit = 1; }
-    action set_pause_log2(bit<16> log2_q6) { meta.pause_log2_q6 = log2_q6; }
-    action set_rate_log2(bit<16> log2_q6) { meta.rate_log2_q6 = log2_q6; }
+    @id(0x01000101) action set_rx_log2(bit<16> log2_q6) { meta.rx_log2_q6 = log2_q6; meta.rx_log2_hit = 1; }
+    @id(0x01000102) action set_pause_log2(bit<16> log2_q6) { meta.pause_log2_q6 = log2_q6; }
+    @id(0x01000103) action set_rate_log2(bit<16> log2_q6) { meta.rate_log2_q6 = log2_q6; }
     bit<32> pause_ns;
 
     @id(0x02000101) table rx_bytes_log2 {
@@ -1355,7 +1389,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     }
 
     // CE-mark an ECT packet (incremental checksum, RFC 1624).
-    action mark_ce() {
+    @hidden action mark_ce() {
         hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
             hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ hdr.w.ipv4.ecn,
             hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ ECN_CE);
@@ -1366,6 +1400,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
         bit<32> port_cell = (bit<32>)eg_intr_md.egress_port;
         now32 = eg_prsr_md.global_tstamp[31:0];
         meta.mirror.setInvalid();
+        int_add = false;
 
         // ---- A mirror copy on its way to the recirculation port: untouched.
         if (hdr.recirc.isValid()) {
@@ -1405,12 +1440,25 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 return;
             }
             queue_dequeued.count((port_cell << 3) | (bit<32>)hdr.bridged.priority);
+
+            // ---- Step 7a (INT): the port's byte count, every departure, with the
+            // record step 7b adds to a lossless INT packet on a port in mode int.
+            pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
+            int_add = hdr.bridged_cfg.isValid() && hdr.bridged_cfg.mode == PORT_MODE_INT &&
+                      hdr.w.int_header.isValid() && (hdr.w.int_header.flags & INT_FLAG_ECHO) == 0 &&
+                      hdr.w.int_header.hop_count < INT_MAX_HOPS;
+            tx_add = pkt_bytes;
+            if (int_add) {
+                tx_add = pkt_bytes + (bit<32>)INT_HOP_BYTES;
+            }
+            tx_carry_above = ~tx_add;
+            tx_lo = tx_lo_add.execute(port_cell);
+            tx_hi = tx_hi_add.execute(port_cell);
         }
 
         // ---- Lossless departures (docs/tofino.md "Egress, per lossless departure").
         if (hdr.bridged_cfg.isValid()) {
             qdepth = (bit<32>)eg_intr_md.deq_qdepth;
-            pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
             qlen = CELLS_TO_BYTES(qdepth) + pkt_bytes;
             qlen1 = qlen + 1;
             check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
@@ -1464,9 +1512,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bool beats = meta.rx_log2_hit == 1 &&
                     (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
                     (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
                 if (qlen < hdr.bridged_cfg.qth_bytes) {
                     event = PORT_EVENT_RESUME_NOT_CONGESTED;
-                } else if (beats) {
+                } else if (beats || no_pfc_state) {
+                    // The ablation mode (fastcnp-no-pfc-state): never undetermined.
                     event = PORT_EVENT_RESUME_CONGESTED;
                 } else {
                     event = PORT_EVENT_RESUME_UNDETERMINED;
@@ -1509,6 +1559,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     if (event != PORT_EVENT_NONE) {
                         flags = RECIRC_EV1;
                     }
+                } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
+                    // The ablation: no state machine; a queue at or above Qth is
+                    // congested.
+                    check_qlen1_clear.execute(port_cell);
+                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
                 }
             }
             meta.mirror.ev1 = (bit<4>)event;
@@ -1544,7 +1599,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
             bool make_cnp = false;
             bool mark = false;
-            if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP && !hold && congested) {
+            if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
+                 hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
                 if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
                     cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
                     if (cnp_gap_check.execute(flow_slot) == 1) {
@@ -1607,6 +1663,24 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         flags = flags | RECIRC_CNP_DIGEST;
                     }
                 }
+            }
+
+            // ---- Step 7b (INT mode): the HPCC hop record in front of the others;
+            // its queue is deq_qdepth in cells (without this packet). IPv4 and UDP
+            // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
+            if (int_add) {
+                hdr.w.int_new_hop.setValid();
+                hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
+                hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
+                hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
+                hdr.w.int_new_hop.queue_bytes = CELLS_TO_BYTES(qdepth);
+                hdr.w.int_new_hop.rate_bytes_per_ms = hdr.bridged_cfg.rate_bytes_per_ms;
+                hdr.w.int_header.hop_count = hdr.w.int_header.hop_count + 1;
+                bit<16> int_total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
+                hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
+                    hdr.w.ipv4.total_len, int_total_len);
+                hdr.w.ipv4.total_len = int_total_len;
+                hdr.w.udp.length = hdr.w.udp.length + INT_HOP_BYTES;
             }
 
             if (mark && hdr.w.ipv4.isValid() &&

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/fastcnp/fastcnp/host/cc"
@@ -133,6 +134,22 @@ type Config struct {
 	QueueSampleNs int64
 	// RateSampleNs > 0 records every flow's delivered payload at this period.
 	RateSampleNs int64
+	// Algorithm, if set, is the senders' host/cc algorithm in place of the mode's
+	// DCQCN variant (the switches keep the mode's setting): one that needs no
+	// signal but the RTT samples of ACKs (timely, pid, lstm-pid*; see
+	// AlgorithmModelled). Tune, if set, adjusts every sender's cc.Config after the
+	// model filled it (line rate, MTU, base RTT, DCQCN): parameter sets, the start
+	// rate, a shared cc.PIDLearner (called on the simulation's goroutine).
+	Algorithm string
+	Tune      func(*cc.Config)
+}
+
+// AlgorithmModelled reports whether the model can run host/cc algorithm name as
+// Config.Algorithm: DCQCN's variants and the algorithms that react to RTT samples
+// alone. HPCC (INT records echoed in ACKs) and DCTCP (ECN echoes) need feedback the
+// model's ACKs do not carry yet.
+func AlgorithmModelled(name string) bool {
+	return slices.Contains(cc.Names(), name) && !cc.NeedsINT(name) && name != "dctcp"
 }
 
 // Constants of the frames the hosts send.
@@ -162,6 +179,9 @@ func (c *Config) validate() error {
 	case ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState:
 	default:
 		return bad("mode %q (known: %v)", c.Mode, Modes())
+	}
+	if c.Algorithm != "" && !AlgorithmModelled(c.Algorithm) {
+		return bad("algorithm %q: not modelled (known: %v; hpcc and dctcp need INT and ECN echoes in ACKs)", c.Algorithm, cc.Names())
 	}
 	if c.PayloadBytes < 1 || c.PayloadBytes > maxPayload {
 		return bad("payload %d bytes outside 1..%d", c.PayloadBytes, maxPayload)

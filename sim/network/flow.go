@@ -51,6 +51,12 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	if n.cfg.Mode != ModeDCQCN && !legacy {
 		name = "dcqcn-fastcnp"
 	}
+	if n.cfg.Algorithm != "" {
+		name = n.cfg.Algorithm
+	}
+	if n.cfg.Tune != nil {
+		n.cfg.Tune(&c)
+	}
 	alg, err := cc.New(name, c)
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)

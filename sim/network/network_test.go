@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/sim/engine"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/wire"
@@ -390,6 +391,9 @@ func TestConfigErrors(t *testing.T) {
 		{"slow link", func(c *Config) { c.Topo = topo(2, 1, topoLink{0, 2, 0.05}, topoLink{1, 2, 100}) }},
 		{"multi-homed host", func(c *Config) { c.Topo = topo(2, 1, topoLink{0, 2, 100}, topoLink{1, 2, 100}, topoLink{0, 2, 100}) }},
 		{"legacy flags", func(c *Config) { c.Legacy = []bool{true, false} }},
+		{"unknown algorithm", func(c *Config) { c.Algorithm = "bbr" }},
+		{"algorithm needing INT", func(c *Config) { c.Algorithm = "hpcc" }},
+		{"algorithm needing ECN echoes", func(c *Config) { c.Algorithm = "dctcp" }},
 	}
 	for _, tt := range tests {
 		cfg := baseConfig(tp, ModeFastCNP, flow(0, 1, 1000, 0))
@@ -451,5 +455,28 @@ func TestConvergence(t *testing.T) {
 				t.Errorf("%s: flow %d at %.2f Gb/s, 1/N is %.2f (%+.1f%%)", mode, i, got/1e9, share/1e9, 100*d)
 			}
 		}
+	}
+}
+
+// TestAlgorithm: Config.Algorithm replaces the mode's DCQCN variant on every
+// sender and Tune sets its parameters: a TIMELY flow alone on an idle path
+// finishes, and its sender ran TIMELY (its RTT samples reached it).
+func TestAlgorithm(t *testing.T) {
+	tp := topo(2, 1, topoLink{0, 2, 100}, topoLink{1, 2, 100})
+	cfg := baseConfig(tp, ModeDCQCN, flow(0, 1, 1_000_000, 0))
+	tuned := 0
+	cfg.Algorithm = "timely"
+	cfg.Tune = func(c *cc.Config) {
+		p, _ := cc.TIMELYPreset("hpcc-sim")
+		c.TIMELY = p
+		tuned++
+	}
+	cfg.RTTSamples = true
+	r := run(t, cfg)
+	if tuned != 1 || len(r.Flows) != 1 || r.Flows[0].FCTNs == 0 || len(r.Flows[0].RTTs) == 0 {
+		t.Fatalf("tuned %d times; flows %+v", tuned, r.Flows)
+	}
+	if !AlgorithmModelled("timely") || !AlgorithmModelled("lstm-pid-rttch-win") || AlgorithmModelled("hpcc") || AlgorithmModelled("dctcp") {
+		t.Error("AlgorithmModelled")
 	}
 }

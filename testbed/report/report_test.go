@@ -1,6 +1,7 @@
 package report
 
 import (
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,5 +55,35 @@ func TestPlots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestINCPlots: the INC plot of a run with two upper switches, an
+// incomplete message and a link event is a PNG of both panels.
+func TestINCPlots(t *testing.T) {
+	rep := &testbed.INCReport{
+		Uppers: []testbed.INCUpperLd{{Name: "spine1", WeightShare: 0.25, BucketShare: 0.25, Share: 0.26},
+			{Name: "spine2", WeightShare: 0.75, BucketShare: 0.75, Share: 0.74}},
+		Detail: []testbed.INCMessageDetail{{Group: 1, Message: 1, DueMs: 500, LastResultMs: 510, Complete: true},
+			{Group: 2, Message: 1, DueMs: 500, LastResultMs: 530, Complete: true}, {Group: 1, Message: 2, DueMs: 515}},
+	}
+	r := &testbed.Result{Topology: "t", Mode: config.ModeFastCNP,
+		LinkEvents: []testbed.LinkEventResult{{LinkEvent: testbed.LinkEvent{Port: "leaf2-p9", Down: true}, ChangedMs: 512, InstalledMs: 540}}}
+	dir := t.TempDir()
+	name, err := INCPlots(rep, r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil || name != "inc-fastcnp.png" {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if b := img.Bounds(); b.Dx() < 2*b.Dy() { // two panels side by side
+		t.Errorf("image %v: not two panels wide", b)
 	}
 }

@@ -136,15 +136,25 @@ type Config struct {
 
 // flow is one local end of a connection.
 type flow struct {
-	cfg   FlowConfig
-	send  bool // this end sends
-	path  agent.Path
-	lqpn  uint32 // local QPN
-	rqpn  uint32 // remote QPN
-	snd   *agent.Sender
-	rcv   *agent.Receiver
-	inc   *agent.INCParams
-	start time.Duration
+	cfg  FlowConfig
+	send bool // this end sends
+	path agent.Path
+	lqpn uint32 // local QPN
+	rqpn uint32 // remote QPN
+	snd  *agent.Sender
+	rcv  *agent.Receiver
+	inc  *agent.INCParams
+	// INC: the flow's messages (one data flow each, Offsets packets), how
+	// many are posted, the interval between their starts, and the
+	// injected duplicates still to send (due time, sequence number).
+	incMsgs     []uint16
+	incPosted   int
+	incInterval time.Duration
+	dupEvery    uint64
+	dupDelay    time.Duration
+	dups        []dupCopy
+	dupsSent    uint64
+	start       time.Duration
 	// sender state
 	started, stopped bool
 	startedAt        time.Duration // when the send loop started the flow (>= start)
@@ -172,6 +182,35 @@ type flow struct {
 
 const maxKeptRTT = 1 << 20
 
+// dupCopy is a contribution to send again at a time (an injected
+// retransmission).
+type dupCopy struct {
+	at  time.Duration
+	seq uint64
+}
+
+// maxPendingDups bounds a flow's injected duplicates waiting to be sent.
+const maxPendingDups = 1 << 16
+
+// done reports whether a sending flow sent everything it will: every
+// message posted and sent, no injected duplicate pending.
+func (f *flow) done() bool {
+	return f.snd.Done() && (f.inc == nil || f.incPosted == len(f.incMsgs)) && len(f.dups) == 0
+}
+
+// incPacket maps a packet of an INC flow to its message: the message's
+// parameters, the packet with Seq and First relative to the message, and
+// the message's first PSN.
+func (f *flow) incPacket(p agent.Packet) (agent.INCParams, agent.Packet, uint32) {
+	n := uint64(f.inc.Offsets)
+	k := p.Seq / n
+	ip := *f.inc
+	ip.Message = f.incMsgs[k]
+	p.Seq %= n
+	p.First = p.Seq == 0
+	return ip, p, f.snd.PSNOf(k * n)
+}
+
 // Agent is a running host agent.
 type Agent struct {
 	cfg   Config
@@ -184,7 +223,8 @@ type Agent struct {
 	senders  []*flow
 	byQPN    map[uint32]*flow // local QPN -> flow (data: receivers; ACK/CNP: senders)
 	checkers []*agent.INCChecker
-	incRecv  map[uint32][]*agent.INCChecker // local QPN -> checkers
+	incRecv  map[uint32][]*agent.INCChecker          // local QPN -> checkers
+	incTimes map[*agent.INCChecker]*[2]time.Duration // first and last RESULT of each checker
 	rr       int
 	rxStats  RxCounters
 	ccHops   [wire.INTMaxHops]cc.INTHop // an ACK's echoed records for host/cc (under mu)
@@ -204,11 +244,15 @@ type Agent struct {
 
 // RxCounters count frames the receive loop saw.
 type RxCounters struct {
-	Frames      uint64 `json:"frames"`      // frames read from the port
-	NotForUs    uint64 `json:"not_for_us"`  // not RoCEv2 to the agent's IP
-	UnknownQP   uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
-	Malformed   uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
-	INCResults  uint64 `json:"inc_results"` // INC RESULT frames received
+	Frames     uint64 `json:"frames"`      // frames read from the port
+	NotForUs   uint64 `json:"not_for_us"`  // not RoCEv2 to the agent's IP
+	UnknownQP  uint64 `json:"unknown_qp"`  // RoCEv2 to the agent's IP with no local flow on the QP
+	Malformed  uint64 `json:"malformed"`   // frames with truncated or malformed headers (any destination)
+	INCResults uint64 `json:"inc_results"` // INC RESULT frames received
+	// INCPartials counts partial aggregates received: a lower switch's
+	// aggregate that no upper switch aggregated (none for its group, or a
+	// failure on the way), so its message misses those offsets.
+	INCPartials uint64 `json:"inc_partials"`
 	MACControl  uint64 `json:"mac_control"` // PFC and PAUSE frames applied (see PauseStats)
 	AcksSent    uint64 `json:"acks_sent"`
 	ECEAcksSent uint64 `json:"ece_acks_sent"` // ACKs sent with the ECN echo
@@ -294,7 +338,7 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 	}
 	a := &Agent{
 		cfg: cfg, p: p, log: cfg.Log.WithField("ip", cfg.IP.String()),
-		byQPN: map[uint32]*flow{}, incRecv: map[uint32][]*agent.INCChecker{},
+		byQPN: map[uint32]*flow{}, incRecv: map[uint32][]*agent.INCChecker{}, incTimes: map[*agent.INCChecker]*[2]time.Duration{},
 		kick: make(chan struct{}, 1), gate: gate,
 	}
 	if cfg.Stats != nil {
@@ -320,16 +364,18 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 			a.senders = append(a.senders, f)
 		}
 		if wantRecv && inc {
-			p := fc.INC.Params()
-			key := [2]uint16{p.Group, p.Message}
-			if incChk[key] == nil {
-				c, err := agent.NewINCChecker(p)
-				if err != nil {
-					return nil, fmt.Errorf("agent: flow %s: %w", fc.Name, err)
+			for _, m := range fc.INC.MessageIDs() {
+				p := fc.INC.ParamsOf(m)
+				key := [2]uint16{p.Group, p.Message}
+				if incChk[key] == nil {
+					c, err := agent.NewINCChecker(p)
+					if err != nil {
+						return nil, fmt.Errorf("agent: flow %s: %w", fc.Name, err)
+					}
+					incChk[key] = c
+					a.checkers = append(a.checkers, c)
+					a.incRecv[fc.DstQPN] = append(a.incRecv[fc.DstQPN], c)
 				}
-				incChk[key] = c
-				a.checkers = append(a.checkers, c)
-				a.incRecv[fc.DstQPN] = append(a.incRecv[fc.DstQPN], c)
 			}
 		} else if wantRecv {
 			r, err := agent.NewReceiver(agent.ReceiverConfig{CNPInterval: cfg.CC.DCQCN.CNPInterval})
@@ -380,9 +426,14 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 	if fc.INC != nil {
 		p := fc.INC.Params()
 		f.inc = &p
+		f.incMsgs = slices.Clone(fc.INC.MessageIDs())
+		f.incInterval, f.dupEvery, f.dupDelay = time.Duration(fc.INC.Interval), uint64(fc.INC.DupEvery), time.Duration(fc.INC.DupDelay)
 		sc.NoAck = true
 		sc.MSS = agent.INCPayload(false)
-		sc.PayloadFunc = func(seq uint64) int { return agent.INCPayload(seq == 0) }
+		// Each message is one data flow of Offsets packets; the first of
+		// each carries the IDS part.
+		offsets := uint64(p.Offsets)
+		sc.PayloadFunc = func(seq uint64) int { return agent.INCPayload(seq%offsets == 0) }
 		flags |= wire.AnnounceFlagINCUplink
 	}
 	f.snd, err = agent.NewSender(sc, alg)
@@ -647,6 +698,26 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 			wake = min(wake, w)
 		}
 		nReplies := len(frames)
+		// Injected duplicates that are due go first.
+		for _, f := range a.senders {
+			for err == nil && len(f.dups) > 0 && f.dups[0].at <= now && len(frames) < nReplies+batch {
+				d := f.dups[0]
+				j := len(frames) - nReplies
+				b := store[j*frameLen : (j+1)*frameLen]
+				ip, mp, first := f.incPacket(agent.Packet{Seq: d.seq, PSN: f.snd.PSNOf(d.seq)})
+				n, e := f.path.BuildINC(b, f.rqpn, &mp, first, ip)
+				if e != nil {
+					err = fmt.Errorf("agent: flow %s: duplicate: %w", f.cfg.Name, e)
+					break
+				}
+				frames = append(frames, b[:n])
+				f.dups = f.dups[1:]
+				f.dupsSent++
+			}
+			if len(f.dups) > 0 {
+				wake = min(wake, f.dups[0].at)
+			}
+		}
 		for err == nil && len(frames) < nReplies+batch {
 			progressed := false
 			for k := 0; k < len(a.senders) && len(frames) < nReplies+batch; k++ {
@@ -666,7 +737,11 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 				b := store[j*frameLen : (j+1)*frameLen]
 				var n int
 				if f.inc != nil {
-					n, e = f.path.BuildINC(b, f.rqpn, &p, f.snd.PSNOf(0), *f.inc)
+					ip, mp, first := f.incPacket(p)
+					n, e = f.path.BuildINC(b, f.rqpn, &mp, first, ip)
+					if e == nil && f.dupEvery > 0 && (p.Seq+1)%f.dupEvery == 0 && len(f.dups) < maxPendingDups {
+						f.dups = append(f.dups, dupCopy{at: now + f.dupDelay, seq: p.Seq})
+					}
 				} else {
 					n, e = f.path.BuildData(b, f.rqpn, &p)
 				}
@@ -726,7 +801,7 @@ func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
 		var err error
 		switch {
 		case f.inc != nil:
-			err = f.snd.Post(now, int64(f.inc.Offsets)*int64(f.snd.Config().MSS))
+			// Later messages are posted at their own start times below.
 		case f.cfg.Duration > 0:
 			err = f.snd.Post(now, agent.Unbounded)
 			f.stopAt = now + time.Duration(f.cfg.Duration)
@@ -745,6 +820,18 @@ func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
 		f.prevT = now
 		a.log.WithField("flow", f.cfg.Name).Debug("flow started")
 	}
+	// INC: message k is posted at start + k*interval (all at once with
+	// interval 0), each a data flow of Offsets packets.
+	for f.inc != nil && f.incPosted < len(f.incMsgs) {
+		due := f.start + time.Duration(f.incPosted)*f.incInterval
+		if now < due {
+			return due, nil
+		}
+		if err := f.snd.Post(now, int64(f.inc.Offsets)*int64(f.snd.Config().MSS)); err != nil {
+			return agent.NoWake, fmt.Errorf("agent: flow %s: message %d: %w", f.cfg.Name, f.incMsgs[f.incPosted], err)
+		}
+		f.incPosted++
+	}
 	if f.cfg.Duration > 0 && !f.stopped {
 		if now < f.stopAt {
 			return f.stopAt, nil
@@ -754,7 +841,7 @@ func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
 			return agent.NoWake, fmt.Errorf("agent: flow %s: stop: %w", f.cfg.Name, err)
 		}
 	}
-	if f.snd.Done() && f.doneAt == 0 {
+	if f.done() && f.doneAt == 0 {
 		f.doneAt = now
 		a.log.WithFields(logrus.Fields{"flow": f.cfg.Name, "fct": (now - f.start).String()}).Info("flow done")
 	}
@@ -766,7 +853,7 @@ func (a *Agent) allDoneLocked() bool {
 		return false
 	}
 	for _, f := range a.senders {
-		if !f.snd.Done() {
+		if !f.done() {
 			return false
 		}
 	}
@@ -971,11 +1058,21 @@ func (a *Agent) holdReply(r reply) {
 // replies it builds (at most an ACK and a CNP), appended to replies; kick asks
 // the sender loop to re-examine its flows.
 func (a *Agent) handle(now time.Duration, ev *agent.Event, rb []byte, replies []reply) ([]reply, bool, error) {
+	if ev.Kind == agent.KindINCPartial {
+		a.rxStats.INCPartials++
+		return replies, false, nil
+	}
 	if ev.Kind == agent.KindINCResult {
 		a.rxStats.INCResults++
 		cs := a.incRecv[ev.DestQP]
 		for _, c := range cs {
 			if ev.HasIDs && c.Matches(&ev.IDs) {
+				tm := a.incTimes[c]
+				if tm == nil {
+					tm = &[2]time.Duration{now, now}
+					a.incTimes[c] = tm
+				}
+				tm[1] = now
 				if !c.OnResult(&ev.IDs, &ev.Vector) {
 					a.log.WithFields(logrus.Fields{"group": ev.IDs.GroupID, "message": ev.IDs.MessageID, "offset": ev.IDs.FirstPSN}).Warn("INC RESULT differs from the expected sum")
 				}
@@ -1107,7 +1204,7 @@ func (a *Agent) Status() []FlowStatus {
 		if f.send {
 			f.collectRTT()
 			f.msgs = append(f.msgs, f.snd.DrainDone()...)
-			s.Done, s.Send = f.snd.Done(), f.snd.Stats()
+			s.Done, s.Send = f.done(), f.snd.Stats()
 			s.Window, s.Inflight = f.snd.Algorithm().Window(), f.snd.Inflight()
 			s.Messages = slices.Clone(f.msgs)
 			s.RTTs = slices.Clone(f.rtts)

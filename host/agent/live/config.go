@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,17 +41,69 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 type INCFlow struct {
 	Group   uint16 `yaml:"group" json:"group"`
 	Message uint16 `yaml:"message" json:"message"`
-	Op      uint16 `yaml:"op" json:"op"`
-	Rank    uint8  `yaml:"rank" json:"rank"`
-	Workers int    `yaml:"workers" json:"workers"`
-	Offsets int    `yaml:"offsets" json:"offsets"`
-	Seed    uint64 `yaml:"seed" json:"seed"`
+	// Messages, when given, are the INC messages the flow carries one
+	// after the other on its connection, each a data flow of Offsets
+	// packets with its own first PSN (Message is then ignored).
+	Messages []uint16 `yaml:"messages" json:"messages"`
+	// Interval is the time between the starts of consecutive messages
+	// (0: all of them are posted at the flow's start, back to back).
+	Interval Duration `yaml:"interval" json:"interval"`
+	Op       uint16   `yaml:"op" json:"op"`
+	Rank     uint8    `yaml:"rank" json:"rank"`
+	Workers  int      `yaml:"workers" json:"workers"`
+	Offsets  int      `yaml:"offsets" json:"offsets"`
+	Seed     uint64   `yaml:"seed" json:"seed"`
+	// DupEvery sends every DupEvery-th contribution of the flow a second
+	// time, DupDelay after the first (0: never): injected retransmissions,
+	// which the switches must not count twice.
+	DupEvery int      `yaml:"dup_every" json:"dup_every"`
+	DupDelay Duration `yaml:"dup_delay" json:"dup_delay"`
 }
 
-// Params converts to agent.INCParams.
+// MaxINCMessages bounds the messages of one INC flow.
+const MaxINCMessages = 4096
+
+// MessageIDs returns the flow's messages in order: Messages, or Message.
+func (i *INCFlow) MessageIDs() []uint16 {
+	if len(i.Messages) > 0 {
+		return i.Messages
+	}
+	return []uint16{i.Message}
+}
+
+// Params converts to agent.INCParams of the flow's first message.
 func (i *INCFlow) Params() agent.INCParams {
-	return agent.INCParams{Group: i.Group, Message: i.Message, Op: i.Op, Rank: i.Rank,
+	return i.ParamsOf(i.MessageIDs()[0])
+}
+
+// ParamsOf converts to agent.INCParams of message msg.
+func (i *INCFlow) ParamsOf(msg uint16) agent.INCParams {
+	return agent.INCParams{Group: i.Group, Message: msg, Op: i.Op, Rank: i.Rank,
 		Workers: i.Workers, Offsets: i.Offsets, Seed: i.Seed}
+}
+
+// validate checks the INC part beyond agent.INCParams.Validate.
+func (i *INCFlow) validate() error {
+	p := i.Params()
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	seen := map[uint16]bool{}
+	for _, m := range i.Messages {
+		if seen[m] {
+			return fmt.Errorf("inc: message %d listed twice: %w", m, ErrFlowConfig)
+		}
+		seen[m] = true
+	}
+	switch {
+	case len(i.Messages) > MaxINCMessages:
+		return fmt.Errorf("inc: %d messages, at most %d: %w", len(i.Messages), MaxINCMessages, ErrFlowConfig)
+	case uint64(len(i.MessageIDs()))*uint64(i.Offsets) > wire.MaxPSN:
+		return fmt.Errorf("inc: %d messages of %d offsets exceed the 24-bit PSN space: %w", len(i.MessageIDs()), i.Offsets, ErrFlowConfig)
+	case i.Interval < 0 || i.DupDelay < 0 || i.DupEvery < 0:
+		return fmt.Errorf("inc: interval, dup_every and dup_delay must not be negative: %w", ErrFlowConfig)
+	}
+	return nil
 }
 
 // FlowConfig is one connection, written the same for both of its ends:
@@ -108,8 +161,9 @@ func ParseFlowFile(data []byte) ([]FlowConfig, error) {
 // ParseFlowSpec reads one --flow value: comma-separated key=value pairs with
 // the keys of FlowConfig: name, src, dst, dst_mac, src_qpn, dst_qpn, sport,
 // size, sizes (colon-separated), duration, start, count, and for INC
-// inc_group, inc_message, inc_op, inc_rank, inc_workers, inc_offsets,
-// inc_seed. QPNs accept 0x hex. Example:
+// inc_group, inc_message, inc_messages (colon-separated), inc_interval,
+// inc_op, inc_rank, inc_workers, inc_offsets, inc_seed, inc_dup_every,
+// inc_dup_delay. QPNs accept 0x hex. Example:
 //
 //	src=10.0.0.1,dst=10.0.0.2,src_qpn=0x100,dst_qpn=0x200,size=10MB
 func ParseFlowSpec(spec string) (FlowConfig, error) {
@@ -176,6 +230,21 @@ func ParseFlowSpec(spec string) (FlowConfig, error) {
 			hasINC, inc.Offsets = true, int(num(24))
 		case "inc_seed":
 			hasINC, inc.Seed = true, num(64)
+		case "inc_messages":
+			hasINC = true
+			for _, m := range strings.Split(v, ":") {
+				var n uint64
+				if n, err = strconv.ParseUint(m, 0, 16); err != nil {
+					break
+				}
+				inc.Messages = append(inc.Messages, uint16(n))
+			}
+		case "inc_interval":
+			hasINC, err = true, inc.Interval.UnmarshalText([]byte(v))
+		case "inc_dup_every":
+			hasINC, inc.DupEvery = true, int(num(24))
+		case "inc_dup_delay":
+			hasINC, err = true, inc.DupDelay.UnmarshalText([]byte(v))
 		default:
 			return f, fmt.Errorf("flow %q: unknown key %q: %w", spec, k, ErrFlowConfig)
 		}
@@ -264,8 +333,7 @@ func Expand(flows []FlowConfig) ([]FlowConfig, error) {
 			if kinds != 0 {
 				return nil, fmt.Errorf("%s: an INC flow has no size, sizes or duration (its length is inc offsets): %w", where, ErrFlowConfig)
 			}
-			if p := f.INC.Params(); p.Validate() != nil {
-				err := p.Validate()
+			if err := f.INC.validate(); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 		} else if kinds != 1 {
@@ -294,6 +362,7 @@ func Expand(flows []FlowConfig) ([]FlowConfig, error) {
 			g.SPort += uint16(k)
 			if g.INC != nil {
 				inc := *f.INC
+				inc.Messages = slices.Clone(f.INC.Messages)
 				g.INC = &inc
 			}
 			if g.Name == "" {

@@ -68,8 +68,10 @@ type Record struct {
 	Pause         *PauseRecord `json:"pause,omitempty"`                 // the host's PFC counters (type "agent")
 	Recv          *RecvRecord  `json:"recv,omitempty"`
 	INC           *INCRecord   `json:"inc,omitempty"`
-	Agent         *RxCounters  `json:"agent,omitempty"`
-	Messages      []MsgRecord  `json:"messages,omitempty"`
+	// INCDupsSent counts an INC worker's injected duplicates sent (summary).
+	INCDupsSent *uint64     `json:"inc_dups_sent,omitempty"`
+	Agent       *RxCounters `json:"agent,omitempty"`
+	Messages    []MsgRecord `json:"messages,omitempty"`
 }
 
 // RTTSummary summarises RTT samples in microseconds.
@@ -111,6 +113,10 @@ type INCRecord struct {
 	Duplicates uint64 `json:"duplicates"`
 	BadOffset  uint64 `json:"bad_offset"`
 	Complete   bool   `json:"complete"`
+	// FirstUnixNs and LastUnixNs are the wall-clock arrival times of the
+	// message's first and last RESULT (absent before any).
+	FirstUnixNs int64 `json:"first_unix_ns,omitempty"`
+	LastUnixNs  int64 `json:"last_unix_ns,omitempty"`
 }
 
 // PauseRecord holds a host's counters of received PFC and PAUSE frames.
@@ -334,7 +340,7 @@ func (a *Agent) writeSummary() {
 		if minw == cc.NoWindowCap {
 			minw = -1
 		}
-		r := Record{Type: "summary", T: t, Flow: f.cfg.Name, Role: "sender", Done: ptr(f.snd.Done()),
+		r := Record{Type: "summary", T: t, Flow: f.cfg.Name, Role: "sender", Done: ptr(f.done()),
 			BytesSent: ptr(st.WireBytesSent), PayloadSent: ptr(st.PayloadSent), BytesAcked: ptr(st.PayloadAcked),
 			CNPSwitch: ptr(st.CNPSwitch), CNPNP: ptr(st.CNPNP), Retransmits: ptr(st.Retransmits),
 			ECEAcks: ptr(st.ECEAcks), INTAcks: ptr(st.INTAcks),
@@ -356,12 +362,19 @@ func (a *Agent) writeSummary() {
 		for _, m := range f.msgs {
 			r.Messages = append(r.Messages, MsgRecord{Index: m.Index, Bytes: m.Bytes, FCTUs: us(m.FCT())})
 		}
+		if f.inc != nil {
+			r.INCDupsSent = ptr(f.dupsSent)
+		}
 		recs = append(recs, r)
 	}
 	for _, c := range a.checkers {
 		p, s := c.Params(), c.Stats()
-		recs = append(recs, Record{Type: "inc", T: t, INC: &INCRecord{Group: p.Group, Message: p.Message, Offsets: p.Offsets,
-			Results: s.Results, Correct: s.Correct, Wrong: s.Wrong, Duplicates: s.Duplicates, BadOffset: s.BadOffset, Complete: c.Complete()}})
+		ir := &INCRecord{Group: p.Group, Message: p.Message, Offsets: p.Offsets,
+			Results: s.Results, Correct: s.Correct, Wrong: s.Wrong, Duplicates: s.Duplicates, BadOffset: s.BadOffset, Complete: c.Complete()}
+		if tm := a.incTimes[c]; tm != nil {
+			ir.FirstUnixNs, ir.LastUnixNs = a.wallNs(tm[0]), a.wallNs(tm[1])
+		}
+		recs = append(recs, Record{Type: "inc", T: t, INC: ir})
 	}
 	rx := a.rxStats
 	recs = append(recs, Record{Type: "agent", T: t, Agent: &rx, Pause: pauseRecord(ps), EpochUnixNs: ptr(a.epoch.UnixNano())})

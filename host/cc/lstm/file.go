@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // FileFormat names the weights file format (the value of its "format" key).
@@ -31,6 +32,19 @@ type File struct {
 	LinearB   []float64   `json:"linear_bias"`
 	// Provenance says how the weights were made; nil for hand-made ones.
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// PIDGains are PID gains trained online along with the traces (nil: none).
+	PIDGains *PIDGains `json:"pid_gains,omitempty"`
+}
+
+// PIDGains are PID gains of the LSTM+PID controller trained online, and how.
+type PIDGains struct {
+	Kp       float64    `json:"kp"`
+	Ki       float64    `json:"ki"`
+	Kd       float64    `json:"kd"`
+	Initial  [3]float64 `json:"initial"`   // the gains training started from
+	Updates  int64      `json:"updates"`   // gradient steps made
+	TargetNs int64      `json:"target_ns"` // the RTT target they were trained for
+	Source   string     `json:"source"`    // the runs that trained them
 }
 
 // Provenance records how a weights file was made, so that the same command
@@ -74,10 +88,22 @@ type DataInfo struct {
 // Encode returns the weights file of m with smoothing factor s and
 // provenance prov (may be nil), as indented JSON ending in a newline.
 func Encode(m *Model, s float64, prov *Provenance) ([]byte, error) {
+	return EncodeWithGains(m, s, prov, nil)
+}
+
+// EncodeWithGains is Encode with trained PID gains g (nil: none).
+func EncodeWithGains(m *Model, s float64, prov *Provenance, g *PIDGains) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	f := File{Format: FileFormat, Hidden: Hidden, Steps: Steps, Smoothing: s, Provenance: prov}
+	if g != nil {
+		for _, v := range []float64{g.Kp, g.Ki, g.Kd} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, errorf("PID gain %v", v)
+			}
+		}
+	}
+	f := File{Format: FileFormat, Hidden: Hidden, Steps: Steps, Smoothing: s, Provenance: prov, PIDGains: g}
 	p := &m.P
 	f.WeightIH = make([][]float64, Gates)
 	f.WeightHH = make([][]float64, Gates)
@@ -140,6 +166,12 @@ func (f *File) marshal() ([]byte, error) {
 			k string
 			v any
 		}{"provenance", f.Provenance})
+	}
+	if f.PIDGains != nil {
+		keys = append(keys, struct {
+			k string
+			v any
+		}{"pid_gains", f.PIDGains})
 	}
 	for i, kv := range keys {
 		if err := field(i == len(keys)-1, kv.k, kv.v); err != nil {
@@ -209,6 +241,13 @@ func Decode(b []byte) (*Model, *File, error) {
 	}
 	if err := m.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if g := f.PIDGains; g != nil {
+		for _, v := range []float64{g.Kp, g.Ki, g.Kd} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, nil, errorf("weights file: PID gain %v", v)
+			}
+		}
 	}
 	return m, &f, nil
 }

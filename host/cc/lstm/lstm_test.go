@@ -320,6 +320,18 @@ func TestFileRoundTrip(t *testing.T) {
 	if string(b2) != string(b) {
 		t.Error("encode(decode(b)) != b")
 	}
+	// Trained PID gains ride along.
+	g := &PIDGains{Kp: -0.5, Ki: -0.02, Kd: 0.01, Initial: [3]float64{-0.2, -0.05, 0.1}, Updates: 9, TargetNs: 5000, Source: "test"}
+	bg, err := EncodeWithGains(m, 0.2, prov, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fg, err := Decode(bg); err != nil || fg.PIDGains == nil || *fg.PIDGains != *g {
+		t.Errorf("gains round trip: %v %+v", err, fg)
+	}
+	if _, err := EncodeWithGains(m, 0.2, prov, &PIDGains{Kp: math.NaN()}); !errors.Is(err, ErrModel) {
+		t.Errorf("NaN gain: %v", err)
+	}
 	// The PyTorch layout: weight_hh_l0 row g is gate row g.
 	if !strings.Contains(string(b), `"weight_hh_l0"`) || !strings.Contains(string(b), `"linear_bias"`) {
 		t.Error("state_dict names missing")

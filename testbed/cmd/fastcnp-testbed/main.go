@@ -54,6 +54,8 @@ func run() error {
 	devConfig := flag.String("device-config", "", "BMv2 JSON for -plan -target bmv2 (fastcnpd pushes it)")
 	nice := flag.Int("nice", testbed.DefaultNice, "niceness of the switches, agents and fastcnpd (0: unchanged); the emulation runs in real time and must not wait for cores behind other work")
 	replot := flag.Bool("replot", false, "do not run: read -out/result-<mode>.json of -modes and rewrite the tables and plots")
+	var linkEvents linkEventFlag
+	flag.Var(&linkEvents, "link", "a link event during each run (repeatable): PORT@TIME[:up][+NOTIFY], e.g. leaf2-p9@1.5s (the link of switch port leaf2-p9 goes down 1.5 s after the flows' start; fastcnpd is told at once, or NOTIFY later)")
 	flag.Parse()
 
 	log := logrus.New()
@@ -127,7 +129,8 @@ func run() error {
 	for _, s := range specs {
 		log.WithFields(logrus.Fields{"topology": topo.Name, "mode": s.mode, "cc": s.cc}).Info("running")
 		o := testbed.Options{Topology: topo, Mode: s.mode, CC: s.cc, Binaries: bins, HostArgs: strings.Fields(*hostArgs),
-			WorkDir: filepath.Join(*out, s.name), Duration: *duration, DCQCNParams: *params, Nice: *nice, Log: log}
+			WorkDir: filepath.Join(*out, s.name), Duration: *duration, DCQCNParams: *params, Nice: *nice, Log: log,
+			LinkEvents: linkEvents}
 		if s.cc != "" {
 			o.CCParams = *ccParams
 		}
@@ -196,6 +199,11 @@ func writeOutputs(runs []*testbed.Result, topo *testbed.Topology, specs []runSpe
 	if err != nil {
 		return err
 	}
+	incFiles, err := writeINC(runs, topo, out)
+	if err != nil {
+		return err
+	}
+	files = append(files, incFiles...)
 	fmt.Printf("\nresults in %s: table.txt table.md flows.csv result-*.json %s\n", out, strings.Join(files, " "))
 	// A link that delivered more than it can carry means the measurement
 	// is wrong: say so loudly and fail.
@@ -248,4 +256,84 @@ func binaries(ctx context.Context, dir string, log logrus.FieldLogger) (testbed.
 		log.WithError(err).Warn("fastcnpd not built: the controller runs in-process")
 	}
 	return b, cleanup, nil
+}
+
+// writeINC writes, for a topology with INC flows, each run's INC report:
+// inc-report-<label>.json, inc-<label>.md and the plot inc-<label>.png.
+func writeINC(runs []*testbed.Result, topo *testbed.Topology, out string) ([]string, error) {
+	hasINC := false
+	for _, f := range topo.Flows {
+		hasINC = hasINC || f.INC != nil
+	}
+	if !hasINC {
+		return nil, nil
+	}
+	cfg, err := topo.ControllerConfig(testbed.ControllerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, r := range runs {
+		rep, err := testbed.AnalyzeINC(topo, cfg, r)
+		if err != nil {
+			return files, err
+		}
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return files, fmt.Errorf("INC report: %w", err)
+		}
+		name := "inc-report-" + r.Label() + ".json"
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return files, fmt.Errorf("INC report: %w", err)
+		}
+		var md bytes.Buffer
+		fmt.Fprintf(&md, "# %s (%s): INC\n\n%s\n\n", topo.Name, r.Label(), topo.Description)
+		if err := testbed.WriteINCMarkdown(&md, rep, r); err != nil {
+			return files, err
+		}
+		mdName := "inc-" + r.Label() + ".md"
+		if err := os.WriteFile(filepath.Join(out, mdName), md.Bytes(), 0o644); err != nil {
+			return files, fmt.Errorf("INC report: %w", err)
+		}
+		png, err := report.INCPlots(rep, r, out)
+		if err != nil {
+			return files, err
+		}
+		fmt.Print(md.String())
+		files = append(files, name, mdName, png)
+	}
+	return files, nil
+}
+
+// linkEventFlag is -link: PORT@TIME[:up][+NOTIFY], repeatable.
+type linkEventFlag []testbed.LinkEvent
+
+func (l *linkEventFlag) String() string { return fmt.Sprint(*l) }
+
+func (l *linkEventFlag) Set(s string) error {
+	port, rest, ok := strings.Cut(s, "@")
+	if !ok || port == "" {
+		return fmt.Errorf("%q: want PORT@TIME[:up][+NOTIFY]", s)
+	}
+	ev := testbed.LinkEvent{Port: port, Down: true}
+	if at, notify, ok := strings.Cut(rest, "+"); ok {
+		d, err := time.ParseDuration(notify)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q: notify delay %q: want a duration >= 0", s, notify)
+		}
+		ev.NotifyAfter, rest = d, at
+	}
+	if at, state, ok := strings.Cut(rest, ":"); ok {
+		if state != "up" && state != "down" {
+			return fmt.Errorf("%q: state %q: want up or down", s, state)
+		}
+		ev.Down, rest = state == "down", at
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q: time %q: want a duration >= 0", s, rest)
+	}
+	ev.At = d
+	*l = append(*l, ev)
+	return nil
 }

@@ -1,0 +1,716 @@
+package p4src
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
+)
+
+// The TNA/T2NA program's P4Infos (p4src/tna/fastcnp-{tofino,tofino2}.p4info.txtpb), as
+// p4c-barefoot writes them with --p4runtime-force-std-externs, read from the sources
+// the way its P4Runtime serializer sees them (docs/tofino.md "P4Info"):
+//   - names: a control's objects are Control.name, an @name(".x") is x (the pipe prefix
+//     "pipe." that bf-p4c puts in front of every name is stripped by the conversion);
+//     aliases are the shortest unique suffixes;
+//   - IDs: an @id on a TNA extern carries the TNA prefix (Counter 0x83, Register 0x8B,
+//     ActionProfile 0x81, ActionSelector 0x82, Digest 0x8E); the conversion keeps the
+//     low 24 bits under the standard prefix (0x12, 0x16, 0x11, -, 0x17). A parser value
+//     set cannot be pinned: its ID is p4c's hash of "pipe.Parser.name";
+//   - TNA externs become standard objects: a Counter a counter (unit BOTH for
+//     PACKETS_AND_BYTES), a Register a register (its type: bit<W> or a struct, listed in
+//     type_info), an ActionProfile with its ActionSelector one action profile
+//     with_selector and the selector's max_group_size, a Digest a digest named by its
+//     instance; a value set keeps only its size;
+//   - tables as any P4Info: const tables are is_const_table, has_initial_entries and
+//     const_default_action_id.
+// Until p4c-barefoot has compiled the program the committed files are this reader's
+// output (go test ./p4src -run TestTNAP4Info -update-tna-p4info writes them); once it
+// has, they are the compiler's (p4src/build.sh tofino | tofino2) and this test checks
+// the reader against them. Either way a change of the source that is not in the
+// committed P4Info fails here, in CI, without the compiler.
+
+var updateTNAP4Info = flag.Bool("update-tna-p4info", false,
+	"write p4src/tna/fastcnp-{tofino,tofino2}.p4info.txtpb from the TNA sources")
+
+// tnaProfiles are the two compilations of p4src/tna/fastcnp.p4.
+var tnaProfiles = []struct{ profile, arch string }{{"tofino", "tna"}, {"tofino2", "t2na"}}
+
+func tnaP4InfoPath(profile string) string {
+	return filepath.Join("tna", "fastcnp-"+profile+".p4info.txtpb")
+}
+
+// TNA P4Info prefixes of the externs the program declares, and the standard
+// prefix each becomes (barefoot/p4info.proto P4Ids; p4runtime_force_std.cpp).
+var tnaStdPrefix = map[uint32]uint32{0x83: prefixCounter, 0x8B: prefixRegister, 0x81: prefixActionProfile,
+	0x8E: prefixDigest}
+
+// tnaIntrinsicWidths are the widths of the TNA intrinsic metadata a key may use.
+var tnaIntrinsicWidths = map[string]int{"ingress_intrinsic_metadata_t.ingress_port": 9,
+	"egress_intrinsic_metadata_t.egress_port": 9}
+
+// tnaExtern is one TNA extern instance of a control.
+type tnaExtern struct {
+	kind, idText, nameAnn, local string
+	typ                          string // Register: cell type; Digest: the struct
+	size                         string // Counter, Register, ActionProfile: cells
+	unit                         string // Counter: CounterType_t
+	profile, maxGroup            string // ActionSelector
+}
+
+var (
+	reTNAAnnots   = `((?:@\w+\((?:[^()]|\([^()]*\))*\)\s*)*)`
+	reTNACounter  = regexp.MustCompile(reTNAAnnots + `\bCounter\s*<\s*bit\s*<\s*\d+\s*>\s*,\s*bit\s*<\s*\d+\s*>\s*>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;`)
+	reTNARegister = regexp.MustCompile(reTNAAnnots + `\bRegister\s*<\s*(bit\s*<\s*\d+\s*>|\w+)\s*,\s*bit\s*<\s*32\s*>\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
+	reTNAProfile  = regexp.MustCompile(reTNAAnnots + `\bActionProfile\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
+	reTNASelector = regexp.MustCompile(reTNAAnnots + `\bActionSelector\s*\(\s*(\w+)\s*,\s*\w+\s*,\s*SelectorMode_t\.\w+\s*,\s*(\w+)\s*,\s*\w+\s*\)\s*(\w+)\s*;`)
+	reTNADigest   = regexp.MustCompile(reTNAAnnots + `\bDigest\s*<\s*(\w+)\s*>\s*\([^)]*\)\s*(\w+)\s*;`)
+	reTNAValueSet = regexp.MustCompile(reTNAAnnots + `\bvalue_set\s*<\s*bit\s*<\s*(\d+)\s*>\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
+	reAnnID       = regexp.MustCompile(`@id\(\s*([^)]*?)\s*\)`)
+	reAnnName     = regexp.MustCompile(`@name\(\s*"([^"]*)"\s*\)`)
+	reLocalVar    = regexp.MustCompile(`(?m)(?:^|;)[ \t]*(bit\s*<\s*\d+\s*>|bool)\s+(\w+)\s*;`)
+	reTokenPaste  = regexp.MustCompile(`\s*##\s*`)
+)
+
+// tnaProgram is the TNA program's declarations: the shared reader's (types, defines,
+// controls with their actions and tables) plus the TNA externs of each control and
+// the control-level variables a key may use.
+type tnaProgram struct {
+	*p4Program
+	externs map[string][]tnaExtern       // by control
+	locals  map[string]map[string]string // control -> variable -> type
+}
+
+// tnaSources returns the TNA program's text as p4c's preprocessor would hand it on
+// for declarations: include/*.p4, tna/headers.p4 and tna/fastcnp.p4 without comments,
+// the function-like macros (#define NAME(...)) expanded and token pasting done. The
+// log2 entries file stays out (it is only const entries).
+func tnaSources(t *testing.T) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("include", "*.p4"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("include/*.p4: %v", err)
+	}
+	sort.Strings(files)
+	files = append(files, filepath.Join("tna", "headers.p4"), filepath.Join("tna", "fastcnp.p4"))
+	macros := map[string]p4Macro{}
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := reLineComment.ReplaceAllString(reBlockComment.ReplaceAllString(string(b), ""), "")
+		s = reMacroDef.ReplaceAllStringFunc(s, func(def string) string {
+			m := reMacroDef.FindStringSubmatch(def)
+			if m[2] == "" {
+				return def // object-like: the reader resolves sizes through its defines
+			}
+			var params []string
+			for _, p := range strings.Split(m[3], ",") {
+				params = append(params, strings.TrimSpace(p))
+			}
+			macros[m[1]] = p4Macro{params: params, body: strings.ReplaceAll(m[4], "\\\n", "\n")}
+			return ""
+		})
+		all.WriteString(s)
+		all.WriteString("\n")
+	}
+	out, err := expandMacros(all.String(), macros)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reTokenPaste.ReplaceAllString(out, "")
+}
+
+func parseTNAProgram(t *testing.T) *tnaProgram {
+	t.Helper()
+	prog := &tnaProgram{p4Program: parseP4Source(t, tnaSources(t)), externs: map[string][]tnaExtern{},
+		locals: map[string]map[string]string{}}
+	for name, c := range prog.controls {
+		annots := func(s string) (id, nameAnn string) {
+			if m := reAnnID.FindStringSubmatch(s); m != nil {
+				id = m[1]
+			}
+			if m := reAnnName.FindStringSubmatch(s); m != nil {
+				nameAnn = m[1]
+			}
+			return id, nameAnn
+		}
+		var ex []tnaExtern
+		for _, m := range reTNACounter.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "Counter", idText: id, nameAnn: n, size: m[2], unit: m[3], local: m[4]})
+		}
+		for _, m := range reTNARegister.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "Register", idText: id, nameAnn: n, typ: strings.ReplaceAll(m[2], " ", ""), size: m[3], local: m[4]})
+		}
+		for _, m := range reTNAProfile.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "ActionProfile", idText: id, nameAnn: n, size: m[2], local: m[3]})
+		}
+		for _, m := range reTNASelector.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "ActionSelector", idText: id, nameAnn: n, profile: m[2], maxGroup: m[3], local: m[4]})
+		}
+		for _, m := range reTNADigest.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "Digest", idText: id, nameAnn: n, typ: m[2], local: m[3]})
+		}
+		for _, m := range reTNAValueSet.FindAllStringSubmatch(c.decls, -1) {
+			id, n := annots(m[1])
+			ex = append(ex, tnaExtern{kind: "value_set", idText: id, nameAnn: n, typ: "bit<" + m[2] + ">", size: m[3], local: m[4]})
+		}
+		prog.externs[name] = ex
+		vars := map[string]string{}
+		for _, m := range reLocalVar.FindAllStringSubmatch(c.decls, -1) {
+			vars[m[2]] = strings.ReplaceAll(m[1], " ", "")
+		}
+		prog.locals[name] = vars
+	}
+	return prog
+}
+
+// cpName is the control-plane name bf-p4c gives a control's object (after the
+// conversion strips "pipe.").
+func cpName(control, local, nameAnn string) string {
+	switch {
+	case strings.HasPrefix(nameAnn, "."):
+		return nameAnn[1:]
+	case nameAnn != "":
+		return control + "." + nameAnn
+	}
+	return control + "." + local
+}
+
+// tnaKeyWidth is the width of a key expression of control c.
+func (p *tnaProgram) tnaKeyWidth(t *testing.T, c p4Container, expr string) (int, error) {
+	parts := strings.Split(expr, ".")
+	if len(parts) == 1 {
+		typ, ok := p.locals[c.name][expr]
+		if !ok {
+			return 0, fmt.Errorf("key %s: not a variable of %s", expr, c.name)
+		}
+		return p.width(t, typ), nil
+	}
+	typ := c.params[parts[0]]
+	if w, ok := tnaIntrinsicWidths[typ+"."+strings.Join(parts[1:], ".")]; ok {
+		return w, nil
+	}
+	if typ == "" {
+		return 0, fmt.Errorf("key %s: %s is no parameter of %s", expr, parts[0], c.name)
+	}
+	fields := parts[1:]
+	valid := fields[len(fields)-1] == "isValid()"
+	if valid {
+		fields = fields[:len(fields)-1]
+	}
+	for _, f := range fields {
+		typ = p.fieldType(t, typ, f)
+	}
+	if valid {
+		if !p.isHeader[typ] {
+			return 0, fmt.Errorf("key %s: isValid() of a non-header", expr)
+		}
+		return 1, nil
+	}
+	return p.width(t, typ), nil
+}
+
+// typeSpec is the P4Info type of a P4 type (bit<W>, a typedef of one, or a struct
+// that type_info lists).
+func (p *tnaProgram) typeSpec(t *testing.T, typ string, info *p4configv1.P4Info) *p4configv1.P4DataTypeSpec {
+	if fields, ok := p.types[typ]; ok && !p.isHeader[typ] {
+		st := &p4configv1.P4StructTypeSpec{}
+		for _, f := range fields {
+			st.Members = append(st.Members, &p4configv1.P4StructTypeSpec_Member{Name: f.name, TypeSpec: p.typeSpec(t, f.typ, info)})
+		}
+		if info.TypeInfo == nil {
+			info.TypeInfo = &p4configv1.P4TypeInfo{}
+		}
+		if info.TypeInfo.Structs == nil {
+			info.TypeInfo.Structs = map[string]*p4configv1.P4StructTypeSpec{}
+		}
+		info.TypeInfo.Structs[typ] = st
+		return &p4configv1.P4DataTypeSpec{TypeSpec: &p4configv1.P4DataTypeSpec_Struct{Struct: &p4configv1.P4NamedType{Name: typ}}}
+	}
+	return &p4configv1.P4DataTypeSpec{TypeSpec: &p4configv1.P4DataTypeSpec_Bitstring{Bitstring: &p4configv1.P4BitstringLikeTypeSpec{
+		TypeSpec: &p4configv1.P4BitstringLikeTypeSpec_Bit{Bit: &p4configv1.P4BitTypeSpec{Bitwidth: int32(p.width(t, typ))}}}}}
+}
+
+// tnaStdID converts an @id written with a TNA prefix to its standard ID.
+func tnaStdID(t *testing.T, idText, what string) uint32 {
+	id := parseID(t, idText)
+	std, ok := tnaStdPrefix[id>>24]
+	if !ok {
+		t.Fatalf("%s: @id(%s) has no TNA prefix with a standard counterpart", what, idText)
+	}
+	return std<<24 | id&0xffffff
+}
+
+// buildTNAP4Info derives the standard P4Info bf-p4c writes for arch (tna, t2na).
+func buildTNAP4Info(t *testing.T, p *tnaProgram, arch string) (*p4configv1.P4Info, error) {
+	info := &p4configv1.P4Info{PkgInfo: &p4configv1.PkgInfo{Arch: arch}}
+	var names []string // every object's name, for the aliases
+	pre := func(id uint32, name string, annotations ...string) *p4configv1.Preamble {
+		names = append(names, name)
+		return &p4configv1.Preamble{Id: id, Name: name, Annotations: annotations}
+	}
+	controls := make([]string, 0, len(p.controls))
+	for n := range p.controls {
+		controls = append(controls, n)
+	}
+	sort.Strings(controls)
+	actionIDs := map[string]uint32{"NoAction": noActionID} // control.local -> ID
+	info.Actions = append(info.Actions, &p4configv1.Action{Preamble: pre(noActionID, "NoAction", `@noWarn("unused")`)})
+	profiles := map[string]*p4configv1.ActionProfile{} // control.local of the ActionProfile
+	selectors := map[string]tnaExtern{}                // control.local of the selector
+	for _, cn := range controls {
+		c := p.controls[cn]
+		for _, a := range c.actions {
+			act := &p4configv1.Action{Preamble: pre(parseID(t, a.idText), cn+"."+a.name)}
+			for i, prm := range a.params {
+				act.Params = append(act.Params, &p4configv1.Action_Param{Id: uint32(i + 1), Name: prm.name, Bitwidth: int32(p.width(t, prm.typ))})
+			}
+			actionIDs[cn+"."+a.name] = act.Preamble.Id
+			info.Actions = append(info.Actions, act)
+		}
+		for _, e := range p.externs[cn] {
+			name := cpName(cn, e.local, e.nameAnn)
+			switch e.kind {
+			case "Counter":
+				units := map[string]p4configv1.CounterSpec_Unit{"PACKETS": p4configv1.CounterSpec_PACKETS,
+					"BYTES": p4configv1.CounterSpec_BYTES, "PACKETS_AND_BYTES": p4configv1.CounterSpec_BOTH}
+				info.Counters = append(info.Counters, &p4configv1.Counter{Preamble: pre(tnaStdID(t, e.idText, name), name),
+					Spec: &p4configv1.CounterSpec{Unit: units[e.unit]}, Size: p.size(t, e.size)})
+			case "Register":
+				info.Registers = append(info.Registers, &p4configv1.Register{Preamble: pre(tnaStdID(t, e.idText, name), name),
+					TypeSpec: p.typeSpec(t, e.typ, info), Size: int32(p.size(t, e.size))})
+			case "ActionProfile":
+				ap := &p4configv1.ActionProfile{Preamble: pre(tnaStdID(t, e.idText, name), name), Size: p.size(t, e.size)}
+				profiles[cn+"."+e.local] = ap
+				info.ActionProfiles = append(info.ActionProfiles, ap)
+			case "ActionSelector":
+				// No object of its own: its action profile gets with_selector.
+				if id := parseID(t, e.idText); id>>24 != 0x82 {
+					return nil, fmt.Errorf("action selector %s: @id(%s) without the TNA prefix 0x82", name, e.idText)
+				}
+				selectors[cn+"."+e.local] = e
+			case "Digest":
+				info.Digests = append(info.Digests, &p4configv1.Digest{Preamble: pre(tnaStdID(t, e.idText, name), name),
+					TypeSpec: p.typeSpec(t, e.typ, info)})
+			case "value_set":
+				if e.idText != "" {
+					return nil, fmt.Errorf("value set %s: an @id is checked against the standard prefix and then not used", name)
+				}
+				// p4c hashes the name with the pipe prefix.
+				info.ValueSets = append(info.ValueSets, &p4configv1.ValueSet{
+					Preamble: pre(p4cDerivedID(prefixValueSet, "pipe."+name), name), Size: int32(p.size(t, e.size))})
+			}
+		}
+	}
+	for sel, e := range selectors {
+		ap := profiles[sel[:strings.Index(sel, ".")+1]+e.profile]
+		if ap == nil {
+			return nil, fmt.Errorf("action selector %s: no ActionProfile %s in its control", sel, e.profile)
+		}
+		ap.WithSelector = true
+		ap.MaxGroupSize = int32(p.size(t, e.maxGroup))
+	}
+	for _, cn := range controls {
+		c := p.controls[cn]
+		for _, tb := range c.tables {
+			name := cn + "." + tb.name
+			pt := &p4configv1.Table{Preamble: pre(parseID(t, tb.idText), name), Size: p.size(t, tb.size),
+				IsConstTable: tb.constEntries, HasInitialEntries: tb.constEntries}
+			for i, k := range tb.keys {
+				w, err := p.tnaKeyWidth(t, c, k.expr)
+				if err != nil {
+					return nil, fmt.Errorf("table %s: %w", name, err)
+				}
+				mt, ok := p4configv1.MatchField_MatchType_value[strings.ToUpper(k.kind)]
+				if !ok {
+					return nil, fmt.Errorf("table %s: match kind %s", name, k.kind)
+				}
+				pt.MatchFields = append(pt.MatchFields, &p4configv1.MatchField{Id: uint32(i + 1), Name: k.name, Bitwidth: int32(w),
+					Match: &p4configv1.MatchField_MatchType_{MatchType: p4configv1.MatchField_MatchType(mt)}})
+			}
+			ref := func(local string) (uint32, error) {
+				if local == "NoAction" {
+					return noActionID, nil
+				}
+				if id, ok := actionIDs[cn+"."+local]; ok {
+					return id, nil
+				}
+				return 0, fmt.Errorf("table %s: action %s is not declared in %s", name, local, cn)
+			}
+			for _, a := range tb.actions {
+				id, err := ref(a)
+				if err != nil {
+					return nil, err
+				}
+				pt.ActionRefs = append(pt.ActionRefs, &p4configv1.ActionRef{Id: id})
+			}
+			def := tb.defaultAction
+			if tb.implementation != "" {
+				// A table with a selector: p4c adds NoAction as its default only.
+				if def != "" {
+					return nil, fmt.Errorf("table %s: a selector table takes p4c's default", name)
+				}
+				def = "NoAction"
+				pt.ActionRefs = append(pt.ActionRefs, &p4configv1.ActionRef{Id: noActionID,
+					Annotations: []string{"@defaultonly"}, Scope: p4configv1.ActionRef_DEFAULT_ONLY})
+				sel, ok := selectors[cn+"."+tb.implementation]
+				if !ok {
+					return nil, fmt.Errorf("table %s: implementation %s is no ActionSelector of %s", name, tb.implementation, cn)
+				}
+				ap := profiles[cn+"."+sel.profile]
+				pt.ImplementationId = ap.Preamble.Id
+				ap.TableIds = append(ap.TableIds, pt.Preamble.Id)
+			}
+			if def == "" {
+				return nil, fmt.Errorf("table %s: no default_action", name)
+			}
+			id, err := ref(def)
+			if err != nil {
+				return nil, err
+			}
+			pt.InitialDefaultAction = &p4configv1.TableActionCall{ActionId: id}
+			if tb.constDefault {
+				pt.ConstDefaultActionId = id
+			}
+			info.Tables = append(info.Tables, pt)
+		}
+	}
+	// Controller headers (include/headers.p4), IDs derived from the type names.
+	hdrs := make([]string, 0, len(p.ctrlHdr))
+	for typ := range p.ctrlHdr {
+		hdrs = append(hdrs, typ)
+	}
+	sort.Strings(hdrs)
+	for _, typ := range hdrs {
+		h := p.ctrlHdr[typ]
+		cpm := &p4configv1.ControllerPacketMetadata{Preamble: pre(p4cDerivedID(prefixControllerHeader, typ), h.name,
+			fmt.Sprintf("@controller_header(%q)", h.name))}
+		for i, f := range p.types[typ] {
+			cpm.Metadata = append(cpm.Metadata, &p4configv1.ControllerPacketMetadata_Metadata{Id: uint32(i + 1), Name: f.name, Bitwidth: int32(p.width(t, f.typ))})
+		}
+		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, cpm)
+	}
+	// Aliases: the shortest suffix of dot-separated components no other name ends in.
+	alias := shortestUniqueSuffixes(names)
+	for _, o := range allPreambles(info) {
+		o.Alias = alias[o.Name]
+	}
+	return info, nil
+}
+
+// shortestUniqueSuffixes maps each name to its shortest dot-separated suffix that
+// is a suffix of no other name (p4c's P4SymbolSuffixSet).
+func shortestUniqueSuffixes(names []string) map[string]string {
+	count := map[string]int{}
+	for _, n := range names {
+		parts := strings.Split(n, ".")
+		for i := range parts {
+			count[strings.Join(parts[i:], ".")]++
+		}
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		parts := strings.Split(n, ".")
+		out[n] = n
+		for i := len(parts) - 1; i >= 0; i-- {
+			if s := strings.Join(parts[i:], "."); count[s] == 1 {
+				out[n] = s
+				break
+			}
+		}
+	}
+	return out
+}
+
+// allPreambles returns the preamble of every object of info (every repeated
+// field whose messages have one).
+func allPreambles(info *p4configv1.P4Info) []*p4configv1.Preamble {
+	var out []*p4configv1.Preamble
+	m := info.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if !fd.IsList() || fd.Message() == nil || fd.Message().Fields().ByName("preamble") == nil {
+			continue
+		}
+		l := m.Get(fd).List()
+		for j := 0; j < l.Len(); j++ {
+			x := l.Get(j).Message()
+			out = append(out, x.Get(x.Descriptor().Fields().ByName("preamble")).Message().Interface().(*p4configv1.Preamble))
+		}
+	}
+	return out
+}
+
+func loadTNAP4Info(t *testing.T, profile string) *p4configv1.P4Info {
+	t.Helper()
+	b, err := os.ReadFile(tnaP4InfoPath(profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &p4configv1.P4Info{}
+	if err := prototext.Unmarshal(b, info); err != nil {
+		t.Fatalf("%s: %v", tnaP4InfoPath(profile), err)
+	}
+	return info
+}
+
+// tnaP4InfoHeader heads a P4Info file written by this reader (p4c's own files have
+// no such comment: build.sh copies the compiler's output over it).
+const tnaP4InfoHeader = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n" +
+	"# Derived from p4src/tna by p4src/tnainfo_test.go (-update-tna-p4info): p4c-barefoot\n" +
+	"# has not compiled this program yet (docs/tofino.md \"P4Info\").\n\n"
+
+func TestTNAP4InfoMatchesSource(t *testing.T) {
+	prog := parseTNAProgram(t)
+	for _, pr := range tnaProfiles {
+		derived, err := buildTNAP4Info(t, prog, pr.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *updateTNAP4Info {
+			b, err := prototext.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(derived)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(tnaP4InfoPath(pr.profile), append([]byte(tnaP4InfoHeader), b...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		committed := loadTNAP4Info(t, pr.profile)
+		for _, d := range DiffP4Info(committed, derived) {
+			t.Errorf("%s: %s", pr.profile, strings.ReplaceAll(d, "p4c:", "source:"))
+		}
+	}
+}
+
+// TestTNAReaderSeesTheProgram makes sure the reader reads what it derives from: the
+// counts and a few objects of each kind, and a changed declaration changes the P4Info.
+func TestTNAReaderSeesTheProgram(t *testing.T) {
+	prog := parseTNAProgram(t)
+	info, err := buildTNAP4Info(t, prog, "tna")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]proto.Message{}
+	for _, x := range info.Registers {
+		byName["register "+x.Preamble.Name] = x
+	}
+	for _, x := range info.Counters {
+		byName["counter "+x.Preamble.Name] = x
+	}
+	for _, x := range info.Tables {
+		byName["table "+x.Preamble.Name] = x
+	}
+	reg := func(n string) *p4configv1.Register {
+		r, _ := byName["register "+n].(*p4configv1.Register)
+		return r
+	}
+	tbl := func(n string) *p4configv1.Table {
+		r, _ := byName["table "+n].(*p4configv1.Table)
+		return r
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"registers", len(info.Registers) >= 30, true},
+		{"counters", len(info.Counters), len(loadP4Info(t).GetCounters())},
+		{"digests", len(info.Digests), 2},
+		{"controller headers", len(info.ControllerPacketMetadata), 2},
+		{"lane 15 register", fmt.Sprint(reg("inc_slot_value_15").GetPreamble().GetId(), reg("inc_slot_value_15").GetSize()), fmt.Sprint(RegIncSlotValue0+15, IncSlots)},
+		{"pair register type", reg("flow_owner").GetTypeSpec().GetStruct().GetName(), "pair32_t"},
+		{"pair32_t members", len(info.GetTypeInfo().GetStructs()["pair32_t"].GetMembers()), 2},
+		{"switch_cnp_sent keeps its v1model name", byName["counter FastcnpEgress.switch_cnp_sent"] != nil, true},
+		{"rx_bytes_log2 is const", tbl("FastcnpEgress.rx_bytes_log2").GetIsConstTable(), true},
+		{"rx_bytes_log2 key", fmt.Sprint(tbl("FastcnpEgress.rx_bytes_log2").GetMatchFields()[0].GetBitwidth()), "32"},
+		{"traffic_class vlan_valid", tbl("FastcnpIngress.traffic_class").GetMatchFields()[0].GetBitwidth(), int32(1)},
+		{"inc_child_port key", tbl("FastcnpIngress.inc_child_port").GetMatchFields()[0].GetBitwidth(), int32(9)},
+		{"selector table", tbl("FastcnpIngress.next_hop_group_select").GetImplementationId(), uint32(0x11000001)},
+		{"selector", fmt.Sprint(info.ActionProfiles[0].GetWithSelector(), info.ActionProfiles[0].GetMaxGroupSize()), "true 1024"},
+	}
+	for _, tc := range tests {
+		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: read %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	// A changed size in a copy of the source shows up in the derived P4Info.
+	prog.externs["FastcnpEgress"] = append([]tnaExtern(nil), prog.externs["FastcnpEgress"]...)
+	for i, e := range prog.externs["FastcnpEgress"] {
+		if e.local == "flow_owner" {
+			prog.externs["FastcnpEgress"][i].size = strconv.Itoa(FlowSlots / 2)
+		}
+	}
+	changed, err := buildTNAP4Info(t, prog, "tna")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DiffP4Info(info, changed); len(d) != 1 || !strings.Contains(d[0], `"flow_owner"`) {
+		t.Errorf("a halved flow_owner: differences %q, want the one register", d)
+	}
+}
+
+// p4infoChanges lists how P4Info b differs from a, one "kind|name|change" per object:
+// change is "v1model only", "TNA only", or "differs: " and the fields that differ
+// (a preamble's by their own names: "preamble.id").
+func p4infoChanges(a, b *p4configv1.P4Info) []string {
+	var out []string
+	ra, rb := a.ProtoReflect(), b.ProtoReflect()
+	fields := ra.Descriptor().Fields()
+	changed := func(x, y protoreflect.Message) string {
+		var fs []string
+		xf := x.Descriptor().Fields()
+		for i := 0; i < xf.Len(); i++ {
+			fd := xf.Get(i)
+			if fd.Name() == "preamble" {
+				for _, f := range changedFields(x.Get(fd).Message(), y.Get(fd).Message()) {
+					fs = append(fs, "preamble."+f)
+				}
+				continue
+			}
+			if !valueEqual(x, y, fd) {
+				fs = append(fs, string(fd.Name()))
+			}
+		}
+		return "differs: " + strings.Join(fs, ", ")
+	}
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		kind := string(fd.Name())
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			key := preambleName
+			if kind == "externs" {
+				key = externTypeName
+			} else if fd.Message().Fields().ByName("preamble") == nil {
+				continue
+			}
+			ia, ib := map[string]protoreflect.Message{}, map[string]protoreflect.Message{}
+			for j, l := 0, ra.Get(fd).List(); j < l.Len(); j++ {
+				ia[key(l.Get(j).Message())] = l.Get(j).Message()
+			}
+			for j, l := 0, rb.Get(fd).List(); j < l.Len(); j++ {
+				ib[key(l.Get(j).Message())] = l.Get(j).Message()
+			}
+			for n, x := range ia {
+				if y, ok := ib[n]; !ok {
+					out = append(out, kind+"|"+n+"|v1model only")
+				} else if !proto.Equal(x.Interface(), y.Interface()) {
+					out = append(out, kind+"|"+n+"|"+changed(x, y))
+				}
+			}
+			for n := range ib {
+				if _, ok := ia[n]; !ok {
+					out = append(out, kind+"|"+n+"|TNA only")
+				}
+			}
+		case kind == "type_info":
+			sa, sb := a.GetTypeInfo().GetStructs(), b.GetTypeInfo().GetStructs()
+			for n, x := range sa {
+				if y, ok := sb[n]; !ok {
+					out = append(out, "type_info.structs|"+n+"|v1model only")
+				} else if !proto.Equal(x, y) {
+					out = append(out, "type_info.structs|"+n+"|differs")
+				}
+			}
+			for n := range sb {
+				if _, ok := sa[n]; !ok {
+					out = append(out, "type_info.structs|"+n+"|TNA only")
+				}
+			}
+		case !valueEqual(ra, rb, fd):
+			out = append(out, kind+"||"+changed(ra.Get(fd).Message(), rb.Get(fd).Message()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func changedFields(x, y protoreflect.Message) []string {
+	var fs []string
+	xf := x.Descriptor().Fields()
+	for i := 0; i < xf.Len(); i++ {
+		if !valueEqual(x, y, xf.Get(i)) {
+			fs = append(fs, string(xf.Get(i).Name()))
+		}
+	}
+	return fs
+}
+
+// valueEqual compares field fd of two messages of one type.
+func valueEqual(x, y protoreflect.Message, fd protoreflect.FieldDescriptor) bool {
+	if x.Has(fd) != y.Has(fd) {
+		return false
+	}
+	cx, cy := x.New(), y.New()
+	if x.Has(fd) {
+		cx.Set(fd, x.Get(fd))
+		cy.Set(fd, y.Get(fd))
+	}
+	return proto.Equal(cx.Interface(), cy.Interface())
+}
+
+// The heading of docs/tofino.md whose table lists the differences.
+const sectionTNAP4InfoDifferences = "P4Info differences from the v1model program"
+
+// TestTNAP4InfoDifferencesDocumented: every way the TNA P4Infos differ from the
+// v1model one is a row of docs/tofino.md's table (kind, name, change), and every row
+// is a difference; a TNA object that keeps a v1model object's name keeps its ID, its
+// fields and its type, unless the table says so.
+func TestTNAP4InfoDifferencesDocumented(t *testing.T) {
+	doc := readRepoFile(t, "docs/tofino.md")
+	i := strings.Index(doc, "### "+sectionTNAP4InfoDifferences)
+	if i < 0 {
+		t.Fatalf("docs/tofino.md has no section %q", sectionTNAP4InfoDifferences)
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(doc[i:], "\n")[1:] {
+		if strings.HasPrefix(line, "### ") || strings.HasPrefix(line, "## ") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") || strings.TrimSpace(cells[1]) == "kind" {
+			continue
+		}
+		unquote := func(s string) string { return strings.Trim(strings.TrimSpace(s), "`") }
+		rows[unquote(cells[1])+"|"+unquote(cells[2])+"|"+unquote(cells[3])] = true
+	}
+	if len(rows) < 10 {
+		t.Fatalf("read %d rows of the differences table", len(rows))
+	}
+	v1 := loadP4Info(t)
+	for _, pr := range tnaProfiles {
+		got := map[string]bool{}
+		for _, c := range p4infoChanges(v1, loadTNAP4Info(t, pr.profile)) {
+			got[c] = true
+			if !rows[c] {
+				t.Errorf("%s: %q is not in docs/tofino.md %q", pr.profile, c, sectionTNAP4InfoDifferences)
+			}
+		}
+		for r := range rows {
+			if !got[r] {
+				t.Errorf("%s: docs/tofino.md lists %q, which is no difference", pr.profile, r)
+			}
+		}
+	}
+}
