@@ -28,8 +28,8 @@ func init() {
 	register("demo", "S1, S1 with commodity senders and S2 (scaled) in every mode, side by side (make sim-demo)", demoCmd)
 	simulatePoint = runPoint
 	checkMode = func(m string) error {
-		if !slices.Contains(network.Modes(), network.Mode(m)) {
-			return fmt.Errorf("mode %q is not run by the simulator (modes: %v)", m, network.Modes())
+		if !slices.Contains(network.AllModes(), network.Mode(m)) {
+			return fmt.Errorf("mode %q is not run by the simulator (modes: %v)", m, network.AllModes())
 		}
 		return nil
 	}
@@ -121,7 +121,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.topo, "topo", "", "HPCC topology file (with --flows)")
 	fs.StringVar(&o.flows, "flows", "", "HPCC flow file (with --topo)")
 	fs.StringVar(&o.config, "config", "", "HPCC parameter file (with --topo): its CC_MODE/FASTCNP_MODE, RED maps, buffer, PFC, payload, ACK interval and DCQCN keys replace the flags (docs/simulator.md); --mode still picks the modes")
-	modes := fs.String("mode", "all", "modes, comma-separated: dcqcn, fastcnp, fastcnp-no-pfc-state, or all")
+	modes := fs.String("mode", "all", "modes, comma-separated: dcqcn, fastcnp, fastcnp-no-pfc-state, timely, dctcp, hpcc, lstm-pid, lstm-pid-rttch, lstm-pid-rttch-win; all (the first three) or every")
 	o.params = scenario.DefaultParams()
 	fs.StringVar(&o.params.DCQCNSet, "dcqcn-params", o.params.DCQCNSet, "DCQCN parameter set (host/cc): hpcc-sim, paper2015, nvidia-cx")
 	cnp := fs.Duration("cnp-interval", -1, "override the NP's cnpInterval of the parameter set (negative: keep it)")
@@ -166,13 +166,16 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 }
 
 func parseModes(s string) ([]network.Mode, error) {
-	if s == "all" {
+	switch s {
+	case "all":
 		return network.Modes(), nil
+	case "every":
+		return network.AllModes(), nil
 	}
 	var out []network.Mode
 	for _, m := range strings.Split(s, ",") {
-		if !slices.Contains(network.Modes(), network.Mode(m)) {
-			return nil, fmt.Errorf("%w: mode %q (known: %v, all)", errUsage, m, network.Modes())
+		if !slices.Contains(network.AllModes(), network.Mode(m)) {
+			return nil, fmt.Errorf("%w: mode %q (known: %v; all: the first three; every)", errUsage, m, network.AllModes())
 		}
 		out = append(out, network.Mode(m))
 	}

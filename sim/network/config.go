@@ -25,6 +25,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/model/tm"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 )
 
@@ -47,8 +48,70 @@ const (
 	ModeFastCNPNoPFCState Mode = "fastcnp-no-pfc-state"
 )
 
-// Modes lists the modes Run accepts.
+// Modes of the other host/cc algorithms: every sender runs the algorithm, with
+// its switch support (docs/simulator.md "Modes").
+const (
+	// ModeTIMELY: RTT samples only; switch ports do not mark (mode off).
+	ModeTIMELY Mode = "timely"
+	// ModeDCTCP: ports mark at K (RED with Kmin = Kmax = K, Pmax 1), receivers echo
+	// CE in their ACKs (no CNPs).
+	ModeDCTCP Mode = "dctcp"
+	// ModeHPCC: ports in mode int append an INT record to every data packet,
+	// receivers echo the records in their ACKs.
+	ModeHPCC Mode = "hpcc"
+	// ModeLSTMPID and its variants: seed 002's LSTM+PID family, RTT samples only,
+	// from 10 Gb/s (seed 002 4.4.1), parameter set "trained".
+	ModeLSTMPID         Mode = "lstm-pid"
+	ModeLSTMPIDRTTch    Mode = "lstm-pid-rttch"
+	ModeLSTMPIDRTTchWin Mode = "lstm-pid-rttch-win"
+)
+
+// Modes lists the three modes of the fastcnp comparison (switch feedback for
+// DCQCN senders): dcqcn, fastcnp and the ablation.
 func Modes() []Mode { return []Mode{ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState} }
+
+// AllModes lists every mode Run accepts: Modes and those of the other algorithms.
+func AllModes() []Mode {
+	return append(Modes(), ModeTIMELY, ModeDCTCP, ModeHPCC, ModeLSTMPID, ModeLSTMPIDRTTch, ModeLSTMPIDRTTchWin)
+}
+
+// modeSpec is what a mode sets: the switch ports' mode, the senders' algorithm
+// and its parameter set ("" for the DCQCN sets of Config), the start rate (0:
+// line rate), and the receivers' NP.
+type modeSpec struct {
+	port      uint8
+	algorithm string
+	set       string
+	startBps  float64
+	np        bool
+}
+
+// announces reports whether the mode's switches make switch CNPs, so that
+// senders announce their connections (the fastcnp port modes).
+func (m Mode) announces() bool {
+	s, _ := m.spec()
+	return s.port == p4src.PortModeFastcnp || s.port == p4src.PortModeFastcnpNoPFCState
+}
+
+func (m Mode) spec() (modeSpec, bool) {
+	switch m {
+	case ModeDCQCN:
+		return modeSpec{port: p4src.PortModeECN, algorithm: "dcqcn", np: true}, true
+	case ModeFastCNP:
+		return modeSpec{port: p4src.PortModeFastcnp, algorithm: "dcqcn-fastcnp", np: true}, true
+	case ModeFastCNPNoPFCState:
+		return modeSpec{port: p4src.PortModeFastcnpNoPFCState, algorithm: "dcqcn-fastcnp", np: true}, true
+	case ModeTIMELY:
+		return modeSpec{port: p4src.PortModeOff, algorithm: "timely", set: "hpcc-sim"}, true
+	case ModeDCTCP:
+		return modeSpec{port: p4src.PortModeECN, algorithm: "dctcp", set: "hpcc-sim"}, true
+	case ModeHPCC:
+		return modeSpec{port: p4src.PortModeInt, algorithm: "hpcc", set: "hpcc-sim"}, true
+	case ModeLSTMPID, ModeLSTMPIDRTTch, ModeLSTMPIDRTTchWin:
+		return modeSpec{port: p4src.PortModeOff, algorithm: string(m), set: "trained", startBps: 10e9}, true
+	}
+	return modeSpec{}, false
+}
 
 // SwitchParams are the switch settings of a run. Per-port thresholds are given for a
 // 100 Gb/s port and scale with the port's rate (as spec 01 and the HPCC simulator's
@@ -68,6 +131,9 @@ type SwitchParams struct {
 	HeadroomHPCC bool
 	// QthBytes100G is Qth at 100 Gb/s (spec 01: 100 KB).
 	QthBytes100G int64
+	// DCTCPKBytes100G is DCTCP's marking threshold K at 100 Gb/s (spec 03: 300 KB,
+	// the HPCC simulator's), used in mode dctcp unless REDByRate gives thresholds.
+	DCTCPKBytes100G int64
 	// RED at 100 Gb/s: Kmin, Kmax (bytes), Pmax.
 	KminBytes100G, KmaxBytes100G int64
 	Pmax                         float64
@@ -90,7 +156,7 @@ type RED struct {
 // at 100 Gb/s.
 func DefaultSwitchParams() SwitchParams {
 	return SwitchParams{
-		BufferBytes: 32 << 20, PFC: true, QthBytes100G: 100_000,
+		BufferBytes: 32 << 20, PFC: true, QthBytes100G: 100_000, DCTCPKBytes100G: 300_000,
 		KminBytes100G: 400_000, KmaxBytes100G: 1_600_000, Pmax: 0.2,
 		CNPGap: 4 * time.Microsecond,
 	}
@@ -175,10 +241,8 @@ func (c *Config) validate() error {
 	if c.Topo == nil {
 		return bad("no topology")
 	}
-	switch c.Mode {
-	case ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState:
-	default:
-		return bad("mode %q (known: %v)", c.Mode, Modes())
+	if _, ok := c.Mode.spec(); !ok {
+		return bad("mode %q (known: %v)", c.Mode, AllModes())
 	}
 	if c.Algorithm != "" && !AlgorithmModelled(c.Algorithm) {
 		return bad("algorithm %q: not modelled (known: %v; hpcc and dctcp need INT and ECN echoes in ACKs)", c.Algorithm, cc.Names())

@@ -168,7 +168,7 @@ func New(cfg Config) (*Network, error) {
 			return nil, err
 		}
 	}
-	if cfg.Mode != ModeDCQCN {
+	if cfg.Mode.announces() {
 		for i := p4src.ConnTableSize - 1; i >= 0; i-- {
 			n.connFree = append(n.connFree, uint16(i))
 		}
@@ -195,7 +195,7 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	cfg := n.cfg
 	sp := cfg.Switch
 	tc := tm.Config{BufferBytes: sp.BufferBytes, WireOverhead: true, Scheduler: tm.SchedStrict,
-		MaxFrameBytes: frameWireLen(agent.RoCEOverhead + cfg.PayloadBytes), Alpha: sp.Alpha}
+		MaxFrameBytes: frameWireLen(agent.RoCEOverhead + wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen + cfg.PayloadBytes), Alpha: sp.Alpha}
 	if sp.PFC {
 		tc.Lossless = 1 << losslessPriority
 	}
@@ -217,16 +217,11 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	s.tm = t
 	s.pl = pipeline.New(pipeline.Options{Seed: cfg.Seed*1_000_003 + uint64(s.node)})
 	x := n.schema
-	if err := x.programBase(s.pl, cfg.Mode != ModeDCQCN); err != nil {
+	if err := x.programBase(s.pl, cfg.Mode.announces()); err != nil {
 		return fmt.Errorf("switch %d: %w", s.node, err)
 	}
-	mode := uint8(p4src.PortModeECN)
-	switch cfg.Mode {
-	case ModeFastCNP:
-		mode = p4src.PortModeFastcnp
-	case ModeFastCNPNoPFCState:
-		mode = p4src.PortModeFastcnpNoPFCState
-	}
+	ms, _ := cfg.Mode.spec()
+	mode := ms.port
 	tcheck := sp.Tcheck
 	if tcheck == 0 {
 		tcheck = n.rttBase
@@ -235,6 +230,9 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	for i, p := range ports {
 		scale := func(b int64) uint64 { return uint64(float64(b) * float64(p.rate) / 100e9) }
 		kmin, kmax, pmax := scale(sp.KminBytes100G), scale(sp.KmaxBytes100G), sp.Pmax
+		if cfg.Mode == ModeDCTCP {
+			kmin, kmax, pmax = scale(sp.DCTCPKBytes100G), scale(sp.DCTCPKBytes100G), 1
+		}
 		if r, ok := sp.REDByRate[p.rate]; ok {
 			kmin, kmax, pmax = uint64(r.KminBytes), uint64(r.KmaxBytes), r.Pmax
 		}
@@ -333,6 +331,7 @@ func (n *Network) finishFlow(f *flowState, now int64) {
 	st := f.snd.Stats()
 	f.stats.Timeouts = st.Timeouts
 	f.stats.Naks = st.Naks
+	f.stats.ECEAcks, f.stats.INTAcks = st.ECEAcks, st.INTAcks
 	if f.conn >= 0 {
 		e, err := n.schema.connEntry(f.src.ip, f.sport, f.qpn(), f.qpn(), uint16(f.conn))
 		if err == nil {

@@ -480,3 +480,56 @@ func TestAlgorithm(t *testing.T) {
 		t.Error("AlgorithmModelled")
 	}
 }
+
+// TestAlgorithmModes: every mode runs an 8:1 incast to completion with nothing lost
+// and a balanced account, and each algorithm gets its signal: DCTCP's ACKs carry
+// ECN echoes of its marked packets (no CNPs; 8 windows of one BDP pass K), HPCC's
+// ACKs carry the INT records its data packets collected, TIMELY and LSTM+PID run
+// on RTT samples with no marking.
+func TestAlgorithmModes(t *testing.T) {
+	var ls []topoLink
+	var flows []hpcc.Flow
+	for i := range 8 {
+		ls = append(ls, topoLink{i, 9, 100})
+		flows = append(flows, flow(i, 8, 1_000_000, 1000))
+	}
+	ls = append(ls, topoLink{8, 9, 100})
+	for _, mode := range AllModes() {
+		cfg := baseConfig(topo(9, 1, ls...), mode, flows...)
+		cfg.RTTSamples = true
+		r := run(t, cfg)
+		var marks, npCNPs, swCNPs, ece, intAcks uint64
+		for _, f := range r.Flows {
+			marks, npCNPs, swCNPs, ece, intAcks = marks+f.ECNMarks, npCNPs+f.NPCNPs, swCNPs+f.SwitchCNPs, ece+f.ECEAcks, intAcks+f.INTAcks
+			if len(f.RTTs) == 0 {
+				t.Errorf("%s: flow %d has no RTT sample", mode, f.ID)
+			}
+		}
+		k := r.Classes[losslessPriority]
+		if r.Finished != len(flows) || !k.Balanced() || k.Dropped.Frames != 0 {
+			t.Errorf("%s: %d of %d finished, account %+v", mode, r.Finished, len(flows), k)
+		}
+		switch mode {
+		case ModeDCTCP:
+			if marks == 0 || ece == 0 || npCNPs != 0 {
+				t.Errorf("dctcp: %d marks, %d ECN-echo ACKs, %d NP CNPs; want marks echoed, no CNP", marks, ece, npCNPs)
+			}
+		case ModeHPCC:
+			if intAcks == 0 || marks != 0 {
+				t.Errorf("hpcc: %d ACKs with INT, %d marks", intAcks, marks)
+			}
+		case ModeTIMELY, ModeLSTMPID, ModeLSTMPIDRTTch, ModeLSTMPIDRTTchWin:
+			if marks != 0 || npCNPs != 0 || swCNPs != 0 || intAcks != 0 {
+				t.Errorf("%s: marks %d, CNPs %d/%d, INT ACKs %d: want none", mode, marks, npCNPs, swCNPs, intAcks)
+			}
+		case ModeDCQCN:
+			if marks == 0 || npCNPs == 0 {
+				t.Errorf("dcqcn: %d marks, %d NP CNPs", marks, npCNPs)
+			}
+		default:
+			if swCNPs == 0 {
+				t.Errorf("%s: no switch CNP", mode)
+			}
+		}
+	}
+}

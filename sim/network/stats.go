@@ -56,6 +56,13 @@ func (a *accounting) dropped(c uint8, n int)   { a.cls[c].Dropped.add(n) }
 func (a *accounting) queue(c uint8, n int)     { a.cls[c].Queued.add(n) }
 func (a *accounting) unqueue(c uint8, n int)   { a.cls[c].Queued.sub(n) }
 
+// grew accounts n bytes a switch added to a queued frame (an INT record): they are
+// sent (made) and queued, without a frame.
+func (a *accounting) grew(c uint8, n int) {
+	a.cls[c].Sent.Bytes += uint64(n)
+	a.cls[c].Queued.Bytes += uint64(n)
+}
+
 // FlowStats is what one flow measured.
 type FlowStats struct {
 	Start        int64  `json:"start_ns"`
@@ -71,6 +78,8 @@ type FlowStats struct {
 	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`  // switch CNPs its sender received
 	NPCNPsRx     uint64 `json:"np_cnps_rx"`      // NP CNPs its sender received
 	Delivered    int64  `json:"delivered_bytes"` // payload accepted in order by the receiver
+	ECEAcks      uint64 `json:"ece_acks"`        // ACKs with the ECN echo its sender received (finished flows)
+	INTAcks      uint64 `json:"int_acks"`        // ACKs with INT records its sender received (finished flows)
 }
 
 // PortStats are one switch port's counters.

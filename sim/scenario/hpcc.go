@@ -12,8 +12,9 @@ import (
 
 // FromHPCC builds a run from the HPCC simulator's inputs: its topology, its flows
 // and its parameter file, with the keys' meanings (sim/hpcc.Config):
-//   - the mode: FASTCNP_MODE, else CC_MODE (1 is dcqcn); modes the simulator does
-//     not run yet are refused;
+//   - the mode: FASTCNP_MODE, else CC_MODE (1 dcqcn, 3 hpcc, 7 timely, 8 dctcp);
+//     modes the simulator does not run (HPCC-PINT) are refused; the other
+//     algorithms run their mode's parameter set (network.Mode);
 //   - PARAM_SET names the host/cc DCQCN set (default hpcc-sim); ALPHA_RESUME_INTERVAL,
 //     RATE_DECREASE_INTERVAL, RP_TIMER, EWMA_GAIN, FAST_RECOVERY_TIMES, RATE_AI,
 //     RATE_HAI and MIN_RATE, when the file sets them, override it;
@@ -31,8 +32,8 @@ import (
 func FromHPCC(c *hpcc.Config, t *hpcc.Topology, flows []hpcc.Flow) (network.Config, error) {
 	var out network.Config
 	mode := network.Mode(c.ModeName())
-	if !slices.Contains(network.Modes(), mode) {
-		return out, fmt.Errorf("parameters: mode %q (%s) is not run by the simulator (modes: %v)", c.ModeName(), where(c, "FASTCNP_MODE", "CC_MODE"), network.Modes())
+	if !slices.Contains(network.AllModes(), mode) {
+		return out, fmt.Errorf("parameters: mode %q (%s) is not run by the simulator (modes: %v)", c.ModeName(), where(c, "FASTCNP_MODE", "CC_MODE"), network.AllModes())
 	}
 	switch {
 	case !c.EnableQCN:

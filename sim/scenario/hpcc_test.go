@@ -55,7 +55,7 @@ func TestFromHPCC(t *testing.T) {
 
 func TestFromHPCCRefuses(t *testing.T) {
 	for _, tt := range []struct{ text, want string }{
-		{"CC_MODE 3\n" + maps, "mode \"hpcc\""},
+		{"CC_MODE 10\n" + maps, "mode \"hpcc-pint\""},
 		{"ENABLE_QCN 0\n" + maps, "ENABLE_QCN"},
 		{"USE_DYNAMIC_PFC_THRESHOLD 0\n" + maps, "dynamic"},
 		{"ERROR_RATE_PER_LINK 0.01\n" + maps, "losses"},
