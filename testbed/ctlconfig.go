@@ -40,6 +40,9 @@ type ControllerOptions struct {
 	P4Info, DeviceConfig string
 	// IdleTimeout is announce.idle_timeout (0: config.DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// AnnounceKeyFile, if set, is announce.auth.key_file: announcements
+	// must be authenticated.
+	AnnounceKeyFile string
 	// RED, if set, replaces the topology's marking curve (DCTCP's step).
 	RED *config.RED
 }
@@ -79,6 +82,9 @@ func (t *Topology) ControllerConfig(o ControllerOptions) (*config.Config, error)
 			LosslessPriority: config.DefaultLosslessPriority,
 			CNPDSCP:          config.DefaultCNPDSCP,
 		},
+	}
+	if o.AnnounceKeyFile != "" {
+		c.Announce.Auth = &config.AnnounceAuth{KeyFile: o.AnnounceKeyFile}
 	}
 	for _, name := range t.SwitchNames() {
 		sw := t.Switches[name]

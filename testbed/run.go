@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -50,6 +52,13 @@ type Options struct {
 	// IdleTimeout is fastcnpd's announce.idle_timeout (0: the default,
 	// 60 s): connections not announced again for so long are removed.
 	IdleTimeout time.Duration
+	// AnnounceKeys authenticates the announcements: the run gives every
+	// host a random key (fastcnp-host --announce-key) and fastcnpd their
+	// key file (announce.auth), each host's key allowed for its address.
+	AnnounceKeys bool
+	// ForgedKeyHosts (with AnnounceKeys) get a key fastcnpd does not hold:
+	// their key ID with another secret, as a host forging announcements.
+	ForgedKeyHosts []string
 	// LinkEvents fail or repair links between switches during the run.
 	LinkEvents []LinkEvent
 	// Nice is the niceness of every process the run starts (0: unchanged;
@@ -390,9 +399,17 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	log.Debug("switches up")
 
 	// Controller.
+	var hostKeys map[string]string
+	keyFile := ""
+	if o.AnnounceKeys {
+		keyFile = filepath.Join(o.WorkDir, "announce-keys")
+		if hostKeys, err = t.writeAnnounceKeys(keyFile, o.WorkDir, o.ForgedKeyHosts); err != nil {
+			return nil, err
+		}
+	}
 	co := ControllerOptions{
 		Mode: o.Mode, APIListen: "127.0.0.1:9560", MetricsListen: "",
-		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"), IdleTimeout: o.IdleTimeout,
+		StateFile: filepath.Join(o.WorkDir, "fastcnpd-state.json"), IdleTimeout: o.IdleTimeout, AnnounceKeyFile: keyFile,
 	}
 	if algo == "dctcp" {
 		// DCTCP marking: every ECT packet at or above K (the HPCC simulator:
@@ -463,6 +480,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl"),
 			"--start-at", strconv.FormatInt(started.UnixNano(), 10)}, args...)
+		if k := hostKeys[h]; k != "" {
+			argv = append(argv, "--announce-key", k)
+		}
 		argv = append(argv, o.HostArgs...)
 		hp, err := startProc(hostNS[h], h, filepath.Join(o.WorkDir, h+".log"), argv, o.Nice, log)
 		if err != nil {
@@ -960,6 +980,52 @@ func mergeSeries(fs *flowStats) []RatePoint {
 		out = append(out, fs.send...)
 	}
 	return out
+}
+
+// writeAnnounceKeys gives every host of the topology a random
+// announcement key: fastcnpd's key file at path (each key allowed for its
+// host's address) and one key file per host in dir, whose paths it
+// returns by host. The hosts in forged get their key ID with another
+// secret.
+func (t *Topology) writeAnnounceKeys(path, dir string, forged []string) (map[string]string, error) {
+	isForged := map[string]bool{}
+	for _, h := range forged {
+		if t.Hosts[h] == nil {
+			return nil, fmt.Errorf("testbed: forged key for unknown host %q", h)
+		}
+		isForged[h] = true
+	}
+	secret := func() (string, error) {
+		b := make([]byte, 32)
+		if _, err := crand.Read(b); err != nil {
+			return "", fmt.Errorf("testbed: announcement key: %w", err)
+		}
+		return hex.EncodeToString(b), nil
+	}
+	var ctl strings.Builder
+	ctl.WriteString("# fastcnpd announcement keys: ID HOST KEY SENDERS (written by the testbed)\n")
+	out := map[string]string{}
+	for i, h := range t.HostNames() {
+		k, err := secret()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&ctl, "%d %s %s %s\n", i+1, h, k, t.Hosts[h].Addr().Addr())
+		if isForged[h] {
+			if k, err = secret(); err != nil {
+				return nil, err
+			}
+		}
+		hp := filepath.Join(dir, h+".key")
+		if err := os.WriteFile(hp, []byte(fmt.Sprintf("%d %s\n", i+1, k)), 0o600); err != nil {
+			return nil, fmt.Errorf("testbed: announcement key: %w", err)
+		}
+		out[h] = hp
+	}
+	if err := os.WriteFile(path, []byte(ctl.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("testbed: announcement keys: %w", err)
+	}
+	return out, nil
 }
 
 // Label names a run in tables and plots: its mode when the hosts ran the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -314,6 +315,40 @@ func TestS4INC(t *testing.T) {
 	}
 }
 
+// runTopology runs the topology of topoJSON in real time in network
+// namespaces (root; skipped in -short mode or without the commands) with
+// o's run-specific options, in fastcnp mode, and returns the result.
+func runTopology(t *testing.T, topoJSON string, o Options) *Result {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
+	}
+	b := testBinaries(t)
+	file := filepath.Join(t.TempDir(), "topology.json")
+	if err := os.WriteFile(file, []byte(topoJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o.Topology, o.Mode, o.Binaries, o.WorkDir = topo, config.ModeFastCNP, b, filepath.Join(t.TempDir(), "run")
+	o.Nice, o.Log = DefaultNice, log.WithField("test", t.Name())
+	res, err := Run(ctx, o)
+	if err != nil {
+		if errors.Is(err, ErrMissingCommand) {
+			t.Skip(err)
+		}
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
 // longFlowTopo is one switch, two hosts and one long flow: the real-time
 // check of announcement refreshes.
 const longFlowTopo = `{
@@ -337,32 +372,8 @@ const longFlowTopo = `{
 // connection is still installed at the end of a flow of 8 s, four idle
 // timeouts long.
 func TestLongFlowKeepsConnection(t *testing.T) {
-	netnstest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("skipping: real-time testbed run (seconds of traffic) in -short mode")
-	}
-	b := testBinaries(t)
-	file := filepath.Join(t.TempDir(), "long-flow.json")
-	if err := os.WriteFile(file, []byte(longFlowTopo), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	topo, err := Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetLevel(logrus.WarnLevel)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const idle = 2 * time.Second
-	res, err := Run(ctx, Options{Topology: topo, Mode: config.ModeFastCNP, Binaries: b, WorkDir: filepath.Join(t.TempDir(), "run"),
-		IdleTimeout: idle, HostArgs: []string{"--announce-interval", "500ms"}, Nice: DefaultNice, Log: log.WithField("test", t.Name())})
-	if err != nil {
-		if errors.Is(err, ErrMissingCommand) {
-			t.Skip(err)
-		}
-		t.Fatalf("Run: %v", err)
-	}
+	res := runTopology(t, longFlowTopo, Options{IdleTimeout: idle, HostArgs: []string{"--announce-interval", "500ms"}})
 	f := res.Flow("long")
 	if f == nil || f.BytesReceived == 0 {
 		t.Fatalf("the long flow carried nothing: %+v", f)
@@ -374,4 +385,61 @@ func TestLongFlowKeepsConnection(t *testing.T) {
 		t.Errorf("%d rdma_connection entries on s1 after %v of a flow whose host refreshed it (idle_timeout %v), want 1",
 			n, res.Duration, idle)
 	}
+}
+
+// authTopo is one switch and three hosts: h1 and h2 each send to h3.
+const authTopo = `{
+  "name": "auth",
+  "description": "Authenticated announcements: h1 has its key, h2 a forged one.",
+  "defaults": {"rate": "100Mb/s", "delay": "20us", "buffer": "32MB", "rtt_base": "10ms", "qth": "100KB",
+               "cnp_gap": "200us", "mtu": 9000, "pfc_response_time": "200ms", "rto": "500ms", "cc_scale": 10,
+               "duration": "3s"},
+  "hosts": {
+    "h1": {"ip": "10.0.0.1/24", "mac": "02:00:00:00:00:01"},
+    "h2": {"ip": "10.0.0.2/24", "mac": "02:00:00:00:00:02"},
+    "h3": {"ip": "10.0.0.3/24", "mac": "02:00:00:00:00:03"}
+  },
+  "switches": {"s1": {"device_id": 1, "grpc_port": 50001}},
+  "links": [{"a": "h1", "b": "s1-p1"}, {"a": "h2", "b": "s1-p2"}, {"a": "h3", "b": "s1-p3"}],
+  "flows": [{"name": "keyed", "src": "h1", "dst": "h3", "start": "100ms", "duration": "2900ms"},
+            {"name": "forged", "src": "h2", "dst": "h3", "start": "100ms", "duration": "2900ms"}]
+}`
+
+// TestAuthenticatedAnnouncementsEndToEnd runs fastcnp-switch, fastcnpd
+// with announce.auth and three fastcnp-host agents in network namespaces,
+// in real time: h1's announcements, signed with its key, go through the
+// switch's punt to fastcnpd and become an rdma_connection entry; h2's,
+// signed with a key fastcnpd does not hold, are refused as forged
+// (bad_tag) and install nothing.
+func TestAuthenticatedAnnouncementsEndToEnd(t *testing.T) {
+	res := runTopology(t, authTopo, Options{AnnounceKeys: true, ForgedKeyHosts: []string{"h2"},
+		HostArgs: []string{"--announce-interval", "500ms"}})
+	work := res.WorkDir
+	if f := res.Flow("keyed"); f == nil || f.BytesReceived == 0 {
+		t.Fatalf("h1's flow carried nothing: %+v", f)
+	}
+	if n := res.Switches[0].RDMAConnections; n != 1 {
+		t.Errorf("%d rdma_connection entries on s1, want 1 (h1's; h2's forged announcements refused)", n)
+	}
+	logs, err := os.ReadFile(filepath.Join(work, "fastcnpd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forged, keyed int
+	for _, line := range strings.Split(string(logs), "\n") {
+		if !strings.Contains(line, "announcement rejected") {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "reason=bad_tag") && strings.Contains(line, "connection=\"10.0.0.2:"):
+			forged++
+		case strings.Contains(line, "connection=\"10.0.0.1:"):
+			keyed++
+			t.Errorf("h1's announcement rejected: %s", line)
+		}
+	}
+	if forged == 0 {
+		t.Errorf("no bad_tag refusal of h2's announcements in fastcnpd's log:\n%s", logs)
+	}
+	t.Logf("h2's forged announcements refused: %d; h1's rejected: %d", forged, keyed)
 }

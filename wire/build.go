@@ -177,19 +177,39 @@ func BuildINC(b []byte, env *Envelope, bth BTH, inc INC, ids *INCIDs, vec *INCVe
 // UDP (dst env.DstPort or DefaultAnnouncePort, with a UDP checksum)/ann. The
 // IP source should be the connection's sender. It returns the frame length.
 func BuildAnnouncement(b []byte, env *Envelope, ann *Announcement) (int, error) {
+	return BuildSignedAnnouncement(b, env, ann, nil, nil)
+}
+
+// BuildSignedAnnouncement is BuildAnnouncement with the authentication
+// trailer auth (Type, KeyID, Timestamp and Nonce set) after the
+// announcement, its tag computed with key (SignAnnouncement). A nil auth
+// builds an unauthenticated announcement.
+func BuildSignedAnnouncement(b []byte, env *Envelope, ann *Announcement, auth *AnnounceAuth, key []byte) (int, error) {
 	dport := env.DstPort
 	if dport == 0 {
 		dport = DefaultAnnouncePort
 	}
-	off, ipOff, err := env.write(b, dport, AnnouncementLen)
+	n := AnnouncementLen
+	if auth != nil {
+		n = AnnouncementAuthLen
+	}
+	off, ipOff, err := env.write(b, dport, n)
 	if err != nil {
 		return 0, err
 	}
 	if _, err := ann.Encode(b[off:]); err != nil {
 		return 0, err
 	}
+	if auth != nil {
+		if _, err := auth.Encode(b[off+AnnouncementLen:]); err != nil {
+			return 0, err
+		}
+		if err := SignAnnouncement(b[off:off+n], key); err != nil {
+			return 0, err
+		}
+	}
 	udpOff := ipOff + IPv4Len
-	end := off + AnnouncementLen
+	end := off + n
 	c, err := UDPChecksum(env.SrcIP, env.DstIP, b[udpOff:end])
 	if err != nil {
 		return 0, err

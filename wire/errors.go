@@ -93,6 +93,7 @@ var (
 	errRangeCNPExt   = rangeErr(LayerCNPExt, "version or flags > 15")
 	errRangeINCIDs   = rangeErr(LayerINCIDs, "first PSN > 24 bits")
 	errRangeAnn      = rangeErr(LayerAnnouncement, "QPN > 24 bits")
+	errRangeAnnKey   = rangeErr(LayerAnnouncement, "authentication key shorter than 16 or longer than 64 bytes")
 	errRangePort     = rangeErr(LayerPacketIn, "port > 511 or reason/pad > 127")
 	errRangePortOut  = rangeErr(LayerPacketOut, "port > 511 or pad > 127")
 	errRangePayload  = rangeErr(LayerIPv4, "packet longer than 65535 bytes")

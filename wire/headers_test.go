@@ -72,6 +72,11 @@ func TestHeaderLayouts(t *testing.T) {
 				SenderIP: Addr4{10, 0, 0, 1}, ReceiverIP: Addr4{10, 0, 0, 2}, UDPSrcPort: 50001,
 				SenderQPN: 0x11, ReceiverQPN: 0x22, INCGroup: 7},
 			func() codec { return new(Announcement) }},
+		{"announcement authentication", "01 00 0000 00000007 17979cfe3d85cd15 0123456789abcdef" +
+			" 20375a5b21dffe3bb96611efddc94199",
+			&AnnounceAuth{Type: AnnounceAuthHMACSHA256, KeyID: 7, Timestamp: 1_700_000_000_123_456_789, Nonce: 0x0123456789abcdef,
+				Tag: [16]byte{0x20, 0x37, 0x5a, 0x5b, 0x21, 0xdf, 0xfe, 0x3b, 0xb9, 0x66, 0x11, 0xef, 0xdd, 0xc9, 0x41, 0x99}},
+			func() codec { return new(AnnounceAuth) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := unhex(t, tc.hex)

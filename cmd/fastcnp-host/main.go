@@ -30,6 +30,7 @@ import (
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
 	"github.com/fastcnp/fastcnp/host/cc"
+	"github.com/fastcnp/fastcnp/internal/readlimit"
 	"github.com/fastcnp/fastcnp/internal/units"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -45,11 +46,17 @@ func main() {
 		os.Exit(2)
 	}
 	log.SetLevel(opts.level)
+	for _, w := range opts.warnings {
+		log.Warn(w)
+	}
 	if err := run(opts, log); err != nil {
 		log.WithError(err).Error("fastcnp-host failed")
 		os.Exit(1)
 	}
 }
+
+// maxKeyFileSize bounds the --announce-key file (one line).
+const maxKeyFileSize = 64 << 10
 
 // options is the parsed command line.
 type options struct {
@@ -58,6 +65,7 @@ type options struct {
 	level      logrus.Level
 	cfg        live.Config
 	sendBuffer int
+	warnings   []string
 }
 
 func run(opts options, log *logrus.Logger) error {
@@ -116,7 +124,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		ccScale                                      float64
 		rto, cnpInterval, interval, spin, burstTime  string
 		rttTarget                                    string
-		startAt, announceInterval                    string
+		startAt, announceInterval, announceKey       string
 		announcePort                                 uint
 		noAnnounce, noCNPTarget, exitDone, noICRC    bool
 		flowSpecs                                    flowList
@@ -146,6 +154,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.UintVar(&announcePort, "announce-port", wire.DefaultAnnouncePort, "UDP port of RDMA-connection announcements")
 	fs.BoolVar(&noAnnounce, "no-announce", false, "do not send announcements")
 	fs.BoolVar(&noCNPTarget, "no-cnp-target", false, "announce connections without the CNP-target flag")
+	fs.StringVar(&announceKey, "announce-key", "", "authenticate announcements with the key in FILE (a line \"ID KEY\": the key ID and the hex key fastcnpd's announce.auth key file holds for this host)")
 	fs.StringVar(&announceInterval, "announce-interval", agent.DefaultAnnounceInterval.String(),
 		"announce the sending connections again this often while running (keep it below a third of fastcnpd's announce.idle_timeout)")
 	fs.BoolVar(&noICRC, "no-icrc-check", false, "accept received RoCEv2 frames with a wrong ICRC (debugging; by default they are dropped and counted, as a NIC does)")
@@ -269,6 +278,21 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	}
 	if c.AnnounceInterval <= 0 {
 		return o, fmt.Errorf("--announce-interval %s: must be positive", announceInterval)
+	}
+	if announceKey != "" {
+		data, err := readlimit.File(announceKey, "announcement key file", maxKeyFileSize)
+		if err != nil {
+			return o, fmt.Errorf("--announce-key: %w", err)
+		}
+		k, err := agent.ParseAnnounceKey(string(data))
+		if err != nil {
+			return o, fmt.Errorf("--announce-key %s: %w", announceKey, err)
+		}
+		c.AnnounceKey = &k
+		if fi, err := os.Stat(announceKey); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			o.warnings = append(o.warnings, fmt.Sprintf("announcement key file %s has mode %#o: other users can read the key; chmod 600 it",
+				announceKey, fi.Mode().Perm()))
+		}
 	}
 	if startAt != "" {
 		if c.StartAt, err = live.ParseStartAt(startAt); err != nil {

@@ -20,12 +20,40 @@ func TestParseArgs(t *testing.T) {
 	if err := os.WriteFile(file, []byte("flows:\n  - {src: 10.0.0.1, dst: 10.0.0.2, dst_mac: 02:00:00:00:00:02, src_qpn: 1, dst_qpn: 2, size: 1MB}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	keyFile, openKey, badKey := filepath.Join(dir, "key"), filepath.Join(dir, "open-key"), filepath.Join(dir, "bad-key")
+	for f, c := range map[string]struct {
+		body string
+		mode os.FileMode
+	}{keyFile: {"7 68312d616e6e6f756e63656d656e742d6b65792d30313233343536373839616200 # h1\n", 0o600},
+		openKey: {"7 68312d616e6e6f756e63656d656e742d6b65792d30313233343536373839616200\n", 0o644},
+		badKey:  {"7\n", 0o600}} {
+		if err := os.WriteFile(f, []byte(c.body), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name  string
 		args  []string
 		want  string // error substring; "" = ok
 		check func(t *testing.T, o options)
 	}{
+		{"announcement key", append(base, "--flows", file, "--announce-key", keyFile), "",
+			func(t *testing.T, o options) {
+				if k := o.cfg.AnnounceKey; k == nil || k.ID != 7 || len(k.Secret) != 33 || len(o.warnings) != 0 {
+					t.Fatalf("key %+v, warnings %q", k, o.warnings)
+				}
+			}},
+		{"announcement key others may read", append(base, "--flows", file, "--announce-key", openKey), "",
+			func(t *testing.T, o options) {
+				if len(o.warnings) != 1 || !strings.Contains(o.warnings[0], "mode 0644") {
+					t.Fatalf("warnings %q", o.warnings)
+				}
+			}},
+		{"bad announcement key", append(base, "--flows", file, "--announce-key", badKey), "--announce-key " + badKey + ": line 1: want \"ID KEY\"", nil},
+		{"missing announcement key", append(base, "--flows", file, "--announce-key", filepath.Join(dir, "none")), "--announce-key: open", nil},
 		{"flow with peer", append(base, "--peer", "10.0.0.2,02:00:00:00:00:02", "--flow", "src_qpn=0x10,dst_qpn=0x20,size=1MB",
 			"--algo", "dcqcn", "--params", "paper2015", "--line-rate", "10Gb/s", "--mode", "sender", "--announce-port", "5000"), "",
 			func(t *testing.T, o options) {

@@ -18,18 +18,18 @@ import (
 func init() {
 	registerCommand(&command{
 		name: "cc", order: 25,
-		summary: "S2 (seed 002 Table 6) with the senders on other host/cc algorithms (RTT-based: timely, pid, lstm-pid*), next to the modes",
+		summary: "S2 (seed 002 Table 6) with the senders on other host/cc algorithms (timely, dctcp, hpcc, pid, lstm-pid*), next to the modes",
 		usage:   "[flags]",
-		examples: `  # seed 002 Table 6's RTT-based rows with DCQCN and fastcnp beside them
-  fastcnp-sim cc --scenario s2 --algo timely,lstm-pid,lstm-pid-rttch,lstm-pid-rttch-win --mode dcqcn,fastcnp
+		examples: `  # seed 002 Table 6's rows with DCQCN and fastcnp beside them
+  fastcnp-sim cc --scenario s2 --algo hpcc,timely,dctcp,lstm-pid --mode dcqcn,fastcnp
   # the same, a tenth of the sizes, into a directory
   fastcnp-sim cc --scenario s2-scaled --out /tmp/s2cc`,
 		flags: ccFlags,
 	})
 }
 
-// ccRun is one column: an algorithm on the switches of mode, or a mode's own
-// DCQCN variant (algo "").
+// ccRun is one column: an algorithm on the switches of mode dcqcn (RED; DCTCP's
+// K; port mode int for HPCC), or a mode's own DCQCN variant (algo "").
 type ccRun struct {
 	label string
 	mode  network.Mode
@@ -39,13 +39,22 @@ type ccRun struct {
 // Seed 002 4.4.1: LSTM+PID starts at 10 Gb/s, the others at line rate.
 const ccLSTMPIDStartBps = 10e9
 
-// ccTune sets an algorithm's parameter set: TIMELY hpcc-sim; the LSTM+PID
-// family set lstmSet from 10 Gb/s.
+// ccDCTCPK is DCTCP's marking threshold at 100 Gb/s (the HPCC simulator's
+// run.py --cc dctcp: KMIN_MAP = KMAX_MAP = 30*bw/10 KB, PMAX_MAP 1).
+const ccDCTCPK = 300_000
+
+// ccTune sets an algorithm's parameter set: TIMELY, DCTCP and HPCC hpcc-sim
+// (the HPCC simulator's, which seed 002 ran); the LSTM+PID family set lstmSet
+// from 10 Gb/s.
 func ccTune(algo, lstmSet string) func(*cc.Config) {
 	return func(c *cc.Config) {
 		switch algo {
 		case "timely":
 			c.TIMELY, _ = cc.TIMELYPreset("hpcc-sim")
+		case "dctcp":
+			c.DCTCP, _ = cc.DCTCPPreset("hpcc-sim")
+		case "hpcc":
+			c.HPCC, _ = cc.HPCCPreset("hpcc-sim")
 		case "pid", "lstm-pid", "lstm-pid-rttch", "lstm-pid-rttch-win":
 			c.LSTMPID, _ = cc.LSTMPIDPreset(lstmSet)
 			c.StartRate = ccLSTMPIDStartBps
@@ -55,7 +64,7 @@ func ccTune(algo, lstmSet string) func(*cc.Config) {
 
 func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	scen := fs.String("scenario", "s2", "s2 (seed 002's incast) or s2-scaled (sizes / 10)")
-	algos := fs.String("algo", "timely,pid,lstm-pid,lstm-pid-rttch,lstm-pid-rttch-win", "comma-separated host/cc algorithms that react to RTT samples alone")
+	algos := fs.String("algo", "hpcc,timely,dctcp,pid,lstm-pid,lstm-pid-rttch,lstm-pid-rttch-win", "comma-separated host/cc algorithms")
 	modes := fs.String("mode", "dcqcn,fastcnp", "modes run beside them (their own DCQCN variants; \"\" for none)")
 	lstmSet := fs.String("lstm-params", "trained", "LSTM+PID parameter set (host/cc): trained, thesis, thesis-initial")
 	out := fs.String("out", "", "directory for table.md and metrics.json (none: print only)")
@@ -92,7 +101,7 @@ func ccFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 				continue
 			}
 			if !network.AlgorithmModelled(a) {
-				return usagef("--algo %q: not one the simulator runs (RTT-based: timely, pid, lstm-pid, lstm-pid-rttch, lstm-pid-rttch-win)", a)
+				return usagef("--algo %q: not a host/cc algorithm (%s)", a, strings.Join(cc.Names(), ", "))
 			}
 			runs = append(runs, ccRun{label: a, mode: network.ModeDCQCN, algo: a})
 		}
@@ -139,6 +148,9 @@ func runCC(sc *scenario.Scenario, runs []ccRun, lstmSet string, jobs int) ([]sce
 			cfg := sc.Config(r.mode, p)
 			if r.algo != "" {
 				cfg.Algorithm, cfg.Tune = r.algo, ccTune(r.algo, lstmSet)
+			}
+			if r.algo == "dctcp" {
+				cfg.Switch.KminBytes100G, cfg.Switch.KmaxBytes100G, cfg.Switch.Pmax = ccDCTCPK, ccDCTCPK, 1
 			}
 			start := time.Now()
 			n, err := network.New(cfg)

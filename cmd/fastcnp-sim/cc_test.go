@@ -15,8 +15,7 @@ func TestCCUsage(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"cc", "--algo", "hpcc"}, "--algo \"hpcc\": not one the simulator runs"},
-		{[]string{"cc", "--algo", "dctcp"}, "--algo \"dctcp\""},
+		{[]string{"cc", "--algo", "bbr"}, "--algo \"bbr\": not a host/cc algorithm"},
 		{[]string{"cc", "--scenario", "s1"}, "--scenario \"s1\""},
 		{[]string{"cc", "--lstm-params", "bogus"}, "--lstm-params"},
 		{[]string{"cc", "--jobs", "0"}, "--jobs 0"},
@@ -31,15 +30,17 @@ func TestCCUsage(t *testing.T) {
 	}
 }
 
-// TestCCRunsAlgorithm: the PID column really runs the PID (no ECN reaction, RTT
-// held near its 5 us target) next to DCQCN, and the files hold both columns.
+// TestCCRunsAlgorithm: the columns really run their algorithms next to DCQCN:
+// the PID holds the mean RTT within a microsecond of its 5 us target, HPCC (INT
+// switches, no marking) keeps it near the base RTT, DCTCP's switches mark at K;
+// the files hold every column.
 func TestCCRunsAlgorithm(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runCLI(t, nil, "cc", "--scenario", "s2-scaled", "--algo", "pid", "--mode", "dcqcn", "--out", dir)
+	code, out, errs := runCLI(t, nil, "cc", "--scenario", "s2-scaled", "--algo", "pid,hpcc,dctcp", "--mode", "dcqcn", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "| S2 | dcqcn | pid |") || !strings.Contains(out, "pid: 20 of 20 flows finished") {
+	if !strings.Contains(out, "| S2 | dcqcn | pid | hpcc | dctcp |") || !strings.Contains(out, "hpcc: 20 of 20 flows finished") {
 		t.Fatalf("output:\n%s", out)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "table.md"))
@@ -54,18 +55,22 @@ func TestCCRunsAlgorithm(t *testing.T) {
 	if err := json.Unmarshal(b, &ms); err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].Mode != "dcqcn" || ms[1].Mode != "pid" {
+	if len(ms) != 4 || ms[0].Mode != "dcqcn" || ms[1].Mode != "pid" || ms[2].Mode != "hpcc" || ms[3].Mode != "dctcp" {
 		t.Fatalf("metrics: %+v", ms)
 	}
-	dcqcn, pid := ms[0], ms[1]
+	dcqcn, pid, hp, dc := ms[0], ms[1], ms[2], ms[3]
 	for _, m := range ms {
 		if m.Finished != 20 || m.RTTSamples == 0 {
 			t.Errorf("%s: %d flows finished, %d RTT samples", m.Mode, m.Finished, m.RTTSamples)
 		}
 	}
-	// DCQCN lets the queue build to its marking thresholds; the PID keeps
-	// the mean RTT within a microsecond of 5 us and the tail far below DCQCN's.
 	if pid.RTTMeanUs < 4 || pid.RTTMeanUs > 6 || pid.RTTP99Us >= dcqcn.RTTP99Us/2 {
 		t.Errorf("pid RTT mean %.2f p99 %.2f us, dcqcn p99 %.2f us", pid.RTTMeanUs, pid.RTTP99Us, dcqcn.RTTP99Us)
+	}
+	if hp.RTTMeanUs >= pid.RTTMeanUs || hp.RTTP99Us >= pid.RTTP99Us || hp.Totals.ECNMarks != 0 {
+		t.Errorf("hpcc RTT mean %.2f p99 %.2f us, %d marks; pid %.2f / %.2f us", hp.RTTMeanUs, hp.RTTP99Us, hp.Totals.ECNMarks, pid.RTTMeanUs, pid.RTTP99Us)
+	}
+	if dc.Totals.ECNMarks == 0 {
+		t.Errorf("dctcp: no marks at K")
 	}
 }

@@ -121,6 +121,9 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	for _, w := range daemon.SwitchSecurityWarnings(cfg.Switches) {
 		log.Warn(w)
 	}
+	for _, w := range daemon.AnnounceSecurityWarnings(cfg.Announce) {
+		log.Warn(w)
+	}
 	auditInterval, counterInterval := *audit, *counters
 	if auditInterval == 0 {
 		auditInterval = -1

@@ -104,6 +104,41 @@ type Announce struct {
 	// DefaultMaxConnectionsPerSender); see PortQuota and SenderQuota.
 	MaxConnectionsPerPort   int
 	MaxConnectionsPerSender int
+	// Auth authenticates announcements with keys fastcnpd holds (nil:
+	// announcements are not authenticated, a lab set-up).
+	Auth *AnnounceAuth
+}
+
+// AnnounceAuth configures authenticated announcements (docs/config.md,
+// "Announcement keys").
+type AnnounceAuth struct {
+	// KeyFile holds the hosts' keys: "ID HOST KEY SENDERS" lines.
+	KeyFile string
+	// AllowUnauthenticated also accepts announcements without a trailer
+	// from senders no key covers (a fabric moving to keys); off by default.
+	AllowUnauthenticated bool
+	// MaxClockSkew is how far an announcement's timestamp may be from
+	// fastcnpd's clock, either way (0: DefaultMaxClockSkew).
+	MaxClockSkew time.Duration
+	// ReplayCache is how many recent announcements are remembered against
+	// replay (0: DefaultReplayCache).
+	ReplayCache int
+}
+
+// Skew returns the effective MaxClockSkew.
+func (a *AnnounceAuth) Skew() time.Duration {
+	if a.MaxClockSkew <= 0 {
+		return DefaultMaxClockSkew
+	}
+	return a.MaxClockSkew
+}
+
+// CacheSize returns the effective ReplayCache.
+func (a *AnnounceAuth) CacheSize() int {
+	if a.ReplayCache <= 0 {
+		return DefaultReplayCache
+	}
+	return a.ReplayCache
 }
 
 // PortQuota returns the effective MaxConnectionsPerPort.
@@ -438,11 +473,21 @@ const (
 
 // Defaults (spec 01, 02, 04, 05).
 const (
-	DefaultAPIListen        = "127.0.0.1:9560"
-	DefaultMetricsListen    = "127.0.0.1:9561"
-	DefaultStateFile        = "/var/lib/fastcnp/state.json"
-	DefaultAnnouncePort     = wire.DefaultAnnouncePort
-	DefaultIdleTimeout      = 60 * time.Second
+	DefaultAPIListen     = "127.0.0.1:9560"
+	DefaultMetricsListen = "127.0.0.1:9561"
+	DefaultStateFile     = "/var/lib/fastcnp/state.json"
+	DefaultAnnouncePort  = wire.DefaultAnnouncePort
+	DefaultIdleTimeout   = 60 * time.Second
+	// DefaultMaxClockSkew bounds how old (or how far ahead) an
+	// authenticated announcement's timestamp may be: hosts synchronised by
+	// NTP are within milliseconds; 30 s leaves room for a clock being
+	// stepped while keeping the replay window short.
+	DefaultMaxClockSkew = 30 * time.Second
+	// DefaultReplayCache is how many authenticated announcements are
+	// remembered against replay: 65,536, a minute of 1,000 per second
+	// (10,000 hosts refreshing every 10 s) within a 30 s skew either way,
+	// about 5 MB.
+	DefaultReplayCache      = 1 << 16
 	DefaultLosslessPriority = 3
 	DefaultCNPDSCP          = 48
 	DefaultLinkRate         = 100 * units.Gbps

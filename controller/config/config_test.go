@@ -650,6 +650,56 @@ func TestDocExampleInSync(t *testing.T) {
 // announcements default to a quarter of the table and half of that, take
 // any value 1..CONN_TABLE_SIZE, and round-trip through Marshal (a Config
 // built in Go with 0 gets the defaults).
+// TestAnnounceAuth: announce.auth with its defaults, set values, its
+// errors, and the round trip through Marshal.
+func TestAnnounceAuth(t *testing.T) {
+	c, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Announce.Auth != nil {
+		t.Errorf("auth without announce.auth: %+v", c.Announce.Auth)
+	}
+	tests := []struct {
+		name, src string
+		want      AnnounceAuth
+		err       string
+	}{
+		{"defaults", "{key_file: /k}", AnnounceAuth{KeyFile: "/k", MaxClockSkew: 30 * time.Second, ReplayCache: 65536}, ""},
+		{"set", "{key_file: /k, allow_unauthenticated: true, max_clock_skew: 5s, replay_cache: 2048}",
+			AnnounceAuth{KeyFile: "/k", AllowUnauthenticated: true, MaxClockSkew: 5 * time.Second, ReplayCache: 2048}, ""},
+		{"no key file", "{allow_unauthenticated: true}", AnnounceAuth{}, "config:1: announce.auth.key_file: required"},
+		{"skew too short", "{key_file: /k, max_clock_skew: 10ms}", AnnounceAuth{}, "announce.auth.max_clock_skew"},
+		{"cache too small", "{key_file: /k, replay_cache: 10}", AnnounceAuth{}, "announce.auth.replay_cache: 10 is out of range 1024..4194304"},
+		{"unknown field", "{key_file: /k, keys: []}", AnnounceAuth{}, "announce.auth.keys: unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte("announce: {auth: " + tt.src + "}\n" + base))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Announce.Auth == nil || *c.Announce.Auth != tt.want {
+				t.Fatalf("auth %+v, want %+v", c.Announce.Auth, tt.want)
+			}
+			y, err := c.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse(y)
+			if err != nil || back.Announce.Auth == nil || *back.Announce.Auth != tt.want {
+				t.Errorf("round trip: %+v, %v\n%s", back.Announce.Auth, err, y)
+			}
+		})
+	}
+}
+
 func TestConnectionQuotas(t *testing.T) {
 	c, err := Parse([]byte(base))
 	if err != nil {

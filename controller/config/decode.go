@@ -505,6 +505,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 						c.Announce.MaxConnectionsPerSender = int(v)
 					}
 				},
+				"auth": func(n *yaml.Node, p string) { c.Announce.Auth = d.decodeAnnounceAuth(n, p) },
 			})
 		},
 		"qos": func(n *yaml.Node, p string) { d.decodeQoS(n, p, &c.QoS) },
@@ -573,6 +574,29 @@ func (d *decoder) checkAnnouncePort(n *yaml.Node, c *Config) {
 			"%s, so its parser recognises only the compiled-in port %d; use announce.udp_port %d",
 			s.Target, c.Announce.UDPPort, portLine, reason, DefaultAnnouncePort, DefaultAnnouncePort)
 	}
+}
+
+// decodeAnnounceAuth decodes announce.auth.
+func (d *decoder) decodeAnnounceAuth(n *yaml.Node, p string) *AnnounceAuth {
+	a := &AnnounceAuth{MaxClockSkew: DefaultMaxClockSkew, ReplayCache: DefaultReplayCache}
+	d.mapping(n, p, fields{
+		"key_file":              func(n *yaml.Node, p string) { d.str(n, p, &a.KeyFile) },
+		"allow_unauthenticated": func(n *yaml.Node, p string) { d.boolean(n, p, &a.AllowUnauthenticated) },
+		"max_clock_skew": func(n *yaml.Node, p string) {
+			if v, ok := d.duration(n, p, time.Second, time.Hour); ok {
+				a.MaxClockSkew = v
+			}
+		},
+		"replay_cache": func(n *yaml.Node, p string) {
+			if v, ok := d.uint(n, p, MinReplayCache, MaxReplayCache); ok {
+				a.ReplayCache = int(v)
+			}
+		},
+	})
+	if n.Kind == yaml.MappingNode && a.KeyFile == "" {
+		d.addf(n, join(p, "key_file"), "required: the file of the hosts' announcement keys")
+	}
+	return a
 }
 
 func (d *decoder) decodeAuth(n *yaml.Node, p string, a *Auth) {

@@ -42,6 +42,10 @@ const (
 	// MaxSubnets is the most host subnets of all ports of one switch
 	// (their overlap check is quadratic).
 	MaxSubnets = 1024
+	// MinReplayCache and MaxReplayCache bound announce.auth.replay_cache
+	// (entries of about 80 bytes: at most about 330 MB).
+	MinReplayCache = 1024
+	MaxReplayCache = 1 << 22
 	// MaxListItems bounds the lists without a data-plane table behind
 	// them (mtls.admin_names).
 	MaxListItems = 4096

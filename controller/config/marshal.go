@@ -63,10 +63,17 @@ type (
 		Listen string `yaml:"listen"`
 	}
 	yAnnounce struct {
-		UDPPort                 uint16 `yaml:"udp_port"`
-		IdleTimeout             string `yaml:"idle_timeout"`
-		MaxConnectionsPerPort   int    `yaml:"max_connections_per_port"`
-		MaxConnectionsPerSender int    `yaml:"max_connections_per_sender"`
+		UDPPort                 uint16         `yaml:"udp_port"`
+		IdleTimeout             string         `yaml:"idle_timeout"`
+		MaxConnectionsPerPort   int            `yaml:"max_connections_per_port"`
+		MaxConnectionsPerSender int            `yaml:"max_connections_per_sender"`
+		Auth                    *yAnnounceAuth `yaml:"auth,omitempty"`
+	}
+	yAnnounceAuth struct {
+		KeyFile              string `yaml:"key_file"`
+		AllowUnauthenticated bool   `yaml:"allow_unauthenticated"`
+		MaxClockSkew         string `yaml:"max_clock_skew"`
+		ReplayCache          int    `yaml:"replay_cache"`
 	}
 	yQoS struct {
 		DSCPPriority yaml.Node `yaml:"dscp_priority"`
@@ -187,7 +194,8 @@ func (c *Config) Marshal() ([]byte, error) {
 		StateFile: c.StateFile,
 		Metrics:   yMetrics{Listen: c.Metrics.Listen},
 		Announce: yAnnounce{UDPPort: c.Announce.UDPPort, IdleTimeout: units.FormatDuration(c.Announce.IdleTimeout),
-			MaxConnectionsPerPort: c.Announce.PortQuota(), MaxConnectionsPerSender: c.Announce.SenderQuota()},
+			MaxConnectionsPerPort: c.Announce.PortQuota(), MaxConnectionsPerSender: c.Announce.SenderQuota(),
+			Auth: marshalAnnounceAuth(c.Announce.Auth)},
 		QoS: yQoS{
 			DSCPPriority: prioNode(c.QoS.DSCPPriority),
 			PCPPriority:  prioNode(c.QoS.PCPPriority),
@@ -264,4 +272,12 @@ func (c *Config) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("config: marshal: %w", err)
 	}
 	return out, nil
+}
+
+func marshalAnnounceAuth(a *AnnounceAuth) *yAnnounceAuth {
+	if a == nil {
+		return nil
+	}
+	return &yAnnounceAuth{KeyFile: a.KeyFile, AllowUnauthenticated: a.AllowUnauthenticated,
+		MaxClockSkew: units.FormatDuration(a.Skew()), ReplayCache: a.CacheSize()}
 }

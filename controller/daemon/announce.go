@@ -3,9 +3,11 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/fastcnp/fastcnp/controller/announceauth"
 	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -28,6 +30,17 @@ const (
 	ReasonUnknownConn     = "unknown_connection" // down for a connection that is not installed
 	ReasonStateFile       = "state_file"         // the state file could not be written
 	ReasonNotPrimary      = "not_primary"        // this instance is a standby: the primary handles it
+	// ReasonNotOwner: the connection belongs to another host (announced
+	// with another key, or unauthenticated from another port or MAC), or
+	// was added through the API.
+	ReasonNotOwner = "not_owner"
+	// Authentication (announce.auth, controller/announceauth).
+	ReasonUnauthenticated = announceauth.ReasonUnauthenticated // no trailer where one is required
+	ReasonUnknownKey      = announceauth.ReasonUnknownKey      // the key ID is not in the key file
+	ReasonBadTag          = announceauth.ReasonBadTag          // forged or altered: the tag is not the key's
+	ReasonKeyNotAllowed   = announceauth.ReasonKeyNotAllowed   // the key may not announce for this sender
+	ReasonStale           = announceauth.ReasonStale           // timestamp beyond max_clock_skew
+	ReasonReplay          = announceauth.ReasonReplay          // seen before
 	// ReasonINCMembership (inc.go): an INC group or rank the config does not give the sender.
 )
 
@@ -39,10 +52,16 @@ const (
 )
 
 // refused reports whether a rejection reason is a refusal for want of room
-// (a quota or the full table) or of INC membership: those are also counted
-// in fastcnp_announcements_refused_total.
+// (a quota or the full table), for security (authentication, ownership)
+// or of INC membership: those are also counted in
+// fastcnp_announcements_refused_total.
 func refused(reason string) bool {
-	return reason == ReasonPortQuota || reason == ReasonSenderQuota || reason == ReasonTableFull || reason == ReasonINCMembership
+	switch reason {
+	case ReasonPortQuota, ReasonSenderQuota, ReasonTableFull, ReasonNotOwner, ReasonUnauthenticated, ReasonUnknownKey,
+		ReasonBadTag, ReasonKeyNotAllowed, ReasonStale, ReasonReplay, ReasonINCMembership:
+		return true
+	}
+	return false
 }
 
 // AnnounceResult is what became of one announcement.
@@ -56,6 +75,9 @@ type AnnounceResult struct {
 	// Held and Limit, for a quota refusal: the connections the port or
 	// sender holds and its quota.
 	Held, Limit int
+	// Host is the name of the key that authenticated the announcement
+	// ("" when it was not authenticated).
+	Host string
 }
 
 // quotaError refuses a new announced connection: its ingress port or its
@@ -153,6 +175,10 @@ func (d *Daemon) reportAnnouncement(sw string, port uint16, res AnnounceResult) 
 	if res.Conn.SenderIP.IsValid() {
 		lf["connection"] = res.Conn.ConnKey.String()
 	}
+	if res.Host != "" {
+		lf["host"] = res.Host
+		fields["host"] = res.Host
+	}
 	if !res.Accepted && refused(res.Reason) {
 		d.metrics.refused.WithLabelValues(res.Reason).Inc()
 		lf["sender"] = res.Conn.SenderIP.String()
@@ -193,9 +219,17 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 	if f.UDP.DstPort != udpPort {
 		return reject(ReasonWrongPort, "UDP destination %d, want %d", f.UDP.DstPort, udpPort), 0, false
 	}
-	payload := frame[f.End:]
-	if len(payload) < wire.AnnouncementLen {
-		return reject(ReasonMalformed, "announcement of %d bytes, want %d", len(payload), wire.AnnouncementLen), 0, false
+	// The UDP payload, without the Ethernet padding: an announcement
+	// (32 bytes) or an authenticated one (72).
+	udpEnd := f.Off[wire.LayerUDP] + int(f.UDP.Length)
+	if int(f.UDP.Length) < wire.UDPLen || udpEnd > len(frame) {
+		return reject(ReasonMalformed, "UDP length %d does not fit the frame", f.UDP.Length), 0, false
+	}
+	payload := frame[f.End:udpEnd]
+	signed := len(payload) == wire.AnnouncementAuthLen
+	if len(payload) != wire.AnnouncementLen && !signed {
+		return reject(ReasonMalformed, "announcement of %d bytes, want %d (or %d authenticated)",
+			len(payload), wire.AnnouncementLen, wire.AnnouncementAuthLen), 0, false
 	}
 	var a wire.Announcement
 	if err := a.Decode(payload); err != nil {
@@ -213,7 +247,7 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 		ConnKey:    fabric.ConnKey{SenderIP: a.SenderIP.Netip(), UDPSrcPort: a.UDPSrcPort, ReceiverQPN: a.ReceiverQPN},
 		ReceiverIP: a.ReceiverIP.Netip(), SenderQPN: a.SenderQPN, Flags: a.Flags, WorkerRank: a.WorkerRank,
 		INCGroup: a.INCGroup, Source: "announce", LastSeen: d.opts.Now(),
-		Ingress: fabric.PortRef{Switch: sw, Port: port},
+		Ingress: fabric.PortRef{Switch: sw, Port: port}, Owner: fabric.Owner{MAC: f.Ethernet.Src},
 	}
 	if a.SenderIP != f.IPv4.Src {
 		r := reject(ReasonSenderMismatch, "IPv4 source %s announces sender %s", f.IPv4.Src, a.SenderIP)
@@ -234,16 +268,6 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 		r.Conn = c
 		return r, 0, false
 	}
-	if a.Type == wire.AnnounceUp {
-		d.mu.RLock()
-		err := fabric.CheckINCMembership(d.cfg, c)
-		d.mu.RUnlock()
-		if err != nil {
-			r := reject(ReasonINCMembership, "%v", err)
-			r.Conn = c
-			return r, 0, false
-		}
-	}
 	if !d.writer.Load() {
 		// Switches send packet-ins to their primary only; a standby that
 		// got one anyway must not change the shared state.
@@ -251,7 +275,68 @@ func (d *Daemon) checkAnnouncement(sw string, port uint16, reason uint8, frame [
 		r.Conn = c
 		return r, 0, false
 	}
-	return AnnounceResult{Conn: c}, a.Type, true
+	var host string
+	switch {
+	case d.auth == nil:
+		// No keys: a trailer cannot be checked, and is ignored (a lab).
+	case signed:
+		key, err := d.auth.check(payload, c.SenderIP, d.opts.Now())
+		var ref *announceauth.Refusal
+		if errors.As(err, &ref) {
+			r := reject(ref.Reason, "%s", ref.Detail)
+			r.Conn = c
+			return r, 0, false
+		}
+		c.Owner.Key, host = key.ID, key.Host
+	default:
+		if why := d.auth.unsignedRefusal(c.SenderIP); why != "" {
+			r := reject(ReasonUnauthenticated, "%s", why)
+			r.Conn = c
+			return r, 0, false
+		}
+	}
+	// INC membership (inc.go) after authentication: the claim of a group
+	// and rank is checked against the configuration for an authentic
+	// sender.
+	if a.Type == wire.AnnounceUp {
+		d.mu.RLock()
+		err := fabric.CheckINCMembership(d.cfg, c)
+		d.mu.RUnlock()
+		if err != nil {
+			r := reject(ReasonINCMembership, "%v", err)
+			r.Conn, r.Host = c, host
+			return r, 0, false
+		}
+	}
+	return AnnounceResult{Conn: c, Host: host}, a.Type, true
+}
+
+// ownerMismatch says why announcement c may not change or remove the
+// connection old ("" when it may): only the host that owns a connection
+// may. With authentication the owner is the key (its host may move to
+// another port); without, the ingress port and the source MAC of the
+// announcement that made it. An authenticated announcement whose key
+// covers the sender (checked before) may take over a connection of an
+// unauthenticated owner: keys are the stronger proof. Connections added
+// through the API belong to the operator.
+func ownerMismatch(old, c fabric.Connection) string {
+	mac := func(m [6]byte) string { return net.HardwareAddr(m[:]).String() }
+	switch {
+	case old.Static:
+		return "added through the API: announcements do not change it"
+	case old.Owner.Key != 0 && c.Owner.Key != old.Owner.Key:
+		if c.Owner.Key == 0 {
+			return fmt.Sprintf("owned by key %d: an unauthenticated announcement may not change it", old.Owner.Key)
+		}
+		return fmt.Sprintf("owned by key %d, announced with key %d", old.Owner.Key, c.Owner.Key)
+	case old.Owner.Key != 0 || c.Owner.Key != 0:
+		return ""
+	case !old.Ingress.IsZero() && old.Ingress != c.Ingress:
+		return fmt.Sprintf("owned by the host on %s, announced on %s", old.Ingress, c.Ingress)
+	case old.Owner.MAC != ([6]byte{}) && old.Owner.MAC != c.Owner.MAC:
+		return fmt.Sprintf("owned by %s on %s, announced by %s", mac(old.Owner.MAC), old.Ingress, mac(c.Owner.MAC))
+	}
+	return ""
 }
 
 // applyAnnouncements applies the valid announcements (results[i].Conn, of
@@ -268,6 +353,14 @@ func (d *Daemon) applyAnnouncements(results []AnnounceResult, types []uint8, val
 			continue
 		}
 		c := results[i].Conn
+		if old, known := d.conns.Get(c.ConnKey); known {
+			if why := ownerMismatch(old, c); why != "" {
+				r := reject(ReasonNotOwner, "connection %s %s", c.ConnKey, why)
+				r.Conn, r.Host = c, results[i].Host
+				results[i] = r
+				continue
+			}
+		}
 		if types[i] == wire.AnnounceDown {
 			gone, err := d.conns.Remove(c.ConnKey)
 			if err != nil {
@@ -278,7 +371,7 @@ func (d *Daemon) applyAnnouncements(results []AnnounceResult, types []uint8, val
 			}
 			d.metrics.connections.Set(float64(d.conns.Len()))
 			recs = append(recs, deleteRecord(c.ConnKey))
-			results[i] = AnnounceResult{Accepted: true, Reason: AcceptDown, Conn: c}
+			results[i] = AnnounceResult{Accepted: true, Reason: AcceptDown, Conn: c, Host: results[i].Host}
 			changes[i] = true
 			removed = append(removed, gone)
 			continue
@@ -303,10 +396,10 @@ func (d *Daemon) applyAnnouncements(results []AnnounceResult, types []uint8, val
 			recs = append(recs, *rec)
 		}
 		if !changed {
-			results[i] = AnnounceResult{Accepted: true, Reason: AcceptRefresh, Conn: got}
+			results[i] = AnnounceResult{Accepted: true, Reason: AcceptRefresh, Conn: got, Host: results[i].Host}
 			continue
 		}
-		results[i] = AnnounceResult{Accepted: true, Reason: AcceptUp, Conn: got}
+		results[i] = AnnounceResult{Accepted: true, Reason: AcceptUp, Conn: got, Host: results[i].Host}
 		changes[i] = true
 		added = append(added, got)
 	}

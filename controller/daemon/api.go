@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -76,13 +75,7 @@ func ParseTokens(data string) ([]tokenRole, error) {
 	var out []tokenRole
 	seen := map[string]int{} // token -> line
 	for i, line := range strings.Split(data, "\n") {
-		f := strings.Fields(line)
-		for j, w := range f {
-			if strings.HasPrefix(w, "#") {
-				f = f[:j] // the rest of the line is a comment
-				break
-			}
-		}
+		f := lineFields(line)
 		if len(f) == 0 {
 			continue
 		}
@@ -130,14 +123,11 @@ func roleHint(f []string) string {
 // TokenFileWarning returns a warning when the token file at path can be
 // read by other users than its owner (group or world bits), "" otherwise.
 func TokenFileWarning(path string) (string, error) {
-	fi, err := os.Stat(path)
+	w, err := secretFileWarning(path, "API token file")
 	if err != nil {
 		return "", fmt.Errorf("api: token file: %w", err)
 	}
-	if m := fi.Mode().Perm(); m&0o077 != 0 {
-		return fmt.Sprintf("API token file %s has mode %#o: other users can read the admin tokens; chmod 600 it", path, m), nil
-	}
-	return "", nil
+	return w, nil
 }
 
 // NewAuthenticator builds the API authentication of a config and, for mTLS,
@@ -214,6 +204,23 @@ func SwitchSecurityWarnings(switches []config.Switch) []string {
 		}
 	}
 	return out
+}
+
+// AnnounceSecurityWarnings returns what is unsafe about the announcement
+// settings of a valid configuration: announcements without authentication
+// (no announce.auth), where a host can announce connections for the other
+// hosts of its port's subnets before they do, or with unauthenticated
+// announcements still allowed.
+func AnnounceSecurityWarnings(a config.Announce) []string {
+	switch {
+	case a.Auth == nil:
+		return []string{"announcements are not authenticated (announce.auth is not set): a host can announce connections " +
+			"for its neighbours' addresses (those announced first stay bound to their host's port and MAC); " +
+			"a lab set-up: give the hosts keys (docs/operations.md, \"Secure deployment\")"}
+	case a.Auth.AllowUnauthenticated:
+		return []string{"announce.auth.allow_unauthenticated is set: senders without a key may announce without authentication"}
+	}
+	return nil
 }
 
 // isLoopback reports whether a host:port names a loopback address (or

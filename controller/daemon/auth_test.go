@@ -510,3 +510,22 @@ func TestSwitchSecurityWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnounceSecurityWarnings: no announce.auth, or unauthenticated
+// announcements allowed, are warned about; keys alone are not.
+func TestAnnounceSecurityWarnings(t *testing.T) {
+	tests := []struct {
+		auth *config.AnnounceAuth
+		warn string
+	}{
+		{nil, "announcements are not authenticated"},
+		{&config.AnnounceAuth{KeyFile: "/k", AllowUnauthenticated: true}, "allow_unauthenticated is set"},
+		{&config.AnnounceAuth{KeyFile: "/k"}, ""},
+	}
+	for _, tt := range tests {
+		w := AnnounceSecurityWarnings(config.Announce{Auth: tt.auth})
+		if (len(w) > 0) != (tt.warn != "") || tt.warn != "" && !strings.Contains(w[0], tt.warn) {
+			t.Errorf("%+v: warnings %q, want %q", tt.auth, w, tt.warn)
+		}
+	}
+}

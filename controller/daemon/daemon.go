@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"sort"
@@ -87,11 +88,16 @@ type Daemon struct {
 	slog     stateLog   // the state file's log (saveMu)
 	switches []*switchRunner
 	byName   map[string]*switchRunner
+	// auth checks authenticated announcements (nil: announce.auth not set).
+	auth *announceAuth
 
 	// incFail are the links and switches the INC tree avoids, incTree the
 	// tree installed (d.mu; inc.go).
 	incFail fabric.Failures
 	incTree *fabric.INCTree
+	// incSettled: the shared table was adopted from a leaf after a restart,
+	// or changed since the start, so no leaf's table is adopted any more.
+	incSettled bool
 }
 
 // Sentinel errors of the API methods (the gRPC layer maps them to codes).
@@ -145,11 +151,19 @@ func New(opts Options) (*Daemon, error) {
 	if err := checkStateDir(opts.Config.StateFile); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
+	auth, warnings, err := newAnnounceAuth(opts.Config.Announce.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	for _, w := range warnings {
+		d.log.Warn(w)
+	}
+	d.auth = auth
 	if err := d.loadState(); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
-	_, err := d.computeINCTreeLocked()
+	_, err = d.computeINCTreeLocked()
 	d.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -733,12 +747,22 @@ func (d *Daemon) Queues(ctx context.Context, sw string, port uint16) ([]QueueSta
 }
 
 func connFields(c fabric.Connection) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"sender_ip": c.SenderIP.String(), "udp_src_port": fmt.Sprint(c.UDPSrcPort),
 		"receiver_qpn": fmt.Sprint(c.ReceiverQPN), "sender_qpn": fmt.Sprint(c.SenderQPN),
 		"flags": fmt.Sprint(c.Flags), "conn_index": fmt.Sprint(c.Index), "inc_group": fmt.Sprint(c.INCGroup),
 		"worker_rank": fmt.Sprint(c.WorkerRank),
 	}
+	if !c.Ingress.IsZero() {
+		m["ingress"] = c.Ingress.String()
+	}
+	if c.Owner.MAC != ([6]byte{}) {
+		m["owner_mac"] = net.HardwareAddr(c.Owner.MAC[:]).String()
+	}
+	if c.Owner.Key != 0 {
+		m["owner_key"] = fmt.Sprint(c.Owner.Key)
+	}
+	return m
 }
 
 // subnetOf reports whether ip is in one of the subnets.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	"google.golang.org/grpc/codes"
@@ -96,6 +97,7 @@ func (d *Daemon) SetLinkState(ctx context.Context, sw string, port uint16, down 
 		}
 		what = fmt.Sprintf("link %s port %d - %s port %d", sw, port, peer.Switch, peer.Port)
 	}
+	d.incSettled = true
 	moved, err := d.computeINCTreeLocked()
 	uppers := 0
 	if d.incTree != nil {
@@ -116,6 +118,51 @@ func (d *Daemon) SetLinkState(ctx context.Context, sw string, port uint16, down 
 	d.publish(Event{Kind: EventINCTree, Message: what + " " + state,
 		Fields: map[string]string{"state": state, "buckets_moved": fmt.Sprint(moved), "upper_switches": fmt.Sprint(uppers)}})
 	return moved, d.syncAll(ctx)
+}
+
+// adoptINCTable makes the INC tree's shared table continue from the one
+// leaf sw holds (by port), once after a start, so that a restart of
+// fastcnpd moves no bucket the switches hold (a fresh Build need not equal
+// a table that failures and repairs shaped). The first leaf read decides;
+// a table that does not translate into the tree's upper switches (another
+// topology, a switch of another controller) is ignored. It reports whether
+// the tree changed.
+func (d *Daemon) adoptINCTable(sw string, held incroute.Table) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.incSettled || d.incTree == nil || d.incTree.Table == nil {
+		return false
+	}
+	part := d.incTree.Switch(sw)
+	if part == nil || len(part.Up) == 0 {
+		return false
+	}
+	byPort := map[uint32]uint32{}
+	for id, up := range part.Up {
+		byPort[uint32(up.Port)] = id
+	}
+	t := make(incroute.Table, len(held))
+	for b, port := range held {
+		id, ok := byPort[port]
+		if !ok {
+			return false
+		}
+		t[b] = id
+	}
+	d.incSettled = true
+	if slices.Equal(t, d.incTree.Table) {
+		return false
+	}
+	d.incTree.Table = t // the previous table of the recomputation below
+	moved, err := d.computeINCTreeLocked()
+	if err != nil {
+		d.log.WithError(err).Error("INC tree: adopting the table of " + sw)
+		return false
+	}
+	// moved counts the buckets UpdateBounded changed in the held table (0
+	// when it is proportional and scattered for the weights of now).
+	d.log.WithFields(logrus.Fields{"switch": sw, "buckets_moved": moved}).Info("INC tree: continuing from the table the leaf holds")
+	return true
 }
 
 func setMark[K comparable](m map[K]bool, k K, on bool) map[K]bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/p4src"
+	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 )
 
 // incTreeYAML is two leaves (workers behind port 1) and two spines, each
@@ -124,5 +126,60 @@ func TestINCTreeLinkState(t *testing.T) {
 		if _, err := d.SetLinkState(ctx, tc.sw, tc.port, true); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("SetLinkState(%s, %d): %v, want %v %q", tc.sw, tc.port, err, tc.want, tc.msg)
 		}
+	}
+}
+
+// TestINCTreeTableAcrossRestart: after a failure and a repair the shared
+// table is not the one a fresh build makes; a restarted fastcnpd continues
+// from the table the leaves hold, so the restart moves no bucket.
+func TestINCTreeTableAcrossRestart(t *testing.T) {
+	sw := map[string]*testSwitch{}
+	for i, n := range []string{"leaf1", "leaf2", "spine1", "spine2"} {
+		sw[n] = startSwitch(t, "", uint64(i+1))
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	src := fmt.Sprintf(incTreeYAML, state, sw["leaf1"].addr, sw["leaf2"].addr, sw["spine1"].addr, sw["spine2"].addr)
+	// Weights 1:2 so that the removal and the return of spine1 leave a
+	// table other than Build's.
+	src = strings.Replace(src, `{name: spine2, address:`, `{name: spine2, inc: {capacity: 2}, address:`, 1)
+	cfg, err := config.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, sw)
+	built, _ := d.INCTree()
+	ctx := context.Background()
+	if _, err := d.SetLinkState(ctx, "spine1", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SetLinkState(ctx, "spine1", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, d.Daemon, sw)
+	repaired, _ := d.INCTree()
+	if slices.Equal(built.Table, repaired.Table) {
+		t.Fatal("the repaired table equals the built one: the test proves nothing")
+	}
+	held := sw["leaf1"].entries(p4src.TableIncRoute)
+	d.stopNow()
+
+	before := map[string]map[uint64]map[p4v1.Update_Type]int{}
+	for n, s := range sw {
+		before[n] = s.writes.snapshot()
+	}
+	d2 := startDaemon(t, cfg, nil)
+	waitInSync(t, d2.Daemon, sw)
+	after, _ := d2.INCTree()
+	if !slices.Equal(after.Table, repaired.Table) {
+		t.Errorf("after the restart the shared table differs from the one the leaves held")
+	}
+	for n, s := range sw {
+		if w := s.writes.since(before[n]); w[p4v1.Update_MODIFY]+w[p4v1.Update_INSERT]+w[p4v1.Update_DELETE] != 0 {
+			t.Errorf("%s: the restart wrote %v", n, w)
+		}
+	}
+	if got := sw["leaf1"].entries(p4src.TableIncRoute); len(got) != len(held) {
+		t.Errorf("leaf1 holds %d buckets, had %d", len(got), len(held))
 	}
 }

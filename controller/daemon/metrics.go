@@ -72,7 +72,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Digest lists from the switch that fastcnpd dropped (and acknowledged) because it fell behind: their port-state and CNP events are lost."},
 			[]string{"switch"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_announcements_refused_total",
-			Help: "Announcements refused: for want of room, port_quota (announce.max_connections_per_port), sender_quota (announce.max_connections_per_sender), table_full (CONN_TABLE_SIZE); inc_membership, an INC group or rank the config's inc.groups do not give the sender."},
+			Help: "Announcements refused: for want of room, port_quota (announce.max_connections_per_port), sender_quota (announce.max_connections_per_sender), table_full (CONN_TABLE_SIZE); " +
+				"inc_membership, an INC group or rank the config's inc.groups do not give the sender; for security, not_owner (the connection is another host's), " +
+				"unauthenticated, unknown_key, bad_tag (forged or altered), key_not_allowed (the key may not announce for the sender), stale (timestamp beyond announce.auth.max_clock_skew), replay."},
 			[]string{"reason"}),
 		packetInsDrop: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fastcnp_packet_ins_dropped_total",
 			Help: "Packet-ins (announcements) from the switch that fastcnpd dropped because its packet-in buffer was full: it fell behind."},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -46,6 +47,11 @@ type fileConnection struct {
 	// API connections and in files written before quotas existed.
 	IngressSwitch string `json:"ingress_switch,omitempty"`
 	IngressPort   uint16 `json:"ingress_port,omitempty"`
+	// OwnerKey and OwnerMAC: the announcement key and the Ethernet source
+	// of the host that owns the connection (fabric.Owner); absent for API
+	// connections and in files written before owners existed.
+	OwnerKey uint32 `json:"owner_key,omitempty"`
+	OwnerMAC string `json:"owner_mac,omitempty"`
 }
 
 // PortOverride holds port settings changed at run time (nil = unchanged).
@@ -63,9 +69,12 @@ func toFile(c fabric.Connection) fileConnection {
 	fc := fileConnection{SenderIP: c.SenderIP.String(), UDPSrcPort: c.UDPSrcPort, ReceiverQPN: c.ReceiverQPN,
 		SenderQPN: c.SenderQPN, Flags: c.Flags, WorkerRank: c.WorkerRank, INCGroup: c.INCGroup, Index: c.Index,
 		Source: c.Source, Static: c.Static, LastSeen: c.LastSeen.UTC(),
-		IngressSwitch: c.Ingress.Switch, IngressPort: c.Ingress.Port}
+		IngressSwitch: c.Ingress.Switch, IngressPort: c.Ingress.Port, OwnerKey: c.Owner.Key}
 	if c.ReceiverIP.IsValid() {
 		fc.ReceiverIP = c.ReceiverIP.String()
+	}
+	if c.Owner.MAC != ([6]byte{}) {
+		fc.OwnerMAC = net.HardwareAddr(c.Owner.MAC[:]).String()
 	}
 	return fc
 }
@@ -78,11 +87,18 @@ func fromFile(fc fileConnection) (fabric.Connection, error) {
 	c := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: ip, UDPSrcPort: fc.UDPSrcPort, ReceiverQPN: fc.ReceiverQPN},
 		SenderQPN: fc.SenderQPN, Flags: fc.Flags, WorkerRank: fc.WorkerRank, INCGroup: fc.INCGroup, Index: fc.Index,
 		Source: fc.Source, Static: fc.Static, LastSeen: fc.LastSeen,
-		Ingress: fabric.PortRef{Switch: fc.IngressSwitch, Port: fc.IngressPort}}
+		Ingress: fabric.PortRef{Switch: fc.IngressSwitch, Port: fc.IngressPort}, Owner: fabric.Owner{Key: fc.OwnerKey}}
 	if fc.ReceiverIP != "" {
 		if c.ReceiverIP, err = netip.ParseAddr(fc.ReceiverIP); err != nil {
 			return c, fmt.Errorf("receiver_ip: %w", err)
 		}
+	}
+	if fc.OwnerMAC != "" {
+		mac, err := net.ParseMAC(fc.OwnerMAC)
+		if err != nil || len(mac) != 6 {
+			return c, fmt.Errorf("owner_mac %q: not an Ethernet address", fc.OwnerMAC)
+		}
+		copy(c.Owner.MAC[:], mac)
 	}
 	return c, nil
 }

@@ -587,6 +587,11 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 		if prev == nil {
 			// After a restart: move the fewest buckets from what the switch holds.
 			prev = r.incFromState(actual)
+			// A leaf of the INC tree: the tree's shared table continues
+			// from the one the leaf holds (inc.go, adoptINCTable).
+			if prev != nil && r.d.adoptINCTable(r.name, prev) {
+				r.d.kickAll()
+			}
 		}
 	}
 	res, err := r.d.desired(r, prev)

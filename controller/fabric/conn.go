@@ -47,7 +47,23 @@ type Connection struct {
 	// last announcement (zero for the API's connections): the connection
 	// counts against that port's quota (PortConns).
 	Ingress PortRef
+	// Owner is the host whose announcements made the connection: only it
+	// may change, refresh or remove it (the controller checks; zero for the
+	// API's connections and for those of a state file without owners).
+	Owner Owner
 }
+
+// Owner identifies the host behind an announced connection.
+type Owner struct {
+	// Key is the ID of the announcement key that authenticated it (0: its
+	// announcements were not authenticated).
+	Key uint32
+	// MAC is the Ethernet source address of its announcements.
+	MAC [6]byte
+}
+
+// IsZero reports whether o names nobody.
+func (o Owner) IsZero() bool { return o == Owner{} }
 
 // PortRef names a port of a switch.
 type PortRef struct {

@@ -144,11 +144,12 @@ func (p *Path) BuildCNP(b []byte, destQP uint32, ext *wire.CNPExt) (int, error) 
 
 // BuildAnnouncement writes the RDMA-connection announcement of a connection
 // whose sender is this path's source: UDP to port (0 = 4792), DSCP 48.
-func (p *Path) BuildAnnouncement(b []byte, port uint16, ann *wire.Announcement) (int, error) {
+// With auth (from an AnnounceSigner) it is authenticated with secret.
+func (p *Path) BuildAnnouncement(b []byte, port uint16, ann *wire.Announcement, auth *wire.AnnounceAuth, secret []byte) (int, error) {
 	env := p.env(CNPDSCP, wire.NotECT)
 	env.DstPort = port
 	ann.SenderIP, ann.ReceiverIP, ann.UDPSrcPort = p.SrcIP, p.DstIP, p.SrcPort
-	n, err := wire.BuildAnnouncement(b, &env, ann)
+	n, err := wire.BuildSignedAnnouncement(b, &env, ann, auth, secret)
 	if err != nil {
 		return 0, fmt.Errorf("announcement frame: %w", err)
 	}
@@ -304,16 +305,33 @@ const AckFrameMax = wire.EthernetLen + wire.Dot1QLen + wire.IPv4Len + wire.UDPLe
 // Records are given only when the ACK echoes them (INTEcho) and every one
 // names a link rate; otherwise none (ok false: records that are unusable).
 func (ev *Event) CCHops(dst *[wire.INTMaxHops]cc.INTHop) (hops []cc.INTHop, ok bool) {
-	if !ev.INT || !ev.INTEcho || ev.NumHops == 0 {
+	if !ev.INT || !ev.INTEcho {
 		return nil, true
 	}
-	n := ev.NumHops
+	return ccHops(ev.Hops[:ev.NumHops], dst)
+}
+
+// FrameCCHops is CCHops for an ACK parsed by wire.Parse (the simulator's
+// hosts parse frames themselves).
+func FrameCCHops(f *wire.Frame, dst *[wire.INTMaxHops]cc.INTHop) (hops []cc.INTHop, ok bool) {
+	if !f.Has(wire.LayerINT) || !f.INT.Echo() {
+		return nil, true
+	}
+	return ccHops(f.INTHops[:f.INT.HopCount], dst)
+}
+
+// ccHops converts echoed records (newest first) into dst in path order.
+func ccHops(rec []wire.INTHop, dst *[wire.INTMaxHops]cc.INTHop) ([]cc.INTHop, bool) {
+	n := len(rec)
 	for i := 0; i < n; i++ {
-		h := &ev.Hops[n-1-i]
+		h := &rec[n-1-i]
 		if h.RateBytesPerMs == 0 {
 			return nil, false
 		}
 		dst[i] = cc.INTHop{TS: time.Duration(h.TimestampNs), TxBytes: h.TxBytes, QLen: int64(h.QueueBytes), LinkRate: h.RateBps()}
+	}
+	if n == 0 {
+		return nil, true
 	}
 	return dst[:n], true
 }

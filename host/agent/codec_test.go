@@ -83,7 +83,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 	ann := wire.NewAnnouncement(wire.AnnounceUp, wire.AnnounceFlagCNPTarget)
 	ann.SenderQPN, ann.ReceiverQPN = 0x111, 0x222
-	n, err = fwd.BuildAnnouncement(b, 0, &ann)
+	n, err = fwd.BuildAnnouncement(b, 0, &ann, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

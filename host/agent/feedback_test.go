@@ -95,6 +95,11 @@ func TestCodecINTAndECE(t *testing.T) {
 	if !ok || len(hops) != 2 || hops[0] != want[0] || hops[1] != want[1] {
 		t.Errorf("CCHops = %+v, %v; want %+v", hops, ok, want)
 	}
+	// The same from the parsed frame (the simulator's hosts).
+	var fdst [wire.INTMaxHops]cc.INTHop
+	if fh, ok := FrameCCHops(&f, &fdst); !ok || len(fh) != 2 || fh[0] != want[0] || fh[1] != want[1] {
+		t.Errorf("FrameCCHops = %+v, %v; want %+v", fh, ok, want)
+	}
 	// A record without a link rate makes the records unusable.
 	ev.Hops[1].RateBytesPerMs = 0
 	if hops, ok := ev.CCHops(&dst); ok || hops != nil {
@@ -113,6 +118,9 @@ func TestCodecINTAndECE(t *testing.T) {
 	}
 	if err := Decode(ab[:m], &f, &ev); err != nil || ev.ECE || ev.INT || f.BTH.Resv7 != 0 {
 		t.Errorf("plain ACK: %v ECE %v INT %v", err, ev.ECE, ev.INT)
+	}
+	if fh, ok := FrameCCHops(&f, &fdst); !ok || fh != nil {
+		t.Errorf("plain ACK: FrameCCHops = %+v, %v", fh, ok)
 	}
 }
 

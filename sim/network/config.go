@@ -27,6 +27,7 @@ import (
 	"github.com/fastcnp/fastcnp/model/tm"
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
+	"github.com/fastcnp/fastcnp/wire"
 )
 
 // ErrConfig reports a configuration the model cannot run.
@@ -91,6 +92,13 @@ type modeSpec struct {
 func (m Mode) announces() bool {
 	s, _ := m.spec()
 	return s.port == p4src.PortModeFastcnp || s.port == p4src.PortModeFastcnpNoPFCState
+}
+
+// needsINT reports whether the run's senders put an INT header on their data
+// (HPCC, by mode or by Config.Algorithm): the switches then run port mode int.
+func (c *Config) needsINT() bool {
+	s, _ := c.Mode.spec()
+	return cc.NeedsINT(s.algorithm) || cc.NeedsINT(c.Algorithm)
 }
 
 func (m Mode) spec() (modeSpec, bool) {
@@ -201,22 +209,26 @@ type Config struct {
 	// RateSampleNs > 0 records every flow's delivered payload at this period.
 	RateSampleNs int64
 	// Algorithm, if set, is the senders' host/cc algorithm in place of the mode's
-	// DCQCN variant (the switches keep the mode's setting): one that needs no
-	// signal but the RTT samples of ACKs (timely, pid, lstm-pid*; see
-	// AlgorithmModelled). Tune, if set, adjusts every sender's cc.Config after the
-	// model filled it (line rate, MTU, base RTT, DCQCN): parameter sets, the start
-	// rate, a shared cc.PIDLearner (called on the simulation's goroutine).
+	// DCQCN variant (the switches keep the mode's setting; see AlgorithmModelled):
+	// the RTT samples of ACKs drive timely, pid and lstm-pid*; the ECN echo of
+	// ACKs drives dctcp (its marking threshold K is the switches' RED, Switch);
+	// the INT records ACKs echo drive hpcc, whose senders put an INT header on
+	// their data and whose switches run port mode int (Mode must be dcqcn). Tune,
+	// if set, adjusts every sender's cc.Config after the model filled it (line
+	// rate, MTU, base RTT, DCQCN): parameter sets, the start rate, a shared
+	// cc.PIDLearner (called on the simulation's goroutine).
 	Algorithm string
 	Tune      func(*cc.Config)
 }
 
 // AlgorithmModelled reports whether the model can run host/cc algorithm name as
-// Config.Algorithm: DCQCN's variants and the algorithms that react to RTT samples
-// alone. HPCC (INT records echoed in ACKs) and DCTCP (ECN echoes) need feedback the
-// model's ACKs do not carry yet.
-func AlgorithmModelled(name string) bool {
-	return slices.Contains(cc.Names(), name) && !cc.NeedsINT(name) && name != "dctcp"
-}
+// Config.Algorithm: every registered one. The model's ACKs give what the host
+// agent's give: RTT samples, the ECN echo and echoed INT records.
+func AlgorithmModelled(name string) bool { return slices.Contains(cc.Names(), name) }
+
+// maxINTPayload is the largest payload of a packet that can gather
+// wire.INTMaxHops records in a slot.
+const maxINTPayload = maxPayload - wire.INTHeaderLen - wire.INTMaxHops*wire.INTHopLen
 
 // Constants of the frames the hosts send.
 const (
@@ -245,7 +257,15 @@ func (c *Config) validate() error {
 		return bad("mode %q (known: %v)", c.Mode, AllModes())
 	}
 	if c.Algorithm != "" && !AlgorithmModelled(c.Algorithm) {
-		return bad("algorithm %q: not modelled (known: %v; hpcc and dctcp need INT and ECN echoes in ACKs)", c.Algorithm, cc.Names())
+		return bad("algorithm %q: not modelled (known: %v)", c.Algorithm, cc.Names())
+	}
+	if cc.NeedsINT(c.Algorithm) && c.Mode != ModeDCQCN && c.Mode != ModeHPCC {
+		return bad("algorithm %q needs INT switches (port mode int): run it in mode dcqcn or hpcc, not %q", c.Algorithm, c.Mode)
+	}
+	if c.needsINT() {
+		if c.PayloadBytes > maxINTPayload {
+			return bad("payload %d bytes: with INT records at most %d", c.PayloadBytes, maxINTPayload)
+		}
 	}
 	if c.PayloadBytes < 1 || c.PayloadBytes > maxPayload {
 		return bad("payload %d bytes outside 1..%d", c.PayloadBytes, maxPayload)

@@ -209,7 +209,7 @@ func (h *Host) arrive(i int32, now int64) {
 	case ev.Kind == agent.KindAck && mine:
 		hops, ok := ev.CCHops(&h.hops)
 		if !ok {
-			h.stats.Malformed++
+			h.stats.BadINT++
 		}
 		fl.ack(ev.PSN, ev.AETH.Syndrome, agent.AckFeedback{ECE: ev.ECE, Hops: hops}, now)
 	case ev.Kind == agent.KindData && fl.spec.Dst == h.node:

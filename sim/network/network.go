@@ -222,6 +222,9 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	}
 	ms, _ := cfg.Mode.spec()
 	mode := ms.port
+	if cfg.needsINT() {
+		mode = p4src.PortModeInt // HPCC's records
+	}
 	tcheck := sp.Tcheck
 	if tcheck == 0 {
 		tcheck = n.rttBase

@@ -392,8 +392,8 @@ func TestConfigErrors(t *testing.T) {
 		{"multi-homed host", func(c *Config) { c.Topo = topo(2, 1, topoLink{0, 2, 100}, topoLink{1, 2, 100}, topoLink{0, 2, 100}) }},
 		{"legacy flags", func(c *Config) { c.Legacy = []bool{true, false} }},
 		{"unknown algorithm", func(c *Config) { c.Algorithm = "bbr" }},
-		{"algorithm needing INT", func(c *Config) { c.Algorithm = "hpcc" }},
-		{"algorithm needing ECN echoes", func(c *Config) { c.Algorithm = "dctcp" }},
+		{"algorithm needing INT in mode fastcnp", func(c *Config) { c.Algorithm, c.Mode = "hpcc", ModeFastCNP }},
+		{"INT records past the slot", func(c *Config) { c.Algorithm, c.PayloadBytes = "hpcc", maxINTPayload+1 }},
 	}
 	for _, tt := range tests {
 		cfg := baseConfig(tp, ModeFastCNP, flow(0, 1, 1000, 0))
@@ -476,7 +476,7 @@ func TestAlgorithm(t *testing.T) {
 	if tuned != 1 || len(r.Flows) != 1 || r.Flows[0].FCTNs == 0 || len(r.Flows[0].RTTs) == 0 {
 		t.Fatalf("tuned %d times; flows %+v", tuned, r.Flows)
 	}
-	if !AlgorithmModelled("timely") || !AlgorithmModelled("lstm-pid-rttch-win") || AlgorithmModelled("hpcc") || AlgorithmModelled("dctcp") {
+	if !AlgorithmModelled("timely") || !AlgorithmModelled("lstm-pid-rttch-win") || !AlgorithmModelled("hpcc") || !AlgorithmModelled("dctcp") || AlgorithmModelled("nope") {
 		t.Error("AlgorithmModelled")
 	}
 }

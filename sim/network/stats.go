@@ -72,14 +72,14 @@ type FlowStats struct {
 	Retransmits  uint64 `json:"retransmits"`
 	Timeouts     uint64 `json:"timeouts"`
 	Naks         uint64 `json:"naks"`
-	ECNMarks     uint64 `json:"ecn_marks"`       // its data packets CE-marked by switches
-	SwitchCNPs   uint64 `json:"switch_cnps"`     // switch CNPs made for it
-	NPCNPs       uint64 `json:"np_cnps"`         // CNPs its receiver's NP made
-	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`  // switch CNPs its sender received
-	NPCNPsRx     uint64 `json:"np_cnps_rx"`      // NP CNPs its sender received
-	Delivered    int64  `json:"delivered_bytes"` // payload accepted in order by the receiver
-	ECEAcks      uint64 `json:"ece_acks"`        // ACKs with the ECN echo its sender received (finished flows)
-	INTAcks      uint64 `json:"int_acks"`        // ACKs with INT records its sender received (finished flows)
+	ECNMarks     uint64 `json:"ecn_marks"`          // its data packets CE-marked by switches
+	SwitchCNPs   uint64 `json:"switch_cnps"`        // switch CNPs made for it
+	NPCNPs       uint64 `json:"np_cnps"`            // CNPs its receiver's NP made
+	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`     // switch CNPs its sender received
+	NPCNPsRx     uint64 `json:"np_cnps_rx"`         // NP CNPs its sender received
+	ECEAcks      uint64 `json:"ece_acks,omitempty"` // ACKs with the ECN echo its sender received (finished flows)
+	INTAcks      uint64 `json:"int_acks,omitempty"` // ACKs with INT records its sender received (finished flows)
+	Delivered    int64  `json:"delivered_bytes"`    // payload accepted in order by the receiver
 }
 
 // PortStats are one switch port's counters.
@@ -110,7 +110,8 @@ type HostStats struct {
 	TxFrames, TxBytes uint64
 	PFCRx             uint64
 	Malformed, Stray  uint64
-	PausedNs          int64 // time its data priority was held by PFC
+	BadINT            uint64 // ACKs whose echoed INT records name no link rate (not given to host/cc)
+	PausedNs          int64  // time its data priority was held by PFC
 }
 
 // RTTSample is one RTT sample of a flow (spec 03: one packet timed at a time).

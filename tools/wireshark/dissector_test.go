@@ -287,6 +287,12 @@ func TestDissector(t *testing.T) {
 	annV2 := annUp
 	annV2.Version = 2
 	extOdd := wire.CNPExt{Version: 2, Flags: wire.CNPExtBySwitch | 0x4, Resv1: 5, SwitchID: 1, Resv2: 0x0102}
+	annKey := []byte("wireshark-test-announcement-key!")
+	annAuth := wire.AnnounceAuth{Type: wire.AnnounceAuthHMACSHA256, KeyID: 4000000000, Timestamp: 1_700_000_000_123_456_789, Nonce: 0x0123456789abcdef}
+	annAuthOdd := annAuth
+	annAuthOdd.Type, annAuthOdd.Resv2 = 2, 1
+	signed := build(t, func(b []byte) (int, error) { return wire.BuildSignedAnnouncement(b, &fwd, &annUp, &annAuth, annKey) })
+	tag := fmt.Sprintf("%x", signed[len(signed)-wire.AnnounceTagLen:])
 
 	// Raw header bytes for the packets that are short on the wire.
 	extBytes := make([]byte, wire.CNPExtLen)
@@ -550,6 +556,30 @@ func TestDissector(t *testing.T) {
 				"fastcnp.ann.receiver_qpn", "0x000001", "fastcnp.ann.inc_group", "42"),
 			info:  "Connection down 10.1.2.3:65535 -> 10.4.5.6 QPN 0xabcdef -> 0x000001 [INC uplink, CNP target] INC group 42 rank 7",
 			clean: true,
+		},
+		{
+			name:  "ann_authenticated",
+			frame: signed,
+			want: with(absent("fastcnp.cnp", "fastcnp.inc", "fastcnp.ann.trailing"),
+				"udp.length", "80", "fastcnp.ann.type", "1", "fastcnp.ann.sender_qpn", "0x000333", "fastcnp.ann.auth", "1",
+				"fastcnp.ann.auth.type", "1", "fastcnp.ann.auth.reserved1", "0x00", "fastcnp.ann.auth.reserved2", "0x0000",
+				"fastcnp.ann.auth.key_id", "4000000000", "fastcnp.ann.auth.timestamp", "Nov 14, 2023 22:13:20.123456789 UTC",
+				"fastcnp.ann.auth.nonce", "0x0123456789abcdef", "fastcnp.ann.auth.tag", tag),
+			info:  "Connection up 10.0.0.1:49443 -> 10.0.0.2 QPN 0x000333 -> 0x000111 [CNP target] [authenticated, key 4000000000]",
+			clean: true,
+		},
+		{
+			name:   "ann_auth_unknown_type",
+			frame:  build(t, func(b []byte) (int, error) { return wire.BuildSignedAnnouncement(b, &fwd, &annUp, &annAuthOdd, annKey) }),
+			want:   map[string]string{"fastcnp.ann.auth.type": "2", "fastcnp.ann.auth.reserved2": "0x0001", "fastcnp.ann.auth.key_id": "4000000000"},
+			expert: []string{"Unknown authentication type", "Reserved bits are not zero"},
+		},
+		{
+			name:   "ann_auth_short",
+			frame:  cutUDP(t, signed, wire.AnnouncementLen+10),
+			want:   map[string]string{"fastcnp.ann.type": "1", "fastcnp.ann.auth": "1", "fastcnp.ann.auth.type": "", "fastcnp.ann.auth.key_id": ""},
+			info:   "fastcnp announcement: Connection up",
+			expert: []string{"Announcement authentication truncated: 10 of 40 bytes"},
 		},
 		{
 			name:   "ann_unknown_type",

@@ -11,7 +11,10 @@
 --     0x81: 4-byte header, then hop_count 24-byte records, newest first; in
 --     an ACK (opcode 0x11, echo flag) the AETH follows the records;
 --   * the RDMA-connection announcement: a 32-byte UDP payload to the
---     announcement port (default 4792, preference fastcnp.announce_port).
+--     announcement port (default 4792, preference fastcnp.announce_port),
+--     and its 40-byte authentication trailer when one follows (key ID,
+--     timestamp, nonce, HMAC-SHA256-128 tag; the tag is shown, not checked:
+--     the key is fastcnpd's).
 --
 --   * the ECN echo of an RC ACK (opcode 0x11): the top reserved bit of BTH
 --     byte 8 (0x40), set by fastcnp receivers for DCTCP senders.
@@ -37,6 +40,7 @@ local INC_IDS_LEN = 16
 local INC_VECTOR_LEN = 16 -- elements (P4 INC_VECTOR_LEN)
 local INC_VECTOR_BYTES = INC_VECTOR_LEN * 4
 local ANN_LEN = 32
+local ANN_AUTH_LEN = 40
 
 local OP_CNP = 0x81
 local OP_ACK = 0x11
@@ -80,6 +84,7 @@ local bth_byte4_vals = {
     [0x80] = "FECN",
 }
 local ann_type_vals = { [1] = "Connection up", [2] = "Connection down" }
+local ann_auth_type_vals = { [1] = "HMAC-SHA256-128" }
 local set_vals = { "Set", "Not set" }
 
 -- Fields.
@@ -147,6 +152,14 @@ local pf = {
     ann_receiver_qpn = ProtoField.uint24("fastcnp.ann.receiver_qpn", "Receiver QPN", base.HEX),
     ann_inc_group = ProtoField.uint16("fastcnp.ann.inc_group", "INC communication-group ID", base.DEC),
     ann_resv4 = ProtoField.uint16("fastcnp.ann.reserved4", "Reserved", base.HEX),
+    ann_auth = ProtoField.none("fastcnp.ann.auth", "Authentication"),
+    ann_auth_type = ProtoField.uint8("fastcnp.ann.auth.type", "Authentication type", base.DEC, ann_auth_type_vals),
+    ann_auth_resv1 = ProtoField.uint8("fastcnp.ann.auth.reserved1", "Reserved", base.HEX),
+    ann_auth_resv2 = ProtoField.uint16("fastcnp.ann.auth.reserved2", "Reserved", base.HEX),
+    ann_auth_key_id = ProtoField.uint32("fastcnp.ann.auth.key_id", "Key ID", base.DEC),
+    ann_auth_timestamp = ProtoField.absolute_time("fastcnp.ann.auth.timestamp", "Timestamp", base.UTC),
+    ann_auth_nonce = ProtoField.uint64("fastcnp.ann.auth.nonce", "Nonce", base.HEX),
+    ann_auth_tag = ProtoField.bytes("fastcnp.ann.auth.tag", "Tag (HMAC-SHA256, first 16 bytes)"),
     ann_trailing = ProtoField.bytes("fastcnp.ann.trailing", "Bytes after the announcement"),
 
     int = ProtoField.none("fastcnp.int", "fastcnp INT header"),
@@ -176,7 +189,9 @@ local pf_order = {
     "inc_vector", "inc_elem", "inc_trailing", "ann", "ann_magic", "ann_version", "ann_type",
     "ann_flags", "ann_flag_inc", "ann_flag_cnp", "ann_flag_resv", "ann_rank", "ann_sender_ip",
     "ann_receiver_ip", "ann_udp_sport", "ann_resv1", "ann_resv2", "ann_sender_qpn",
-    "ann_resv3", "ann_receiver_qpn", "ann_inc_group", "ann_resv4", "ann_trailing",
+    "ann_resv3", "ann_receiver_qpn", "ann_inc_group", "ann_resv4", "ann_auth", "ann_auth_type",
+    "ann_auth_resv1", "ann_auth_resv2", "ann_auth_key_id", "ann_auth_timestamp", "ann_auth_nonce",
+    "ann_auth_tag", "ann_trailing",
     "int", "int_flags", "int_flag_echo", "int_flag_resv", "int_version", "int_hop_count",
     "int_resv", "int_hop", "int_hop_ts", "int_hop_port", "int_hop_tx", "int_hop_qlen",
     "int_hop_rate", "int_hop_gbps", "int_aeth_syndrome", "int_aeth_msn"
@@ -203,6 +218,8 @@ local ef = {
         expert.group.MALFORMED, expert.severity.ERROR),
     unknown_type = ProtoExpert.new("fastcnp.ann.unknown_type", "Unknown announcement type (ignored and counted by the controller)",
         expert.group.PROTOCOL, expert.severity.WARN),
+    unknown_auth = ProtoExpert.new("fastcnp.ann.auth.unknown_type", "Unknown authentication type (the controller refuses it: bad_tag)",
+        expert.group.PROTOCOL, expert.severity.WARN),
     reserved = ProtoExpert.new("fastcnp.reserved_nonzero", "Reserved bits are not zero",
         expert.group.PROTOCOL, expert.severity.WARN),
     trailing = ProtoExpert.new("fastcnp.trailing", "Unexpected bytes after the fastcnp header",
@@ -212,7 +229,7 @@ local ef = {
 }
 local ef_order = {
     "truncated", "cut", "bad_magic", "ann_bad_version", "bad_version", "int_too_many", "unknown_type",
-    "reserved", "trailing", "plain"
+    "unknown_auth", "reserved", "trailing", "plain"
 }
 local expert_list = {}
 for i, k in ipairs(ef_order) do expert_list[i] = assert(ef[k], k) end
@@ -552,6 +569,38 @@ local function dissect_roce(tvb, pinfo, tree)
     end
 end
 
+-- dissect_ann_auth decodes the authentication trailer at off (what
+-- follows the announcement, up to have bytes; rep is the reported length)
+-- and returns its key ID, or nil when there is none or it is cut.
+local function dissect_ann_auth(tvb, off, have, rep, tree)
+    if have <= off then return nil end
+    local t, whole = header_tree(tvb, off, math.min(rep, off + ANN_AUTH_LEN), tree, pf.ann_auth,
+        "Announcement authentication", ANN_AUTH_LEN)
+    if not whole then return nil end
+    local typ = tvb(off, 1):uint()
+    local ti = t:add(pf.ann_auth_type, tvb(off, 1))
+    if ann_auth_type_vals[typ] == nil then ti:add_proto_expert_info(ef.unknown_auth) end
+    for _, r in ipairs({ { pf.ann_auth_resv1, 1, 1 }, { pf.ann_auth_resv2, 2, 2 } }) do
+        local it = t:add(r[1], tvb(off + r[2], r[3]))
+        if tvb(off + r[2], r[3]):uint() ~= 0 then it:add_proto_expert_info(ef.reserved) end
+    end
+    local key = tvb(off + 4, 4):uint()
+    t:add(pf.ann_auth_key_id, tvb(off + 4, 4))
+    local ts = tvb(off + 8, 8):uint64()
+    local secs, ns = (ts / 1000000000):tonumber(), (ts % 1000000000):tonumber()
+    t:add(pf.ann_auth_timestamp, tvb(off + 8, 8), NSTime.new(secs, ns))
+    t:add(pf.ann_auth_nonce, tvb(off + 16, 8))
+    t:add(pf.ann_auth_tag, tvb(off + 24, 16))
+    t:append_text(string.format(": key %d", key))
+    if have > off + ANN_AUTH_LEN then
+        local extra = have - off - ANN_AUTH_LEN
+        local it = tree:add(pf.ann_trailing, tvb(off + ANN_AUTH_LEN, extra))
+        it:add_proto_expert_info(ef.trailing,
+            string.format("%d bytes after the announcement's authentication trailer", extra))
+    end
+    return key
+end
+
 -- dissect_ann decodes an announcement (the whole UDP payload).
 local function dissect_ann(tvb, pinfo, tree)
     pinfo.cols.protocol:set("fastcnp")
@@ -604,11 +653,7 @@ local function dissect_ann(tvb, pinfo, tree)
     t:add(pf.ann_receiver_qpn, tvb(25, 3))
     t:add(pf.ann_inc_group, tvb(28, 2))
     resv(pf.ann_resv4, 30, 2)
-    if have > ANN_LEN then
-        local it = t:add(pf.ann_trailing, tvb(ANN_LEN, have - ANN_LEN))
-        it:add_proto_expert_info(ef.trailing,
-            string.format("%d bytes after the 32-byte announcement", have - ANN_LEN))
-    end
+    local key = dissect_ann_auth(tvb, ANN_LEN, have, rep, top)
     local s = string.format("fastcnp announcement: %s %s:%d -> %s QPN 0x%06x -> 0x%06x",
         ann_type_vals[typ] or string.format("type %d", typ),
         tostring(tvb(8, 4):ipv4()), tvb(16, 2):uint(), tostring(tvb(12, 4):ipv4()),
@@ -616,6 +661,7 @@ local function dissect_ann(tvb, pinfo, tree)
     if fnames ~= "" then s = s .. " [" .. fnames .. "]" end
     local group = tvb(28, 2):uint()
     if group ~= 0 then s = s .. string.format(" INC group %d rank %d", group, tvb(7, 1):uint()) end
+    if key ~= nil then s = s .. string.format(" [authenticated, key %d]", key) end
     t:append_text(": " .. (ann_type_vals[typ] or string.format("type %d", typ)))
     pinfo.cols.info:set(s)
 end

@@ -6,9 +6,11 @@ package live
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -92,6 +94,10 @@ type Config struct {
 	// announce.idle_timeout, so this must stay well below that (a third
 	// or less: refreshes travel on a lossy priority).
 	AnnounceInterval time.Duration
+	// AnnounceKey, if set, authenticates every announcement with the
+	// host's key (docs/wire-formats.md, "Announcement authentication"), as
+	// fastcnpd requires once its announce.auth has keys.
+	AnnounceKey *agent.AnnounceKey
 	// NoICRCCheck accepts received RoCEv2 frames whose ICRC is wrong
 	// (debugging). By default they are dropped and counted (BadICRC), as
 	// a RoCE NIC does.
@@ -235,6 +241,11 @@ type Agent struct {
 	// refresh schedules the re-announcements of the sending connections
 	// (nil: none, set by Run after the first announcements).
 	refresh *agent.RefreshSchedule
+	// signer authenticates announcements (nil: none) with nonces from
+	// nonces, both under signMu.
+	signMu sync.Mutex
+	signer *agent.AnnounceSigner
+	nonces *rand.ChaCha8
 
 	ran     atomic.Bool
 	kick    chan struct{}
@@ -313,6 +324,19 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
+	var signer *agent.AnnounceSigner
+	var nonces *rand.ChaCha8
+	if cfg.AnnounceKey != nil {
+		var err error
+		if signer, err = agent.NewAnnounceSigner(*cfg.AnnounceKey); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		var seed [32]byte
+		if _, err := crand.Read(seed[:]); err != nil {
+			return nil, fmt.Errorf("agent: announcement nonces: %w", err)
+		}
+		nonces = rand.NewChaCha8(seed)
+	}
 	if cfg.IP == (wire.Addr4{}) {
 		return nil, fmt.Errorf("agent: no IP address: %w", agent.ErrConfig)
 	}
@@ -339,7 +363,7 @@ func New(cfg Config, p PortIO) (*Agent, error) {
 	a := &Agent{
 		cfg: cfg, p: p, log: cfg.Log.WithField("ip", cfg.IP.String()),
 		byQPN: map[uint32]*flow{}, incRecv: map[uint32][]*agent.INCChecker{}, incTimes: map[*agent.INCChecker]*[2]time.Duration{},
-		kick: make(chan struct{}, 1), gate: gate,
+		kick: make(chan struct{}, 1), gate: gate, signer: signer, nonces: nonces,
 	}
 	if cfg.Stats != nil {
 		a.enc = newJSONLines(cfg.Stats)
@@ -564,11 +588,21 @@ func (a *Agent) announcePriority() uint8 { return a.senders[0].path.Priority(age
 // flow into buf (announceSlot bytes per flow).
 func (a *Agent) buildAnnouncements(typ uint8, buf []byte) ([][]byte, error) {
 	frames := make([][]byte, 0, len(a.senders))
+	if a.signer != nil {
+		a.signMu.Lock()
+		defer a.signMu.Unlock()
+	}
 	for i, f := range a.senders {
 		ann := f.ann
 		ann.Type = typ
 		b := buf[i*announceSlot : (i+1)*announceSlot]
-		n, err := f.path.BuildAnnouncement(b, a.cfg.AnnouncePort, &ann)
+		var auth *wire.AnnounceAuth
+		var secret []byte
+		if a.signer != nil {
+			tr := a.signer.Next(a.wallNs(a.now()), a.nonces.Uint64())
+			auth, secret = &tr, a.signer.Secret()
+		}
+		n, err := f.path.BuildAnnouncement(b, a.cfg.AnnouncePort, &ann, auth, secret)
 		if err != nil {
 			return nil, fmt.Errorf("agent: flow %s: %w", f.cfg.Name, err)
 		}

@@ -21,7 +21,6 @@ func TestLongFlowRefreshesAnnouncement(t *testing.T) {
 		interval = 40 * time.Millisecond
 		flowDur  = 600 * time.Millisecond // 15 intervals
 	)
-	pa, pb := memPair()
 	fl := []live.FlowConfig{flowAB(live.FlowConfig{Duration: live.Duration(flowDur)})}
 	type sent struct {
 		at  time.Time
@@ -43,20 +42,7 @@ func TestLongFlowRefreshesAnnouncement(t *testing.T) {
 		mu.Unlock()
 	}
 	var stats bytes.Buffer
-	snd, err := live.New(live.Config{IP: ipA, MAC: macA, Mode: live.ModeSender, Algo: "dcqcn",
-		CC: ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), Flows: fl, ExitWhenDone: true,
-		AnnounceInterval: interval, Capture: capture, Stats: &stats, StatsInterval: 50 * time.Millisecond, Log: quietLog()}, pa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := live.New(live.Config{IP: ipB, MAC: macB, Mode: live.ModeReceiver, Algo: "dcqcn",
-		CC: ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), Flows: fl, Log: quietLog()}, pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runPair(t, ctx, snd, rcv)
+	snd := runSender(t, fl, live.Config{AnnounceInterval: interval, Capture: capture, Stats: &stats, StatsInterval: 50 * time.Millisecond})
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -189,4 +175,27 @@ func TestICRCCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runSender runs a sender agent on ipA with snd's other settings (DCQCN at
+// 20 Mb/s) and a receiver on ipB for the flows fl over an in-memory link,
+// until the sender's flows are done; it returns the sender.
+func runSender(t *testing.T, fl []live.FlowConfig, snd live.Config) *live.Agent {
+	t.Helper()
+	pa, pb := memPair()
+	snd.IP, snd.MAC, snd.Mode, snd.Algo = ipA, macA, live.ModeSender, "dcqcn"
+	snd.CC, snd.Flows, snd.ExitWhenDone, snd.Log = ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), fl, true, quietLog()
+	s, err := live.New(snd, pa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := live.New(live.Config{IP: ipB, MAC: macB, Mode: live.ModeReceiver, Algo: "dcqcn",
+		CC: ccConfig(t, "nvidia-cx", 20e6, time.Millisecond), Flows: fl, Log: quietLog()}, pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runPair(t, ctx, s, r)
+	return s
 }
