@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/sim/engine"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/network"
@@ -83,7 +84,7 @@ result.json.
 
 Scenarios: s1 (victim flow under PFC, 100 Gb/s), s1-legacy (the same with commodity
 senders: no announcement, plain DCQCN), s2 (incast 20:1, seed 002's sizes), s2-scaled
-(sizes / 10).
+(sizes / 10), s2-8 (incast 8:1: 200, 200, 150 and 5 x 5 MB, the testbed's S2 shape).
 
 Examples:
   fastcnp-sim run --scenario s1 --mode all
@@ -117,7 +118,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 		fmt.Fprint(stderr, runHelp)
 		fs.PrintDefaults()
 	}
-	scen := fs.String("scenario", "", "scenario(s), comma-separated: s1, s1-legacy, s2, s2-scaled")
+	scen := fs.String("scenario", "", "scenario(s), comma-separated: s1, s1-legacy, s2, s2-scaled, s2-8")
 	fs.StringVar(&o.topo, "topo", "", "HPCC topology file (with --flows)")
 	fs.StringVar(&o.flows, "flows", "", "HPCC flow file (with --topo)")
 	fs.StringVar(&o.config, "config", "", "HPCC parameter file (with --topo): its CC_MODE/FASTCNP_MODE, RED maps, buffer, PFC, payload, ACK interval and DCQCN keys replace the flags (docs/simulator.md); --mode still picks the modes")
@@ -125,6 +126,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	o.params = scenario.DefaultParams()
 	fs.StringVar(&o.params.DCQCNSet, "dcqcn-params", o.params.DCQCNSet, "DCQCN parameter set (host/cc): hpcc-sim, paper2015, nvidia-cx")
 	cnp := fs.Duration("cnp-interval", -1, "override the NP's cnpInterval of the parameter set (negative: keep it)")
+	rule := fs.String("window-rule", "aimd", "the fastcnp senders' window rule (host/cc): aimd or spec01")
 	fs.IntVar(&o.params.PayloadBytes, "payload", o.params.PayloadBytes, "payload bytes of a full packet")
 	fs.IntVar(&o.params.AckEvery, "ack-every", o.params.AckEvery, "the sender asks for an ACK every N packets")
 	fs.Uint64Var(&o.params.Seed, "seed", o.params.Seed, "seed of the switches' RED random numbers")
@@ -143,6 +145,10 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	o.params.CNPInterval = *cnp
+	o.params.WindowRule = cc.WindowRule(*rule)
+	if !slices.Contains(cc.WindowRules(), o.params.WindowRule) {
+		return o, fmt.Errorf("%w: --window-rule %q (known: %v)", errUsage, *rule, cc.WindowRules())
+	}
 	o.params.SampleNs = int64(*sample)
 	o.untilNs = int64(*until)
 	if *scen != "" {
@@ -205,8 +211,12 @@ func scenarioByName(name string) (*scenario.Scenario, error) {
 			sc.Name = "s2-scaled"
 		}
 		return sc, err
+	case "s2-8":
+		o := scenario.DefaultS2()
+		o.Senders = 8
+		return scenario.S2(o)
 	}
-	return nil, fmt.Errorf("%w: scenario %q (known: s1, s1-legacy, s2, s2-scaled)", errUsage, name)
+	return nil, fmt.Errorf("%w: scenario %q (known: s1, s1-legacy, s2, s2-scaled, s2-8)", errUsage, name)
 }
 
 // fileScenario wraps HPCC input files as a scenario.
@@ -378,6 +388,7 @@ func runScenarios(ctx context.Context, scs []*scenario.Scenario, o runOpts, stdo
 					return fmt.Errorf("%s: %w", o.config, err)
 				}
 				cfg.Queue, cfg.RTTSamples, cfg.QueueSampleNs, cfg.RateSampleNs = p.Queue, p.RTTSamples, p.SampleNs, p.SampleNs
+				cfg.WindowRule = p.WindowRule
 				if o.untilNs > 0 {
 					cfg.UntilNs = o.untilNs
 				}

@@ -184,6 +184,9 @@ type Config struct {
 	DCQCNSet    string
 	CNPInterval time.Duration
 	DCQCN       cc.DCQCNParams
+	// WindowRule is the fastcnp senders' window rule (cc.Config.WindowRule; ""
+	// is host/cc's default, aimd).
+	WindowRule cc.WindowRule
 	// PayloadBytes is the payload of a full data packet (HPCC: 1000).
 	PayloadBytes int
 	// AckEvery: the sender requests an ACK every AckEvery packets (and on a

@@ -125,6 +125,7 @@ func (n *Network) ccConfig(h *Host, ms modeSpec) (cc.Config, error) {
 	c := cc.Config{
 		LineRate: float64(h.port.rate), MTU: int64(agent.RoCEOverhead + n.cfg.PayloadBytes),
 		BaseRTT: n.rttBase, DCQCN: p, StartRate: min(ms.startBps, float64(h.port.rate)),
+		WindowRule: n.cfg.WindowRule,
 	}
 	if ms.set != "" {
 		if err := c.UseParamSet(ms.algorithm, ms.set); err != nil {

@@ -194,8 +194,14 @@ func New(cfg Config) (*Network, error) {
 func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	cfg := n.cfg
 	sp := cfg.Switch
+	// The largest frame sizes PFC headroom: with INT records only where the
+	// senders put an INT header on their data.
+	maxFrame := agent.RoCEOverhead + cfg.PayloadBytes
+	if cfg.needsINT() {
+		maxFrame += wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen
+	}
 	tc := tm.Config{BufferBytes: sp.BufferBytes, WireOverhead: true, Scheduler: tm.SchedStrict,
-		MaxFrameBytes: frameWireLen(agent.RoCEOverhead + wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen + cfg.PayloadBytes), Alpha: sp.Alpha}
+		MaxFrameBytes: frameWireLen(maxFrame), Alpha: sp.Alpha}
 	if sp.PFC {
 		tc.Lossless = 1 << losslessPriority
 	}
