@@ -108,6 +108,7 @@ type runOpts struct {
 	jobs       int
 	progress   bool
 	cpuProfile string
+	memProfile string
 }
 
 func parseRun(args []string, stderr io.Writer) (runOpts, error) {
@@ -138,6 +139,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "runs at once")
 	fs.BoolVar(&o.progress, "progress", true, "report progress on stderr")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile (allocations of the runs) to this file at the end (go tool pprof -sample_index=alloc_space)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -333,6 +335,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		defer func() {
+			f, err := os.Create(o.memProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "memprofile: %v\n", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				fmt.Fprintf(stderr, "memprofile: %v\n", err)
+			}
+		}()
 	}
 	var scs []*scenario.Scenario
 	if o.topo != "" {
