@@ -18,10 +18,12 @@ set -euo pipefail
 #   tshark              decodes captures: PFC/MAC control, RoCE, CNPs (wire, softswitch,
 #                       host/agent/live tests)
 #   mininet             the mininet/ testbed (brings python3)
+#   etcd-server         etcd 3.4 for fastcnpd's high availability tests (internal/etcdtest starts its own
+#                       members on loopback or in namespaces; controller/daemon, cmd/fastcnpd)
 # Not installable from Debian 12 and not needed by `make test`: p4c (`make p4`) and BMv2
 # simple_switch_grpc (bmv2-testbed/, conformance/bmv2); see bmv2-testbed/README.md.
 DEB_PACKAGES=(ca-certificates git make protobuf-compiler libprotobuf-dev iproute2 iputils-ping
-  procps ethtool tshark mininet)
+  procps ethtool tshark mininet etcd-server)
 
 # Go tools, pinned so that `make proto` regenerates byte-identical code.
 PROTOC_GEN_GO_VERSION=v1.36.12
@@ -40,6 +42,10 @@ if ((${#missing[@]})); then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   # Mininet recommends Open vSwitch, which cannot run here: our switch replaces it.
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # The package enables a system etcd on 127.0.0.1:2379; the tests start their own.
+  if [[ " ${missing[*]} " == *" etcd-server "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+  fi
 fi
 
 # Go itself is not a Debian 12 package at the version go.mod needs: it comes with the

@@ -3,7 +3,7 @@
 // API and Prometheus metrics (docs/controller.md, docs/operations.md).
 //
 //	fastcnpd --config /etc/fastcnp/fastcnpd.yaml [--log-level info] [--log-format text|json]
-//	         [--audit-interval 30s] [--counter-interval 10s] [--election-offset 0]
+//	         [--audit-interval 30s] [--counter-interval 10s] [--election-offset 0] [--instance-name NAME]
 package main
 
 import (
@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	offset := fs.Uint64("election-offset", 0, "added to every election ID's low half (a standby runs with a lower one)")
 	counters := fs.Duration("counter-interval", 10*time.Second,
 		"poll the data-plane counters into metrics, logs and events this often (0 disables)")
+	instance := fs.String("instance-name", "", "this instance's name in the etcd election (ha.etcd; default hostname:pid)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Registry: reg, AuditInterval: auditInterval,
-		CounterInterval: counterInterval, ElectionOffset: *offset})
+		CounterInterval: counterInterval, ElectionOffset: *offset, Instance: *instance})
 	if err != nil {
 		return err
 	}

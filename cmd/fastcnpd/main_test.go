@@ -38,14 +38,25 @@ func freeAddr(t *testing.T) string {
 // address.
 func startSwitch(t *testing.T, device uint64, tc *tls.Config) (*p4rtserver.LocalDataPlane, string) {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
 	dp := p4rtserver.NewLocalDataPlane(pipeline.New(pipeline.Options{}), p4rtserver.LocalOptions{})
-	srv, err := p4rtserver.New(p4rtserver.Options{DeviceID: device, DataPlane: dp, Logger: quiet, TLS: tc})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	serveSwitch(t, lis, p4rtserver.Options{DeviceID: device, DataPlane: dp, TLS: tc})
+	return dp, lis.Addr().String()
+}
+
+// serveSwitch serves a switch's P4Runtime server (opts; its logs discarded
+// unless opts has a logger) on lis until the test ends.
+func serveSwitch(t *testing.T, lis net.Listener, opts p4rtserver.Options) {
+	t.Helper()
+	if opts.Logger == nil {
+		quiet := logrus.New()
+		quiet.SetOutput(io.Discard)
+		opts.Logger = quiet
+	}
+	srv, err := p4rtserver.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +64,6 @@ func startSwitch(t *testing.T, device uint64, tc *tls.Config) (*p4rtserver.Local
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ctx, lis) }()
 	t.Cleanup(func() { cancel(); srv.Stop(); <-done })
-	return dp, lis.Addr().String()
 }
 
 // syncBuffer is a goroutine-safe log sink.

@@ -27,8 +27,11 @@ import (
 type Config struct {
 	// API is the controller's own API endpoint (used by fastcnpctl).
 	API API
-	// StateFile is where fastcnpd keeps state across restarts.
+	// StateFile is where fastcnpd keeps state across restarts (without HA).
 	StateFile string
+	// HA, when set, keeps the state in etcd and elects one leader among the
+	// fastcnpd instances (nil: single instance, state file).
+	HA *HA
 	// Metrics is the metrics endpoint.
 	Metrics Metrics
 	// Announce configures RDMA-connection announcements (spec 04).

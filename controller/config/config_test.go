@@ -234,7 +234,24 @@ func TestBadConfigs(t *testing.T) {
 		src  string
 		want []string
 	}{
-		{"unknown top field", base + "swtiches: []\n", []string{"config:8: swtiches: unknown field (known: announce, api, inc, metrics, qos, state_file, switches)"}},
+		{"unknown top field", base + "swtiches: []\n", []string{"config:8: swtiches: unknown field (known: announce, api, ha, inc, metrics, qos, state_file, switches)"}},
+		{"ha without etcd", "ha: {}\n" + base, []string{"config:1: ha.etcd: required"}},
+		{"ha without endpoints", "ha: {etcd: {prefix: /x/}}\n" + base, []string{"config:1: ha.etcd.endpoints: required"}},
+		{"ha empty endpoints", "ha: {etcd: {endpoints: []}}\n" + base, []string{"config:1: ha.etcd.endpoints: at least one endpoint is required"}},
+		{"ha endpoint without scheme", "ha: {etcd: {endpoints: [10.0.0.1:2379]}}\n" + base, []string{"config:1: ha.etcd.endpoints[0]: \"10.0.0.1:2379\": want http://host:port or https://host:port"}},
+		{"ha endpoint without port", "ha: {etcd: {endpoints: [\"http://etcd1\"]}}\n" + base, []string{"config:1: ha.etcd.endpoints[0]: \"http://etcd1\": want http://host:port"}},
+		{"ha endpoint port 0", "ha: {etcd: {endpoints: [\"http://etcd1:0\"]}}\n" + base, []string{"config:1: ha.etcd.endpoints[0]: \"http://etcd1:0\": port must be 1..65535"}},
+		{"ha endpoint with a path", "ha: {etcd: {endpoints: [\"http://etcd1:2379/v3\"]}}\n" + base, []string{"ha.etcd.endpoints[0]: \"http://etcd1:2379/v3\": want http"}},
+		{"ha mixed schemes", "ha: {etcd: {endpoints: [\"http://a:1\", \"https://b:1\"], tls: {ca: /ca}}}\n" + base, []string{"config:1: ha.etcd.endpoints: mixes http and https"}},
+		{"ha https without tls", "ha: {etcd: {endpoints: [\"https://a:1\"]}}\n" + base, []string{"config:1: ha.etcd.tls: https endpoints need tls"}},
+		{"ha tls with http", "ha: {etcd: {endpoints: [\"http://a:1\"], tls: {ca: /ca}}}\n" + base, []string{"config:1: ha.etcd.tls: tls needs https endpoints"}},
+		{"ha tls without ca", "ha: {etcd: {endpoints: [\"https://a:1\"], tls: {cert: /c, key: /k}}}\n" + base, []string{"config:1: ha.etcd.tls: set ca"}},
+		{"ha tls cert without key", "ha: {etcd: {endpoints: [\"https://a:1\"], tls: {ca: /ca, cert: /c}}}\n" + base, []string{"config:1: ha.etcd.tls: cert and key go together"}},
+		{"ha prefix without slashes", "ha: {etcd: {endpoints: [\"http://a:1\"], prefix: fastcnp}}\n" + base, []string{"config:1: ha.etcd.prefix: \"fastcnp\": want a key prefix that starts and ends with /"}},
+		{"ha lease fraction", "ha: {etcd: {endpoints: [\"http://a:1\"], lease_ttl: 1500ms}}\n" + base, []string{"config:1: ha.etcd.lease_ttl: 1.5s: etcd leases count whole seconds"}},
+		{"ha lease too short", "ha: {etcd: {endpoints: [\"http://a:1\"], lease_ttl: 0s}}\n" + base, []string{"config:1: ha.etcd.lease_ttl:"}},
+		{"ha unknown field", "ha: {etcd: {endpoints: [\"http://a:1\"], ttl: 2s}}\n" + base, []string{"config:1: ha.etcd.ttl: unknown field"}},
+		{"ha and state_file", "state_file: /s.json\nha: {etcd: {endpoints: [\"http://a:1\"]}}\n" + base, []string{"config:1: state_file: excluded by ha (line 2)"}},
 		{"unknown switch field", base + "    prots: []\n", []string{"config:8: switches[0].prots: unknown field"}},
 		{"unknown port field", base + "    ports:\n      - port: 1\n        qht: 1KB\n", []string{"config:10: switches[0].ports[0].qht: unknown field"}},
 		{"no switches", "api:\n  auth: {insecure: true}\n", []string{"config:1: switches: required: at least one switch"}},
@@ -726,6 +743,39 @@ func TestConnectionQuotas(t *testing.T) {
 	}
 	if a := back.Announce; a.MaxConnectionsPerPort != DefaultMaxConnectionsPerPort || a.MaxConnectionsPerSender != DefaultMaxConnectionsPerSender {
 		t.Errorf("zero quotas marshalled as %+v, want the defaults", a)
+	}
+}
+
+// TestHA: the ha block with its defaults, TLS, and every form surviving
+// Marshal; without it there is no HA.
+func TestHA(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      *HA
+	}{
+		{"absent", base, nil},
+		{"defaults", "ha: {etcd: {endpoints: [\"http://10.0.0.1:2379\", \"http://etcd2.mgmt:2379/\"]}}\n" + base,
+			&HA{Etcd: Etcd{Endpoints: []string{"http://10.0.0.1:2379", "http://etcd2.mgmt:2379"}, Prefix: DefaultEtcdPrefix,
+				LeaseTTL: DefaultEtcdLeaseTTL}}},
+		{"everything", "ha:\n  etcd:\n    endpoints: [\"https://[fd00::1]:2379\"]\n    prefix: /fastcnp/pod1/\n    lease_ttl: 5s\n" +
+			"    tls: {ca: /ca.pem, cert: /c.pem, key: /k.pem, server_name: etcd}\n" + base,
+			&HA{Etcd: Etcd{Endpoints: []string{"https://[fd00::1]:2379"}, Prefix: "/fastcnp/pod1/", LeaseTTL: 5 * time.Second,
+				TLS: &EtcdTLS{CA: "/ca.pem", Cert: "/c.pem", Key: "/k.pem", ServerName: "etcd"}}}},
+		{"tls without a client certificate", "ha: {etcd: {endpoints: [\"https://a:1\"], tls: {ca: /ca}}}\n" + base,
+			&HA{Etcd: Etcd{Endpoints: []string{"https://a:1"}, Prefix: DefaultEtcdPrefix, LeaseTTL: DefaultEtcdLeaseTTL,
+				TLS: &EtcdTLS{CA: "/ca"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.HA, tt.want) {
+				t.Fatalf("ha = %+v, want %+v", c.HA, tt.want)
+			}
+			checkRoundTrip(t, c)
+		})
 	}
 }
 

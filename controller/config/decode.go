@@ -451,7 +451,7 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 		return nil
 	}
 	root := deref(doc.Content[0])
-	var swNode, incGroupsNode *yaml.Node
+	var swNode, incGroupsNode, stateFileNode, haNode *yaml.Node
 	var authSet bool
 	d.mapping(root, "", fields{
 		"api": func(n *yaml.Node, p string) {
@@ -467,7 +467,11 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 				},
 			})
 		},
-		"state_file": func(n *yaml.Node, p string) { d.str(n, p, &c.StateFile) },
+		"state_file": func(n *yaml.Node, p string) { stateFileNode = n; d.str(n, p, &c.StateFile) },
+		"ha": func(n *yaml.Node, p string) {
+			haNode = n
+			d.decodeHA(n, p, c)
+		},
 		"metrics": func(n *yaml.Node, p string) {
 			d.mapping(n, p, fields{
 				"listen": func(n *yaml.Node, p string) {
@@ -526,6 +530,10 @@ func (d *decoder) decodeDocument(data []byte) *Config {
 	}
 	if !authSet {
 		d.addf(root, "api.auth", "required: set token_file, mtls, or insecure: true")
+	}
+	if stateFileNode != nil && haNode != nil {
+		d.addf(stateFileNode, "state_file", "excluded by ha (line %d): with etcd the state lives in etcd, not in a file",
+			haNode.Line)
 	}
 	if swNode == nil {
 		d.addf(root, "switches", "required: at least one switch")

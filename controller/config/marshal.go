@@ -15,7 +15,8 @@ import (
 type (
 	yConfig struct {
 		API       yAPI      `yaml:"api"`
-		StateFile string    `yaml:"state_file"`
+		StateFile string    `yaml:"state_file,omitempty"`
+		HA        *yHA      `yaml:"ha,omitempty"`
 		Metrics   yMetrics  `yaml:"metrics"`
 		Announce  yAnnounce `yaml:"announce"`
 		QoS       yQoS      `yaml:"qos"`
@@ -203,6 +204,10 @@ func (c *Config) Marshal() ([]byte, error) {
 			CNPDSCP:      c.QoS.CNPDSCP,
 		},
 		INC: yINCTop{SlotTimeout: units.FormatDuration(c.INC.SlotTimeout)},
+		HA:  yHAOf(c.HA),
+	}
+	if c.HA != nil {
+		y.StateFile = "" // excluded by ha
 	}
 	for _, g := range c.INC.Groups {
 		yg := yINCGroup{ID: g.ID}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/internal/etcdtest"
 	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/softswitch/p4rtserver"
@@ -181,10 +182,23 @@ func cpuTime() time.Duration {
 // installed (connections on the switch as last announced, of 4,000),
 // entries (rdma_connection entries on the switch), dropped (packet-ins
 // lost, by fastcnpd or the switch).
+//
+// store=etcd is path=packet-in with the state in etcd (HA mode: one member
+// on loopback, its data on the same disk) instead of the state file.
 func BenchmarkAnnouncementBurst(b *testing.B) {
 	frames := burstFrames(b)
-	for _, path := range []string{"packet-in", "batch", "packet-in-auth"} {
-		b.Run("path="+path, func(b *testing.B) {
+	for _, tc := range []struct{ store, path string }{{"file", "packet-in"}, {"file", "batch"}, {"file", "packet-in-auth"},
+		{"etcd", "packet-in"}} {
+		name := "path=" + tc.path
+		if tc.store != "file" {
+			name = "store=" + tc.store + "/" + name
+		}
+		path := tc.path
+		b.Run(name, func(b *testing.B) {
+			var etcd *etcdtest.Cluster
+			if tc.store == "etcd" {
+				etcd = etcdtest.Start(b, etcdtest.Options{})
+			}
 			var handled, installedAt, cpu time.Duration
 			var installed, entries, dropped float64
 			for i := 0; i < b.N; i++ {
@@ -200,6 +214,10 @@ func BenchmarkAnnouncementBurst(b *testing.B) {
 				cfg, err := config.Parse([]byte(src))
 				if err != nil {
 					b.Fatal(err)
+				}
+				if etcd != nil {
+					cfg.HA = &config.HA{Etcd: config.Etcd{Endpoints: etcd.Endpoints, Prefix: fmt.Sprintf("/bench-%d/", i),
+						LeaseTTL: config.DefaultEtcdLeaseTTL}}
 				}
 				d := startDaemon(b, cfg, func(o *Options) { o.Now = time.Now })
 				waitFor(b, "initial install", time.Minute, func() bool {

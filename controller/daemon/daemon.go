@@ -56,6 +56,9 @@ type Options struct {
 	ClientOptions []p4rt.Option
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Instance names this fastcnpd in the etcd election (HA mode; default
+	// hostname:pid).
+	Instance string
 }
 
 // Daemon is fastcnpd. Create it with New and run it with Run; its methods
@@ -83,9 +86,13 @@ type Daemon struct {
 	// owns the state file; a standby never writes it.
 	writer atomic.Bool
 
-	saveMu   sync.Mutex // serialises state file writes
-	stamp    fileStamp  // the state file as last read or written (saveMu)
-	slog     stateLog   // the state file's log (saveMu)
+	saveMu sync.Mutex // serialises state file writes
+	stamp  fileStamp  // the state file as last read or written (saveMu)
+	// token is the election ID this instance was made primary with, by
+	// switch (saveMu): written into every snapshot, it tells a writer that
+	// took over from a stale one (persist.go, supplantedLocked).
+	token    map[string]p4rt.Uint128
+	slog     stateLog // the state file's log (saveMu)
 	switches []*switchRunner
 	byName   map[string]*switchRunner
 	// auth checks authenticated announcements (nil: announce.auth not set).
@@ -98,6 +105,9 @@ type Daemon struct {
 	// incSettled: the shared table was adopted from a leaf after a restart,
 	// or changed since the start, so no leaf's table is adopted any more.
 	incSettled bool
+
+	// ha is the etcd side in HA mode (config ha.etcd), nil otherwise.
+	ha *haState
 }
 
 // Sentinel errors of the API methods (the gRPC layer maps them to codes).
@@ -145,12 +155,10 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{}}
+	d := &Daemon{opts: opts, log: opts.Logger, reg: opts.Registry, base: opts.Config, byName: map[string]*switchRunner{},
+		token: map[string]p4rt.Uint128{}}
 	d.metrics = newMetrics(opts.Registry)
 	d.events = newBroker(d.metrics.eventsDropped.Inc, func(n int) { d.metrics.subscribers.Set(float64(n)) })
-	if err := checkStateDir(opts.Config.StateFile); err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
-	}
 	auth, warnings, err := newAnnounceAuth(opts.Config.Announce.Auth)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -159,8 +167,19 @@ func New(opts Options) (*Daemon, error) {
 		d.log.Warn(w)
 	}
 	d.auth = auth
-	if err := d.loadState(); err != nil {
-		return nil, err
+	if opts.Config.HA != nil {
+		// The state lives in etcd and is loaded by each term (ha.go).
+		if d.ha, err = newHA(d, opts.Config.HA.Etcd, opts.Instance); err != nil {
+			return nil, err
+		}
+		d.installState(opts.Config, fabric.NewConnTable(0), nil)
+	} else {
+		if err := checkStateDir(opts.Config.StateFile); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		if err := d.loadState(); err != nil {
+			return nil, err
+		}
 	}
 	d.mu.Lock()
 	_, err = d.computeINCTreeLocked()
@@ -195,19 +214,9 @@ func (d *Daemon) loadState() error {
 	for _, w := range warnings {
 		d.log.WithField("state_file", d.base.StateFile).Warn(w)
 	}
-	conns := fabric.NewConnTable(0)
-	for i, fc := range fs.Connections {
-		c, err := fromFile(fc)
-		if err == nil {
-			err = conns.Restore(c)
-		}
-		if err != nil {
-			return fmt.Errorf("daemon: state file %s: connection %d: %w", d.base.StateFile, i, err)
-		}
-	}
-	cfg, err := applyOverrides(d.base, fs.Ports)
+	cfg, conns, err := d.buildState(fs, "state file "+d.base.StateFile)
 	if err != nil {
-		return fmt.Errorf("daemon: state file %s: %w", d.base.StateFile, err)
+		return err
 	}
 	d.saveMu.Lock()
 	d.stamp = statStamp(d.base.StateFile)
@@ -216,8 +225,37 @@ func (d *Daemon) loadState() error {
 	}
 	d.slog.gen = fs.LogGeneration // the next change starts the next generation
 	d.saveMu.Unlock()
+	d.installState(cfg, conns, fs.Ports)
+	d.log.WithFields(logrus.Fields{"state_file": d.base.StateFile, "connections": conns.Len()}).Info("state loaded")
+	return nil
+}
+
+// buildState rebuilds the connection table and the configuration with the
+// port overrides from a saved state (source names it in errors).
+func (d *Daemon) buildState(fs *fileState, source string) (*config.Config, *fabric.ConnTable, error) {
+	conns := fabric.NewConnTable(0)
+	for i, fc := range fs.Connections {
+		c, err := fromFile(fc)
+		if err == nil {
+			err = conns.Restore(c)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("daemon: %s: connection %d: %w", source, i, err)
+		}
+	}
+	cfg, err := applyOverrides(d.base, fs.Ports)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon: %s: %w", source, err)
+	}
+	return cfg, conns, nil
+}
+
+// installState makes a rebuilt state the current one; what it holds counts
+// as saved.
+func (d *Daemon) installState(cfg *config.Config, conns *fabric.ConnTable, overrides map[string]map[uint16]PortOverride) {
 	d.mu.Lock()
-	d.cfg, d.conns, d.overrides = cfg, conns, fs.Ports
+	defer d.mu.Unlock()
+	d.cfg, d.conns, d.overrides = cfg, conns, overrides
 	if d.overrides == nil {
 		d.overrides = map[string]map[uint16]PortOverride{}
 	}
@@ -226,9 +264,6 @@ func (d *Daemon) loadState() error {
 		d.savedSeen[c.ConnKey] = c.LastSeen
 	}
 	d.metrics.connections.Set(float64(conns.Len()))
-	d.mu.Unlock()
-	d.log.WithFields(logrus.Fields{"state_file": d.base.StateFile, "connections": conns.Len()}).Info("state loaded")
-	return nil
 }
 
 // saveLocked writes the whole state file (a new snapshot, the log
@@ -240,14 +275,23 @@ func (d *Daemon) saveLocked() error {
 	if !d.writer.Load() {
 		return fmt.Errorf("daemon: state file not written: %w", ErrNotPrimary)
 	}
+	if d.ha != nil {
+		return d.ha.saveOverridesLocked(d.overrides)
+	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
+	if err := d.supplantedLocked(); err != nil {
+		return err
+	}
 	return d.compactLocked()
 }
 
 // claimWriter makes this instance the state file's writer when one of its
 // switches made it primary; the expiry grace period starts then.
 func (d *Daemon) claimWriter() {
+	if d.ha != nil {
+		return // the etcd leadership makes the writer (ha.go)
+	}
 	if d.writer.Swap(true) {
 		return
 	}
@@ -260,6 +304,9 @@ func (d *Daemon) claimWriter() {
 // releaseWriter gives up the state file when a switch demoted this instance
 // (another controller is primary) and it is primary of no switch.
 func (d *Daemon) releaseWriter() {
+	if d.ha != nil {
+		return
+	}
 	if d.primaryAnywhere() || !d.writer.Swap(false) {
 		return
 	}
@@ -288,6 +335,9 @@ func statStamp(path string) fileStamp {
 // reloadIfChanged rereads the state file when another fastcnpd instance
 // (the previous primary, sharing the file) wrote it since this one last did.
 func (d *Daemon) reloadIfChanged() {
+	if d.ha != nil {
+		return // each term loads the state from etcd
+	}
 	d.saveMu.Lock()
 	changed := statStamp(d.base.StateFile) != d.stamp
 	d.saveMu.Unlock()
@@ -302,18 +352,38 @@ func (d *Daemon) reloadIfChanged() {
 }
 
 // Run connects to every switch and keeps them in their desired state until
-// ctx ends; it returns once every goroutine it started has ended. A primary
-// then writes the state file a last time (refresh times not yet saved); a
-// standby leaves it alone.
+// ctx ends; it returns once every goroutine it started has ended. When ctx
+// ends a primary writes the state file a last time (refresh times not yet
+// saved), before it lets the switches go; a standby leaves it alone.
 func (d *Daemon) Run(ctx context.Context) error {
-	d.run(ctx)
-	if !d.writer.Load() {
-		return nil
+	if d.ha != nil {
+		return d.runHA(ctx)
 	}
-	// The final write compacts the log into the snapshot.
-	d.mu.Lock()
-	err := d.saveLocked()
-	d.mu.Unlock()
+	// The switches are let go only after the final write: while this
+	// instance is still their primary no standby can take over and write
+	// the shared file in between (its changes would be lost under this
+	// final snapshot).
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.run(rctx)
+	}()
+	<-ctx.Done()
+	var err error
+	if d.writer.Load() {
+		// The final write compacts the log into the snapshot, unless another
+		// instance took the file over meanwhile (it is then left as that one
+		// wrote it: only refresh times newer than idle_timeout/4 are not saved).
+		d.mu.Lock()
+		err = d.saveLocked()
+		d.mu.Unlock()
+		if errors.Is(err, errSupplanted) {
+			err = nil
+		}
+	}
+	stop()
+	<-done
 	return err
 }
 

@@ -99,9 +99,12 @@ type testSwitch struct {
 type proxy struct {
 	lis    net.Listener
 	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
+	// held: connections are accepted and closed at once (the switch is
+	// unreachable through the proxy).
+	held  atomic.Bool
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
 }
 
 func startProxy(t testing.TB, target string) *proxy {
@@ -129,6 +132,10 @@ func (p *proxy) accept() {
 		c, err := p.lis.Accept()
 		if err != nil {
 			return
+		}
+		if p.held.Load() {
+			c.Close()
+			continue
 		}
 		u, err := net.Dial("tcp", p.target)
 		if err != nil {

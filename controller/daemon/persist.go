@@ -9,7 +9,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/fastcnp/fastcnp/controller/fabric"
+	"github.com/fastcnp/fastcnp/controller/p4rt"
 )
 
 // The state file is a snapshot plus an append-only log of the connection
@@ -195,7 +198,10 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // snapshot and the old log, which is ignored.
 func (d *Daemon) compactLocked() error {
 	gen := d.slog.gen + 1
-	fs := &fileState{Version: stateVersion, Ports: d.overrides, LogGeneration: gen}
+	fs := &fileState{Version: stateVersion, Ports: d.overrides, LogGeneration: gen, WriterElection: map[string][2]uint64{}}
+	for sw, id := range d.token {
+		fs.WriterElection[sw] = [2]uint64{id.High, id.Low}
+	}
 	seen := make(map[fabric.ConnKey]time.Time, d.conns.Len())
 	for _, c := range d.conns.List() {
 		fs.Connections = append(fs.Connections, toFile(c))
@@ -234,8 +240,18 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 	if !d.writer.Load() {
 		return fmt.Errorf("daemon: state file not written: %w", ErrNotPrimary)
 	}
+	if d.ha != nil {
+		if err := d.ha.writeLocked(recs); err != nil {
+			return err
+		}
+		d.noteSavedLocked(recs)
+		return nil
+	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
+	if err := d.supplantedLocked(); err != nil {
+		return err
+	}
 	l := &d.slog
 	if !l.owned || l.records+len(recs) >= max(compactMin, 2*d.conns.Len()) {
 		return d.compactLocked()
@@ -271,6 +287,14 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 		return nil
 	}
 	l.records += len(recs)
+	d.noteSavedLocked(recs)
+	d.stamp = statStamp(d.base.StateFile)
+	return nil
+}
+
+// noteSavedLocked records the refresh times of written records (d.mu held):
+// refreshes are written again once these are idle_timeout/4 old.
+func (d *Daemon) noteSavedLocked(recs []logRecord) {
 	for _, r := range recs {
 		if r.Op != opPut {
 			continue
@@ -279,8 +303,64 @@ func (d *Daemon) appendLocked(recs []logRecord) error {
 			d.savedSeen[c.ConnKey] = c.LastSeen
 		}
 	}
-	d.stamp = statStamp(d.base.StateFile)
-	return nil
+}
+
+// errSupplanted: an instance that outranks this one wrote the state file.
+var errSupplanted = errors.New("a fastcnpd instance with a higher election ID wrote the state file: it took over")
+
+// supplantedLocked checks, before a write (saveMu held), that no other
+// instance took the state file over. A file changed since this instance last
+// read or wrote it was written by another one: the one that took over while
+// this one hung or was cut off (and has not heard from the switches yet), or
+// a stale one that wrote before it learnt of a takeover by this one. The
+// election IDs the snapshot's writer held (writer_election) tell which:
+// switch IDs only rise at a takeover. Outranked on a switch both hold, this
+// instance gives the file up (writing now, above all compacting its stale view
+// into a new snapshot, would drop what the other saved). Otherwise its view
+// wins: its next write compacts it over what the stale one wrote (changes no
+// switch took, so nobody was answered).
+func (d *Daemon) supplantedLocked() error {
+	if statStamp(d.base.StateFile) == d.stamp {
+		return nil
+	}
+	lf := logrus.Fields{"state_file": d.base.StateFile}
+	fs, err := loadStateFile(d.base.StateFile)
+	if err == nil && !outranks(fs.WriterElection, d.token) {
+		if err := d.slog.closeLocked(false); err != nil {
+			d.log.WithError(err).Warn("closing the state log")
+		}
+		d.log.WithFields(lf).Warn("an instance that does not outrank this one wrote the state file since this one last did " +
+			"(a primary that had not learnt of the takeover yet): this one's state replaces it")
+		return nil
+	}
+	if err := d.slog.closeLocked(false); err != nil {
+		d.log.WithError(err).Warn("closing the state log")
+	}
+	if d.writer.Swap(false) {
+		if err != nil {
+			lf["read_error"] = err.Error()
+		}
+		d.log.WithFields(lf).Warn("standby: " + errSupplanted.Error() + "; this one no longer writes it")
+	}
+	return fmt.Errorf("daemon: state file not written: %w: %w", ErrNotPrimary, errSupplanted)
+}
+
+// outranks reports whether the election IDs of a state file's writer
+// outrank this instance's on some switch both hold (or whether they share
+// none, when nothing says this instance is the rightful writer).
+func outranks(file map[string][2]uint64, own map[string]p4rt.Uint128) bool {
+	common := false
+	for sw, id := range own {
+		f, ok := file[sw]
+		if !ok {
+			continue
+		}
+		common = true
+		if id.Less(p4rt.Uint128{High: f[0], Low: f[1]}) {
+			return true
+		}
+	}
+	return !common
 }
 
 // closeLog closes the log file; this instance may append to it again.

@@ -2,11 +2,17 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fastcnp/fastcnp/controller/fabric"
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -271,4 +277,144 @@ func TestLongFlowKeepsConnection(t *testing.T) {
 	waitFor(t, "idle connection removed from both switches", syncTimeout, func() bool {
 		return len(d.Connections()) == 0 && s1.count(p4src.TableRDMAConnection) == 0 && s2.count(p4src.TableRDMAConnection) == 0
 	})
+}
+
+// cutPair is two instances sharing a state file: a, the primary (election
+// offset 1), reaches the switches through proxies; b is the standby.
+type cutPair struct {
+	a, b    *testDaemon
+	state   string
+	proxies []*proxy
+}
+
+func startCutPair(t *testing.T) *cutPair {
+	t.Helper()
+	s1, s2, state := twoSwitches(t)
+	p1, p2 := startProxy(t, s1.addr), startProxy(t, s2.addr)
+	via := func(s *testSwitch, p *proxy) *testSwitch { c := *s; c.addr = p.addr(); return &c }
+	a := startDaemon(t, testConfig(t, state, via(s1, p1), via(s2, p2)), func(o *Options) { o.ElectionOffset = 1 })
+	waitInSync(t, a.Daemon, map[string]*testSwitch{"s1": s1, "s2": s2})
+	b := startDaemon(t, testConfig(t, state, s1, s2), nil)
+	waitStandby(t, b.Daemon)
+	return &cutPair{a: a, b: b, state: state, proxies: []*proxy{p1, p2}}
+}
+
+// cut ends a's streams and keeps it from reconnecting; it returns once b
+// has taken over.
+func (p *cutPair) cut(t *testing.T) {
+	t.Helper()
+	for _, x := range p.proxies {
+		x.held.Store(true)
+		x.cut()
+	}
+	waitPrimary(t, p.b.Daemon)
+}
+
+// reconnect lets a reach the switches again.
+func (p *cutPair) reconnect() {
+	for _, x := range p.proxies {
+		x.held.Store(false)
+	}
+}
+
+// TestResumedPrimaryLeavesStateFile: a primary whose streams the switches
+// dropped (a hung process: fastcnp-switch's keepalive ends its streams) comes
+// back after the standby took over. It no longer owns the shared state file:
+// it must not write it, not even when it stops, or the snapshot it compacts
+// from its stale view would drop what the new primary logged since. It may
+// learn it from the switches (it reconnects as a backup), or not at all (it is
+// stopped while still cut off: systemd sends SIGCONT after SIGTERM): then the
+// file itself tells it, changed by another instance since it last wrote it.
+func TestResumedPrimaryLeavesStateFile(t *testing.T) {
+	for _, reconnect := range []bool{true, false} {
+		name := "stops while still cut off"
+		if reconnect {
+			name = "reconnects as a backup, then stops"
+		}
+		t.Run(name, func(t *testing.T) {
+			pair := startCutPair(t)
+			a, b, state := pair.a, pair.b, pair.state
+			ctx := context.Background()
+			first := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: 1, ReceiverQPN: 2}}
+			if _, err := a.AddConnection(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			pair.cut(t)
+			second := fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.6"), UDPSrcPort: 3, ReceiverQPN: 4}}
+			if _, err := b.AddConnection(ctx, second); err != nil {
+				t.Fatal(err)
+			}
+			if reconnect {
+				pair.reconnect()
+				waitStandby(t, a.Daemon)
+				if a.writer.Load() {
+					t.Error("the resumed primary still owns the state file")
+				}
+			}
+			a.stopNow()
+			fs, _, err := readState(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, fc := range fs.Connections {
+				got = append(got, fmt.Sprintf("%s/%d/%d", fc.SenderIP, fc.UDPSrcPort, fc.ReceiverQPN))
+			}
+			sort.Strings(got)
+			if want := []string{"10.1.1.5/1/2", "10.1.1.6/3/4"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("state file after the resumed primary stopped: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestStaleWriteReplaced: a primary that has not learnt of a takeover yet
+// (its streams dropped, its pending work still running) writes the shared
+// state file before the new primary does. The new primary, which outranks it
+// (its election ID on the switches is higher), keeps writing: its next change
+// compacts its own view over the stale one's; the stale instance, whose next
+// write finds the file written by a higher election ID, gives it up.
+func TestStaleWriteReplaced(t *testing.T) {
+	pair := startCutPair(t)
+	a, b, state := pair.a, pair.b, pair.state
+	ctx := context.Background()
+	conn := func(sport uint16) fabric.Connection {
+		return fabric.Connection{ConnKey: fabric.ConnKey{SenderIP: netip.MustParseAddr("10.1.1.5"), UDPSrcPort: sport, ReceiverQPN: 2},
+			Source: "api", Static: true}
+	}
+	if _, err := a.AddConnection(ctx, conn(1)); err != nil {
+		t.Fatal(err)
+	}
+	pair.cut(t)
+	// a's pending work: a change it logs as if still primary.
+	if _, _, err := a.upsert(conn(2)); err != nil {
+		t.Fatalf("the stale write: %v (it should land: nothing newer is in the file yet)", err)
+	}
+	// b's change: b outranks the file's writer, so it keeps the file.
+	if _, err := b.AddConnection(ctx, conn(3)); err != nil {
+		t.Fatalf("the new primary's change after a stale write: %v", err)
+	}
+	if !b.writer.Load() {
+		t.Fatal("the new primary gave up the state file to a stale writer")
+	}
+	// a's next write finds b's snapshot: a gives up.
+	if _, _, err := a.upsert(conn(4)); !errors.Is(err, errSupplanted) {
+		t.Fatalf("a stale write after the new primary's: %v, want errSupplanted", err)
+	}
+	if a.writer.Load() {
+		t.Error("the stale primary still writes the state file")
+	}
+	a.stopNow()
+	fs, _, err := readState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint16
+	for _, fc := range fs.Connections {
+		got = append(got, fc.UDPSrcPort)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	if want := []uint16{1, 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("state file: connections with sports %v, want %v (the new primary's view)", got, want)
+	}
 }

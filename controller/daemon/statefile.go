@@ -27,6 +27,11 @@ type fileState struct {
 	// LogGeneration is the generation of this snapshot: the log next to
 	// it (persist.go) continues it when its header names the same one.
 	LogGeneration uint64 `json:"log_generation,omitempty"`
+	// WriterElection is the election ID (high, low) the snapshot's writer
+	// held on each switch it was primary of: an instance outranked on a
+	// switch by the file's writer does not write the file (persist.go,
+	// supplantedLocked).
+	WriterElection map[string][2]uint64 `json:"writer_election,omitempty"`
 }
 
 type fileConnection struct {

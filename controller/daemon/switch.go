@@ -88,6 +88,9 @@ type switchRunner struct {
 	portCounters []string
 	// queueCounters are the P4 counters indexed by queue (queueCounterNames).
 	queueCounters []string
+	// election is the configured election ID (+ --election-offset); in HA
+	// mode the term's epoch is added to it (electionID).
+	election p4rt.Uint128
 }
 
 func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
@@ -129,8 +132,8 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	h.Write(b)
 	h.Write(r.devConfig)
 	r.cookie = h.Sum64() | 1
+	r.election = p4rt.Uint128{High: sw.ElectionID.High, Low: sw.ElectionID.Low + d.opts.ElectionOffset}
 	r.opts = []p4rt.Option{
-		p4rt.WithElectionID(p4rt.Uint128{High: sw.ElectionID.High, Low: sw.ElectionID.Low + d.opts.ElectionOffset}),
 		p4rt.WithRole(sw.Role), p4rt.WithInfo(r.info), p4rt.WithLogger(r.log),
 		p4rt.WithPacketDropHandler(r.packetDropped),
 		// A packet-in buffer that takes a burst of announcements while the
@@ -162,6 +165,10 @@ func newSwitchRunner(d *Daemon, name string) (*switchRunner, error) {
 	}
 	if d.opts.ChunkSize > 0 {
 		r.opts = append(r.opts, p4rt.WithChunkSize(d.opts.ChunkSize))
+	}
+	if d.ha != nil {
+		// A leader whose lease lapsed writes nothing more (docs/controller.md, "Fencing").
+		r.opts = append(r.opts, p4rt.WithWriteGuard(d.ha.fence))
 	}
 	r.opts = append(r.opts, d.opts.ClientOptions...)
 	for _, p := range sw.Ports {
@@ -293,7 +300,8 @@ func (r *switchRunner) isPrimary() bool {
 // run connects, serves, and reconnects until ctx ends.
 func (r *switchRunner) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		c, err := p4rt.Dial(ctx, r.addr, r.deviceID, r.opts...)
+		opts := append([]p4rt.Option{p4rt.WithElectionID(r.d.electionID(r.election))}, r.opts...)
+		c, err := p4rt.Dial(ctx, r.addr, r.deviceID, opts...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -348,6 +356,7 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 		// writing it (connections, refresh times, port settings).
 		r.d.reloadIfChanged()
 		r.setPrimary(true)
+		r.d.noteElectionID(r, c.ElectionID())
 		if err := r.ensurePipeline(ctx, c); err != nil {
 			r.log.WithError(err).Error("pushing the pipeline")
 			r.setErr(err)
@@ -388,6 +397,12 @@ func (r *switchRunner) serve(ctx context.Context, c *p4rt.Client) {
 				r.d.publish(Event{Kind: EventSwitchConnected, Switch: r.name, Message: "reconnected"})
 				if ev.Reconcile && !r.isPrimary() {
 					becomePrimary()
+				} else if !ev.Status.Primary {
+					// Back as a backup: another controller took over while the
+					// stream was down (this one hung, or was cut off). Its
+					// view of the shared state is stale: give up the state
+					// file, as a demotion would.
+					r.setPrimary(false)
 				}
 			case p4rt.EventStreamError:
 				r.log.WithField("stream_error", ev.StreamError.String()).Warn("switch reported a stream error")
@@ -687,7 +702,19 @@ func (r *switchRunner) sync(ctx context.Context, c *p4rt.Client, readBack bool) 
 	r.mu.Lock()
 	r.installed, r.inc, r.pushed = res.State, res.INC, false
 	r.mu.Unlock()
+	if kind == "audit" {
+		r.d.switchAudited(r)
+	}
 	return nil
+}
+
+// forget drops what the runner knows of the switch's state (a new term in
+// HA mode: another leader may have changed it), so the next sync reads it
+// back, the INC table included.
+func (r *switchRunner) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.installed, r.inc = nil, nil
 }
 
 // valueSetsUnsupported records that the switch refused the value set with

@@ -13,6 +13,7 @@ import (
 	"github.com/fastcnp/fastcnp/controller/p4rt"
 	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/p4src/window"
+	p4configv1 "github.com/fastcnp/fastcnp/proto/p4/config/v1"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -517,6 +518,11 @@ func TestDesiredWithTNAP4Info(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// bf-p4c's output adds the ingress parser's PortMetadata extern, which the
+		// derived files lack; fastcnpd has no use for it and must not mind it.
+		p.Externs = append(p.Externs, &p4configv1.Extern{ExternTypeId: 0x90, ExternTypeName: "PortMetadata",
+			Instances: []*p4configv1.ExternInstance{{Preamble: &p4configv1.Preamble{Id: 0x90000001,
+				Name: "FastcnpParser.$PORT_METADATA", Alias: "$PORT_METADATA"}}}})
 		info, err := p4rt.NewInfo(p)
 		if err != nil {
 			t.Fatal(err)

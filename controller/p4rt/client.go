@@ -707,6 +707,9 @@ func (c *Client) SetPipeline(ctx context.Context, action p4v1.SetForwardingPipel
 			req.Config.Cookie = &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}
 		}
 	}
+	if err := c.guard("SetForwardingPipelineConfig"); err != nil {
+		return err
+	}
 	if _, err := c.rpc.SetForwardingPipelineConfig(ctx, req); err != nil {
 		return rpcError("SetForwardingPipelineConfig "+action.String(), err)
 	}

@@ -135,6 +135,7 @@ type config struct {
 	idleBuf     int
 	autoAck     bool
 	packetDrop  func(p *PacketIn, dropped uint64)
+	writeGuard  func() error
 	info        *Info
 	log         logrus.FieldLogger
 	dialOpts    []grpc.DialOption
@@ -237,6 +238,15 @@ func WithBuffers(events, packets, digests, idle int) Option {
 func WithPacketDropHandler(fn func(p *PacketIn, dropped uint64)) Option {
 	return func(c *config) { c.packetDrop = fn }
 }
+
+// WithWriteGuard sets a fence that Write consults before every WriteRequest
+// it sends and SetPipeline before SetForwardingPipelineConfig: an error
+// from guard stops the call before anything is sent, and the call returns
+// it (errors.Is finds it). A controller whose right to write can lapse (a
+// leader whose lease may have expired) checks it there, as close to the
+// send as the client can; the switch's own arbitration (the election ID of
+// every write) fences what gets past it.
+func WithWriteGuard(guard func() error) Option { return func(c *config) { c.writeGuard = guard } }
 
 // WithAutoDigestAck sets whether the client acknowledges every DigestList
 // as soon as it has been queued or dropped (default true). With false, call

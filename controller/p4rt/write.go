@@ -27,6 +27,9 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update) error {
 	chunks := (n + size - 1) / size
 	for i := 0; i < chunks; i++ {
 		lo, hi := i*size, min((i+1)*size, n)
+		if err := c.guard("Write"); err != nil {
+			return err
+		}
 		req := &p4v1.WriteRequest{DeviceId: c.deviceID, Role: c.cfg.role, ElectionId: c.ElectionID().proto(),
 			Updates: updates[lo:hi], Atomicity: c.cfg.atomicity}
 		if _, err := c.rpc.Write(ctx, req); err != nil {
@@ -35,6 +38,17 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update) error {
 			c.log.WithFields(logrus.Fields{"chunk": i, "chunks": chunks, "failed_updates": len(werr.Updates), "code": werr.Status.Code}).Debug("p4rt: write failed")
 			return werr
 		}
+	}
+	return nil
+}
+
+// guard runs the write guard (WithWriteGuard), if any, before op.
+func (c *Client) guard(op string) error {
+	if c.cfg.writeGuard == nil {
+		return nil
+	}
+	if err := c.cfg.writeGuard(); err != nil {
+		return fmt.Errorf("p4rt: %s not sent: %w", op, err)
 	}
 	return nil
 }

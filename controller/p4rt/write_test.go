@@ -406,3 +406,54 @@ func TestWriteErrorIsByUpdateCodes(t *testing.T) {
 		t.Error("UNKNOWN without details matched ErrUnimplemented")
 	}
 }
+
+// TestWriteGuard: the guard runs before every WriteRequest and before
+// SetForwardingPipelineConfig; once it refuses, nothing more is sent and the
+// call returns its error.
+func TestWriteGuard(t *testing.T) {
+	checkLeaks(t)
+	in := testInfo(t)
+	errLapsed := errors.New("lease lapsed")
+	tests := []struct {
+		name      string
+		allow     int // guard calls that pass
+		updates   int
+		wantReqs  int
+		wantError bool
+	}{
+		{name: "always passes", allow: 100, updates: 10, wantReqs: 3},
+		{name: "refuses the third chunk", allow: 2, updates: 10, wantReqs: 2, wantError: true},
+		{name: "refuses at once", allow: 0, updates: 10, wantReqs: 0, wantError: true},
+		{name: "nothing to write", allow: 0, updates: 0, wantReqs: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t)
+			calls := 0
+			guard := func() error {
+				calls++
+				if calls > tc.allow {
+					return errLapsed
+				}
+				return nil
+			}
+			c := dial(t, s.Addr(), p4rt.WithChunkSize(4), p4rt.WithWriteGuard(guard))
+			err := c.Write(ctx(t), portEntries(t, in, tc.updates))
+			if tc.wantError != (err != nil) || (err != nil && !errors.Is(err, errLapsed)) {
+				t.Fatalf("Write: %v, want the guard's error: %v", err, tc.wantError)
+			}
+			if reqs, _ := s.WriteRequests(); reqs != tc.wantReqs {
+				t.Fatalf("%d WriteRequests reached the server, want %d", reqs, tc.wantReqs)
+			}
+			before := len(s.PipelineActions())
+			err = c.SetPipeline(ctx(t), p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, nil, nil, 0)
+			refused := calls > tc.allow
+			if refused != errors.Is(err, errLapsed) {
+				t.Fatalf("SetPipeline after %d guard calls (allowed %d): %v", calls, tc.allow, err)
+			}
+			if sent := len(s.PipelineActions()) - before; refused && sent != 0 {
+				t.Fatalf("SetForwardingPipelineConfig reached the server after the guard refused")
+			}
+		})
+	}
+}

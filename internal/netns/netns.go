@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,6 +150,22 @@ func (n *NS) Do(fn func() error) (err error) {
 		runtime.UnlockOSThread()
 	}()
 	return fn()
+}
+
+// DialContext opens a connection from inside the namespace (the socket is
+// created there, see Do), so that a process in another namespace reaches
+// the addresses of n: use it as a net.Dialer's or gRPC's dial function.
+func (n *NS) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.Do(func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("netns: dial %s %s in %s: %w", network, addr, n, err)
+	}
+	return c, nil
 }
 
 // Exec runs a command inside the namespace (`ip netns exec NAME cmd args...`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -318,5 +319,55 @@ func TestSweepStale(t *testing.T) {
 	}
 	if _, err := os.Stat(liveNS.Path()); err != nil {
 		t.Errorf("live namespace gone: %v", err)
+	}
+}
+
+// TestDialContext: a connection opened with DialContext starts inside the
+// namespace, so it reaches a listener there on an address only the namespace
+// has (its own loopback), and keeps working from any goroutine.
+func TestDialContext(t *testing.T) {
+	tb := netnstest.New(t)
+	ctx := context.Background()
+	ns, err := tb.Namespace(ctx, "dial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lis net.Listener
+	if err := ns.Do(func() error {
+		var err error
+		lis, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		c, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	c, err := ns.DialContext(ctx, "tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(c, b); err != nil || b[0] != 'x' {
+		t.Fatalf("echo through the namespace: %q, %v", b, err)
+	}
+	// A namespace without a listener on that address refuses it.
+	other, err := tb.Namespace(ctx, "dial2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2, err := other.DialContext(ctx, "tcp", lis.Addr().String()); err == nil {
+		c2.Close()
+		t.Fatal("dial from a namespace without the listener succeeded")
 	}
 }

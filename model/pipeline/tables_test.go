@@ -130,6 +130,8 @@ func TestEntryValidation(t *testing.T) {
 		{"mask on exact", &TableEntry{TableID: p4src.TableIncGroup, Match: []FieldMatch{{FieldID: 1, Value: 1, Mask: 1}}, Action: Action{ID: p4src.ActionNoAction}}},
 		{"conn_index beyond registers", connEntry([4]byte{1, 2, 3, 4}, 1, 1, 1, 1, p4src.ConnTableSize, 0, 0)},
 		{"worker_rank beyond bitmap", connEntry([4]byte{1, 2, 3, 4}, 1, 1, 1, 1, 0, 0, 32)},
+		{"child_rank beyond bitmap", &TableEntry{TableID: p4src.TableIncChildPort, Match: []FieldMatch{{FieldID: 1, Value: 4}},
+			Action: Action{ID: p4src.ActionSetIncChild, Params: []Param{{1, 32}}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

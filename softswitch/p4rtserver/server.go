@@ -123,6 +123,10 @@ type Server struct {
 	cloneIDs   map[uint32]bool // clone session ID -> written with the legacy egress_port
 	mcastGroup map[uint32]*p4v1.MulticastGroupEntry
 
+	// afterWriteCheck, when set (tests), runs in Write after the arbitration
+	// check passed, with stateMu held.
+	afterWriteCheck atomic.Pointer[func()]
+
 	// digestsOn is the number of digests with a config: the digest loop does not
 	// touch the pipeline while it is 0.
 	digestsOn atomic.Int32

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/model/pipeline"
+	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -664,4 +665,76 @@ func rawPings(t *testing.T, addr string, n int, interval time.Duration) bool {
 func testConfig(cookie uint64) *p4v1.ForwardingPipelineConfig {
 	return &p4v1.ForwardingPipelineConfig{P4Info: P4InfoFromSchema(pipeline.ProgramSchema()), P4DeviceConfig: []byte("dev"),
 		Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}}
+}
+
+// TestWriteFencedByArbitration: a Write that passed the arbitration check is
+// applied before a new primary is told it is primary, never after (spec: "The
+// server will finish processing any Write requests that have already started"
+// before the new primary is accepted). The write of the old primary (10) is held
+// right after its check; the new primary (20) arbitrates meanwhile. Its answer
+// must not come while the old write is held: otherwise the old primary's update
+// would land after the new primary's takeover and its read-back, unseen.
+func TestWriteFencedByArbitration(t *testing.T) {
+	tests := []struct {
+		name      string
+		write     *p4v1.Update
+		atomicity p4v1.WriteRequest_Atomicity
+	}{
+		{"continue on error", ins(route(b(10, 9, 0, 0), 16, b(1))), p4v1.WriteRequest_CONTINUE_ON_ERROR},
+		{"rollback on error", ins(route(b(10, 8, 0, 0), 16, b(2))), p4v1.WriteRequest_ROLLBACK_ON_ERROR},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := ready(t)
+			checked := make(chan struct{})
+			release := make(chan bool, 1) // true: the new primary was told during the hold
+			told := make(chan struct{})
+			var once sync.Once
+			hook := func() {
+				once.Do(func() {
+					close(checked)
+					select {
+					case <-told:
+						release <- true
+					case <-time.After(500 * time.Millisecond): // the arbitration waits for us, as it must
+						release <- false
+					}
+				})
+			}
+			h.srv.afterWriteCheck.Store(&hook)
+			wrote := make(chan error, 1)
+			go func() {
+				_, err := h.cli.Write(ctxT(t), &p4v1.WriteRequest{DeviceId: testDevice, ElectionId: eid(10),
+					Updates: []*p4v1.Update{tc.write}, Atomicity: tc.atomicity})
+				wrote <- err
+			}()
+			<-checked
+			sc := h.openStream(t)
+			sc.arbitrate(eid(20), "")
+			go func() {
+				for m := range sc.msgs {
+					if a := m.GetArbitration(); a != nil && codes.Code(a.GetStatus().GetCode()) == codes.OK {
+						close(told)
+						return
+					}
+				}
+			}()
+			if <-release {
+				t.Fatal("the new primary was told it is primary while a write checked against the old one was still to be applied")
+			}
+			if err := <-wrote; err != nil {
+				t.Fatalf("the old primary's write, checked before the takeover: %v", err)
+			}
+			<-told
+			// The write landed before the takeover: the new primary reads it.
+			got, err := h.read(t, te(p4src.TableIPv4Route, 0, nil))
+			if err != nil || len(got) != 1 {
+				t.Fatalf("read after the takeover: %d entities, %v", len(got), err)
+			}
+			// And the old primary is refused from now on.
+			if err := h.write(t, 10, ins(route(b(10, 7, 0, 0), 16, b(1)))); status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("write of the deposed primary: %v, want PERMISSION_DENIED", err)
+			}
+		})
+	}
 }

@@ -138,28 +138,17 @@ func (s *Server) Write(ctx context.Context, req *p4v1.WriteRequest) (*p4v1.Write
 	if err := s.checkDevice(req.GetDeviceId()); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.checkPrimary(roleKey(req.GetRole(), req.GetRoleId()), req.GetElectionId()); err != nil {
-		return nil, toStatus(err)
-	}
-	if err := s.requireConfig(); err != nil {
-		return nil, toStatus(err)
-	}
-	// The batch runs under one Exec, so the data path sees it whole or not at all:
-	// with rollback that is also DATAPLANE_ATOMIC.
-	a := req.GetAtomicity()
-	if a != p4v1.WriteRequest_CONTINUE_ON_ERROR && a != p4v1.WriteRequest_ROLLBACK_ON_ERROR && a != p4v1.WriteRequest_DATAPLANE_ATOMIC {
-		return nil, toStatus(errorf(codes.InvalidArgument, "atomicity %d not valid", a))
-	}
-	var errs []error
-	var internal error
+	// The arbitration check and the updates run under one hold of stateMu, which a
+	// change of primary waits for (arbitrate): a write checked against a primary
+	// that is then deposed is applied before its successor is told it is primary,
+	// never after (a successor's read-back sees it). That is what fences a
+	// controller that lost its mastership without knowing it (docs/controller.md,
+	// "High availability on etcd").
 	s.stateMu.Lock()
-	err := s.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
-		errs, internal = s.applyAll(p, req.GetUpdates(), a != p4v1.WriteRequest_CONTINUE_ON_ERROR)
-		return nil
-	})
+	errs, internal, err := s.writeLocked(ctx, req)
 	s.stateMu.Unlock()
 	if err != nil {
-		return nil, toStatus(&codedError{code: codes.Unavailable, msg: "data plane", err: err})
+		return nil, err
 	}
 	if internal != nil {
 		log.WithError(internal).Error("write rollback failed")
@@ -185,6 +174,35 @@ func (s *Server) Write(ctx context.Context, req *p4v1.WriteRequest) (*p4v1.Write
 	}
 	log.WithField("failed", failed).Info("write with failed updates")
 	return nil, st.Err()
+}
+
+// writeLocked checks that the writer is the primary and the request valid, and
+// applies the batch (s.stateMu held). It returns the per-update errors, a failed
+// rollback, or the gRPC status of a request refused as a whole.
+func (s *Server) writeLocked(ctx context.Context, req *p4v1.WriteRequest) (errs []error, internal, refused error) {
+	if err := s.checkPrimary(roleKey(req.GetRole(), req.GetRoleId()), req.GetElectionId()); err != nil {
+		return nil, nil, toStatus(err)
+	}
+	if hook := s.afterWriteCheck.Load(); hook != nil {
+		(*hook)()
+	}
+	if err := s.requireConfig(); err != nil {
+		return nil, nil, toStatus(err)
+	}
+	// The batch runs under one Exec, so the data path sees it whole or not at all:
+	// with rollback that is also DATAPLANE_ATOMIC.
+	a := req.GetAtomicity()
+	if a != p4v1.WriteRequest_CONTINUE_ON_ERROR && a != p4v1.WriteRequest_ROLLBACK_ON_ERROR && a != p4v1.WriteRequest_DATAPLANE_ATOMIC {
+		return nil, nil, toStatus(errorf(codes.InvalidArgument, "atomicity %d not valid", a))
+	}
+	err := s.dp.Exec(ctx, func(p *pipeline.Pipeline) error {
+		errs, internal = s.applyAll(p, req.GetUpdates(), a != p4v1.WriteRequest_CONTINUE_ON_ERROR)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, toStatus(&codedError{code: codes.Unavailable, msg: "data plane", err: err})
+	}
+	return errs, internal, nil
 }
 
 // apply applies one update; s.stateMu is held and p is exclusive.
