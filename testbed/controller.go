@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,16 +43,6 @@ func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.
 		}
 		return &controllerHandle{proc: p, api: cfg.API.Listen}, nil
 	}
-	dial := func(ctx context.Context, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := fab.Do(func() error {
-			var d net.Dialer
-			var err error
-			c, err = d.DialContext(ctx, "tcp", addr)
-			return err
-		})
-		return c, err
-	}
 	lf, err := os.Create(filepath.Join(o.WorkDir, "fastcnpd.log"))
 	if err != nil {
 		return nil, fmt.Errorf("testbed: controller log: %w", err)
@@ -62,7 +51,7 @@ func startController(ctx context.Context, o Options, fab *netns.NS, cfg *config.
 	dl.SetLevel(logrus.InfoLevel)
 	dl.SetOutput(lf)
 	d, err := daemon.New(daemon.Options{Config: cfg, Logger: dl.WithField("component", "fastcnpd (in-process)"),
-		AuditInterval: -1, ClientOptions: []p4rt.Option{p4rt.WithDialOptions(grpc.WithContextDialer(dial))}})
+		AuditInterval: -1, ClientOptions: []p4rt.Option{p4rt.WithDialOptions(grpc.WithContextDialer(nsDialer(fab)))}})
 	if err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("testbed: in-process controller: %w", err)

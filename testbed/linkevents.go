@@ -3,11 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/fastcnp/fastcnp/internal/netns"
 	fastcnpv1 "github.com/fastcnp/fastcnp/proto/fastcnp/v1"
@@ -126,20 +122,9 @@ func (h *controllerHandle) setLinkState(ctx context.Context, fab *netns.NS, sw s
 		moved, err := h.d.SetLinkState(ctx, sw, port, down)
 		return uint32(moved), err
 	}
-	dial := func(ctx context.Context, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := fab.Do(func() error {
-			var d net.Dialer
-			var err error
-			c, err = d.DialContext(ctx, "tcp", addr)
-			return err
-		})
-		return c, err
-	}
-	conn, err := grpc.NewClient("passthrough:///"+h.api, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dial))
+	conn, err := grpcConn(fab, h.api)
 	if err != nil {
-		return 0, fmt.Errorf("testbed: fastcnpd API: %w", err)
+		return 0, err
 	}
 	defer conn.Close()
 	t, err := fastcnpv1.NewFastcnpClient(conn).SetLinkState(ctx, &fastcnpv1.SetLinkStateRequest{Switch: sw, Port: uint32(port), Down: down})

@@ -22,22 +22,28 @@ const (
 	tableRDMAConnection = "FastcnpIngress.rdma_connection"
 )
 
-// p4rtConn dials the P4Runtime server at addr inside ns.
-func p4rtConn(ns *netns.NS, addr string) (*grpc.ClientConn, error) {
-	dial := func(ctx context.Context, a string) (net.Conn, error) {
+// nsDialer returns a TCP dialer whose sockets are opened inside ns (a
+// socket keeps the namespace it was created in).
+func nsDialer(ns *netns.NS) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := ns.Do(func() error {
 			var d net.Dialer
 			var err error
-			c, err = d.DialContext(ctx, "tcp", a)
+			c, err = d.DialContext(ctx, "tcp", addr)
 			return err
 		})
 		return c, err
 	}
+}
+
+// grpcConn is a plaintext gRPC client of the server at addr inside ns (a
+// switch's P4Runtime server, fastcnpd's API).
+func grpcConn(ns *netns.NS, addr string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dial))
+		grpc.WithContextDialer(nsDialer(ns)))
 	if err != nil {
-		return nil, fmt.Errorf("testbed: P4Runtime %s: %w", addr, err)
+		return nil, fmt.Errorf("testbed: gRPC %s: %w", addr, err)
 	}
 	return conn, nil
 }
@@ -45,7 +51,7 @@ func p4rtConn(ns *netns.NS, addr string) (*grpc.ClientConn, error) {
 // readEntities runs one P4Runtime Read (no arbitration needed) and calls
 // fn with every entity.
 func readEntities(ctx context.Context, ns *netns.NS, addr string, deviceID uint64, what string, e *p4v1.Entity, fn func(*p4v1.Entity)) error {
-	conn, err := p4rtConn(ns, addr)
+	conn, err := grpcConn(ns, addr)
 	if err != nil {
 		return err
 	}

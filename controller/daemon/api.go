@@ -677,9 +677,18 @@ func ValidateConfig(name string, data []byte) *fastcnpv1.ValidateConfigResponse 
 		out.Errors = append(out.Errors, "embedded p4info: "+err.Error())
 		return out
 	}
+	// The INC tree, as fastcnpd computes it at start (no failure).
+	tree, err := fabric.ComputeINCTree(cfg, fabric.Failures{}, nil)
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("%s: %v", name, err))
+	} else {
+		for _, w := range tree.Warnings {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s", name, w))
+		}
+	}
 	for i := range cfg.Switches {
 		sw := &cfg.Switches[i]
-		res, err := fabric.Desired(info, fabric.Input{Config: cfg, Switch: sw})
+		res, err := fabric.Desired(info, fabric.Input{Config: cfg, Switch: sw, INCTree: tree})
 		if err != nil {
 			out.Errors = append(out.Errors, fmt.Sprintf("%s: switch %s: %v", name, sw.Name, err))
 			continue

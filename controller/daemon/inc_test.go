@@ -183,3 +183,40 @@ func TestINCTreeTableAcrossRestart(t *testing.T) {
 		t.Errorf("leaf1 holds %d buckets, had %d", len(got), len(held))
 	}
 }
+
+// TestValidateConfigINCTree: config validation computes the INC tree: a leaf
+// of a spanning group with its own next_hops is an error, a spanning group
+// without an upper switch a warning.
+func TestValidateConfigINCTree(t *testing.T) {
+	base := fmt.Sprintf(incTreeYAML, "/tmp/state.json", "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
+	for _, tc := range []struct {
+		name, old, new string
+		valid          bool
+		want           string
+	}{
+		{"the tree", "", "", true, ""},
+		{"a leaf with next_hops", `{name: leaf1, address: 127.0.0.1:1, device_id: 1, tls: {insecure: true}, ports: [`,
+			`{name: leaf1, address: 127.0.0.1:1, device_id: 1, tls: {insecure: true}, inc: {next_hops: [{port: 9, mac: "02:00:00:00:a1:01", weight: 1}]}, ports: [`,
+			false, "leaf1: inc.next_hops given, but it is a leaf of INC groups [3]"},
+		{"no upper switch", `, peer: {switch: spine1, port: 1}`, ``, true,
+			"no live upper switch has a live link to every one of them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := base
+			if tc.old != "" {
+				src = strings.Replace(base, tc.old, tc.new, 1)
+				if src == base {
+					t.Fatalf("%q not in the config", tc.old)
+				}
+			}
+			if tc.name == "no upper switch" { // leaf1 without links at all
+				src = strings.Replace(src, `, peer: {switch: spine2, port: 1}`, ``, 1)
+			}
+			res := ValidateConfig("c.yaml", []byte(src))
+			all := strings.Join(append(res.Errors, res.Warnings...), "\n")
+			if res.Valid != tc.valid || tc.want != "" && !strings.Contains(all, tc.want) || tc.want == "" && all != "" {
+				t.Errorf("valid %v, errors %q, warnings %q; want valid %v and %q", res.Valid, res.Errors, res.Warnings, tc.valid, tc.want)
+			}
+		})
+	}
+}
