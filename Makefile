@@ -21,6 +21,8 @@ build: ## build every command into bin/
 
 test: lint ## lint, then run all tests (root runs the network-namespace tests too)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	# The simulator's long runs skip under -race (one goroutine): again without it.
+	$(GO) test -count=1 -run 'TestConvergence' ./sim/network/
 
 test-short: ## quick tests only (no network namespaces, no long runs)
 	$(GO) test -short -count=1 $(PKGS)

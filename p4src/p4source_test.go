@@ -49,6 +49,7 @@ type p4Container struct {
 	tables  []p4Table
 	externs []p4Extern // counters, value sets
 	decls   string     // the body without nested blocks (what is declared in it)
+	body    string     // the whole body
 }
 
 type p4Action struct {
@@ -211,7 +212,7 @@ func parseP4Source(t *testing.T, raw string) *p4Program {
 		for i := loc[0]; i < end; i++ {
 			covered[i] = true
 		}
-		c := p4Container{name: name, params: map[string]string{}, decls: topLevel(src[loc[1]:end])}
+		c := p4Container{name: name, params: map[string]string{}, decls: topLevel(src[loc[1]:end]), body: src[loc[1]:end]}
 		for _, p := range strings.Split(src[loc[6]:loc[7]], ",") {
 			if m := reParam.FindStringSubmatch(strings.Join(strings.Fields(p), " ")); m != nil {
 				c.params[m[2]] = m[1]

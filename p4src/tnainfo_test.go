@@ -714,3 +714,260 @@ func TestTNAP4InfoDifferencesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// ---------------------------------------------------------------------------
+// One stateful ALU access per register and one use per counter per packet: on
+// Tofino a Register's RegisterActions and a Counter are attached to the tables
+// that call them, and bf-p4c lets two tables share one only when they are
+// mutually exclusive in the control flow (table_mutex.cpp: exclusive branches of
+// an if / else if / else chain or of a switch), whatever values the program
+// knows to be exclusive. The test reads each control's apply block and checks that
+// every two call sites of one register (any of its RegisterActions) or of one
+// counter lie in different branches of one if chain or switch.
+// ---------------------------------------------------------------------------
+
+// branchStep is one level of a call site's path: which branch of which if chain
+// or switch it is in.
+type branchStep struct{ node, branch int }
+
+var (
+	reRegisterAction = regexp.MustCompile(`\bRegisterAction\s*<[^(]*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*=`)
+	reStatefulCall   = regexp.MustCompile(`^(\w+)\.(?:execute|count)\s*\(`)
+	reWord           = regexp.MustCompile(`^[A-Za-z_]\w*`)
+	reApplyBlock     = regexp.MustCompile(`\bapply\s*\{`)
+)
+
+// callPaths returns, for every X.execute( and X.count( in an apply block, X and
+// the branches each call lies in. An if / else if / else chain is one node whose
+// branches are numbered in order; a switch is one node whose cases are.
+func callPaths(body string) (map[string][][]branchStep, error) {
+	type frame struct {
+		step    *branchStep // the branch this block is; nil for other blocks
+		switch_ int         // a switch's node (its block holds the cases); 0 otherwise
+		cases   int
+	}
+	var stack []frame
+	path := func() []branchStep {
+		var p []branchStep
+		for _, f := range stack {
+			if f.step != nil {
+				p = append(p, *f.step)
+			}
+		}
+		return p
+	}
+	out := map[string][][]branchStep{}
+	record := func(s string) {
+		for j := 0; j < len(s); j++ {
+			if j > 0 && (isWordByte(s[j-1]) || s[j-1] == '.') {
+				continue
+			}
+			if m := reStatefulCall.FindStringSubmatch(s[j:]); m != nil {
+				out[m[1]] = append(out[m[1]], path())
+			}
+		}
+	}
+	lastIf := map[int]branchStep{} // depth -> the branch of the if chain that closed there last
+	pendingIf, pendingBranch, pendingSwitch, nodes := 0, 0, 0, 0
+	for i := 0; i < len(body); {
+		switch body[i] {
+		case '{':
+			f := frame{}
+			switch {
+			case pendingSwitch != 0:
+				f.switch_, pendingSwitch = pendingSwitch, 0
+			case pendingIf != 0:
+				f.step, pendingIf = &branchStep{pendingIf, pendingBranch}, 0
+			case len(stack) > 0 && stack[len(stack)-1].switch_ != 0:
+				top := &stack[len(stack)-1]
+				f.step = &branchStep{top.switch_, top.cases}
+				top.cases++
+			}
+			stack = append(stack, f)
+			i++
+			continue
+		case '}':
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("unbalanced '}' at %d", i)
+			}
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if f.step != nil {
+				lastIf[len(stack)] = *f.step
+			}
+			i++
+			continue
+		}
+		w := reWord.FindString(body[i:])
+		if w == "" || (i > 0 && (isWordByte(body[i-1]) || body[i-1] == '.')) {
+			i++
+			continue
+		}
+		switch w {
+		case "if", "switch":
+			open := strings.IndexByte(body[i:], '(')
+			if open < 0 {
+				return nil, fmt.Errorf("%s without a condition at %d", w, i)
+			}
+			end, err := matchParen(body, i+open)
+			if err != nil {
+				return nil, err
+			}
+			record(body[i+open : end]) // a condition's calls come before its branches
+			if w == "switch" {
+				nodes++
+				pendingSwitch = nodes
+			} else if pendingIf == 0 { // a new chain; "else if" continues one
+				nodes++
+				pendingIf, pendingBranch = nodes, 0
+			}
+			i = end
+			continue
+		case "else":
+			last, ok := lastIf[len(stack)]
+			if !ok {
+				return nil, fmt.Errorf("else without an if at %d", i)
+			}
+			pendingIf, pendingBranch = last.node, last.branch+1
+		default:
+			if m := reStatefulCall.FindStringSubmatch(body[i:]); m != nil {
+				out[m[1]] = append(out[m[1]], path())
+			}
+		}
+		i += len(w)
+	}
+	if len(stack) != 0 {
+		return nil, fmt.Errorf("%d blocks left open", len(stack))
+	}
+	return out, nil
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// matchParen returns the index just past the ')' that closes the '(' at open.
+func matchParen(s string, open int) (int, error) {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i + 1, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unbalanced '(' at %d", open)
+}
+
+// exclusive reports whether two call paths lie in different branches of one node.
+func exclusive(a, b []branchStep) bool {
+	for k := 0; k < len(a) && k < len(b); k++ {
+		if a[k] == b[k] {
+			continue
+		}
+		return a[k].node == b[k].node
+	}
+	return false
+}
+
+// statefulConflicts lists the pairs of calls of one register or counter (group
+// maps a called name to what it uses) that are not mutually exclusive.
+func statefulConflicts(paths map[string][][]branchStep, group map[string]string) []string {
+	type site struct {
+		name string
+		path []branchStep
+	}
+	byUse := map[string][]site{}
+	for name, ps := range paths {
+		use, ok := group[name]
+		if !ok {
+			continue
+		}
+		for _, p := range ps {
+			byUse[use] = append(byUse[use], site{name, p})
+		}
+	}
+	var out []string
+	for use, sites := range byUse {
+		for i := range sites {
+			for j := i + 1; j < len(sites); j++ {
+				if !exclusive(sites[i].path, sites[j].path) {
+					out = append(out, fmt.Sprintf("%s: %s and %s on one path", use, sites[i].name, sites[j].name))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCallPathsExclusive(t *testing.T) {
+	group := map[string]string{"a_set": "reg", "a_add": "reg", "c": "ctr"}
+	for _, tc := range []struct {
+		name, body string
+		conflicts  int
+	}{
+		{"if else", "if (x) { a_set.execute(i); } else { a_add.execute(i); }", 0},
+		{"else if chain", "if (x) { a_set.execute(i); } else if (y) { c.count(i); } else { a_add.execute(i); c.count(j); }", 0},
+		{"two ifs", "if (x) { a_set.execute(i); } if (!x) { a_add.execute(i); }", 1},
+		{"nested same branch", "if (x) { if (y) { c.count(1); } c.count(2); }", 1},
+		{"nested exclusive", "if (x) { if (y) { c.count(1); } else { c.count(2); } } else { c.count(3); }", 0},
+		{"in a condition", "if (a_set.execute(i) == 1) { a_add.execute(i); }", 1},
+		{"switch cases", "switch (t.apply().action_run) { p: { c.count(1); } q: { c.count(2); } }", 0},
+		{"after a switch", "switch (t.apply().action_run) { p: { c.count(1); } } c.count(2);", 1},
+		{"straight line", "a_set.execute(i); x = 1; c.count(1); a_add.execute(i);", 1},
+	} {
+		paths, err := callPaths(tc.body)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := statefulConflicts(paths, group); len(got) != tc.conflicts {
+			t.Errorf("%s: conflicts %q, want %d", tc.name, got, tc.conflicts)
+		}
+	}
+}
+
+// TestTNAStatefulUsesExclusive: in the TNA program, every register's RegisterActions
+// and every counter are called at most once on any path through a control.
+func TestTNAStatefulUsesExclusive(t *testing.T) {
+	prog := parseTNAProgram(t)
+	checked := 0
+	for name, c := range prog.controls {
+		loc := reApplyBlock.FindStringIndex(c.body)
+		if loc == nil {
+			continue
+		}
+		end, err := matchBrace(c.body, loc[1]-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, err := callPaths(c.body[loc[1]-1 : end])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		group := map[string]string{}
+		for _, m := range reRegisterAction.FindAllStringSubmatch(c.decls, -1) {
+			group[m[2]] = "register " + m[1]
+		}
+		for _, e := range prog.externs[name] {
+			if e.kind == "Counter" {
+				group[e.local] = "counter " + e.local
+			}
+		}
+		for n := range paths {
+			if _, ok := group[n]; ok {
+				checked++
+			}
+		}
+		for _, c := range statefulConflicts(paths, group) {
+			t.Errorf("%s: %s", name, c)
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d RegisterActions and counters called: the reader missed calls", checked)
+	}
+}

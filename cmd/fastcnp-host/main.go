@@ -123,7 +123,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		mss, ackEvery, burst                         int
 		ccScale                                      float64
 		rto, cnpInterval, interval, spin, burstTime  string
-		rttTarget                                    string
+		rttTarget, windowRule                        string
 		startAt, announceInterval, announceKey       string
 		announcePort                                 uint
 		noAnnounce, noCNPTarget, exitDone, noICRC    bool
@@ -146,6 +146,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&startRate, "start-rate", "", "rate before the first CNP (default: line rate)")
 	fs.StringVar(&baseRTT, "base-rtt", "100us", "RTTbase; with the line rate it sets Winit = line rate x base RTT")
 	fs.StringVar(&initWin, "init-window", "", "Winit in bytes (overrides line rate x base RTT)")
+	fs.StringVar(&windowRule, "window-rule", string(cc.WindowRuleAIMD), "dcqcn-fastcnp's reaction to a switch window: aimd (cap the window, no rate cut, grow one MTU per window acknowledged) or spec01 (cut the rate too, restore Winit at the first increase); docs/host-cc.md")
 	fs.StringVar(&flows, "flows", "", "flow file (YAML or JSON, see docs/host-agent.md)")
 	fs.Var(&flowSpecs, "flow", "a flow, key=value pairs (repeatable): src,dst,dst_mac,src_qpn,dst_qpn,sport,size|sizes|duration,start,count,inc_*")
 	fs.StringVar(&startAt, "start-at", "", "common start instant the flows' start times count from (RFC 3339, e.g. 2026-11-22T08:36:00.5Z, or Unix nanoseconds); give every host of an incast the same one (default: when the agent starts)")
@@ -248,6 +249,10 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 			return o, fmt.Errorf("--init-window: %w", err)
 		}
 		c.CC.InitWindow = int64(s)
+	}
+	c.CC.WindowRule = cc.WindowRule(windowRule)
+	if !slices.Contains(cc.WindowRules(), c.CC.WindowRule) {
+		return o, fmt.Errorf("--window-rule %q (known: %v)", windowRule, cc.WindowRules())
 	}
 	c.CC.MTU = int64(mss + agent.RoCEOverhead + wire.Dot1QLen)
 	if cnpInterval != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/agent/live"
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/wire"
 )
 
@@ -81,6 +82,19 @@ func TestParseArgs(t *testing.T) {
 				}
 			}},
 		{"bad cc scale", append(base, "--flows", file, "--cc-scale", "0"), "--cc-scale", nil},
+		{"window rule by default aimd", append(base, "--flows", file), "",
+			func(t *testing.T, o options) {
+				if o.cfg.CC.WindowRule != cc.WindowRuleAIMD {
+					t.Fatalf("window rule %q", o.cfg.CC.WindowRule)
+				}
+			}},
+		{"window rule spec01", append(base, "--flows", file, "--window-rule", "spec01"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.CC.WindowRule != cc.WindowRuleSpec01 {
+					t.Fatalf("window rule %q", o.cfg.CC.WindowRule)
+				}
+			}},
+		{"bad window rule", append(base, "--flows", file, "--window-rule", "mimd"), "--window-rule \"mimd\"", nil},
 		{"timely default set", append(base, "--flows", file, "--algo", "timely"), "",
 			func(t *testing.T, o options) {
 				if o.cfg.Algo != "timely" || o.cfg.CC.TIMELY.Set != "hpcc-sim" {

@@ -10,23 +10,71 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/sim/engine"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/network"
 	"github.com/fastcnp/fastcnp/sim/scenario"
+	"github.com/fastcnp/fastcnp/sim/sweep"
 )
 
 func init() {
 	register("run", "run scenarios or HPCC-simulator input files in one or more modes", runCmd)
 	register("demo", "S1, S1 with commodity senders and S2 (scaled) in every mode, side by side (make sim-demo)", demoCmd)
+	simulatePoint = runPoint
+	checkMode = func(m string) error {
+		if !slices.Contains(network.AllModes(), network.Mode(m)) {
+			return fmt.Errorf("mode %q is not run by the simulator (modes: %v)", m, network.AllModes())
+		}
+		return nil
+	}
 }
 
-const runHelp = `usage: fastcnp-sim run (--scenario NAME | --topo FILE --flows FILE) [flags]
+// runPoint runs one sweep point: the sweep's parameter file with the point's
+// mode, on the point's flows.
+func runPoint(ctx context.Context, in pointInput) (sweep.Result, error) {
+	cfg, err := scenario.FromHPCC(in.Config, in.Topology, in.Flows)
+	if err != nil {
+		return sweep.Result{}, err
+	}
+	n, err := network.New(cfg)
+	if err != nil {
+		return sweep.Result{}, err
+	}
+	r, err := n.Run(func(int64, uint64) {
+		if ctx.Err() != nil {
+			n.Stop()
+		}
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return sweep.Result{}, err
+	}
+	return sweep.Result{FCT: r.FCTs(), Metrics: metricsOf(r)}, nil
+}
+
+// metricsOf is a run's scalar results, by name (sweep tabulates them).
+func metricsOf(r *network.Result) map[string]float64 {
+	t := scenario.TotalsOf(r)
+	return map[string]float64{
+		"flows": float64(len(r.Flows)), "finished": float64(r.Finished), "end_ms": float64(r.EndNs) / 1e6,
+		"events": float64(r.Events), "pfc_xoff": float64(t.PFCXoff), "pfc_xon": float64(t.PFCXon),
+		"pfc_rx_hosts": float64(t.PFCRxHosts), "ecn_marks": float64(t.ECNMarks), "switch_cnps": float64(t.SwitchCNPs),
+		"np_cnps": float64(t.NPCNPs), "drops": float64(t.Drops), "lossless_drops": float64(t.LosslessDrops),
+		"peak_queue_kb": float64(t.PeakQueueBytes) / 1e3, "resume_undetermined": float64(t.ResumeUndetermined),
+		"resume_congested": float64(t.ResumeCongested), "undetermined_us": float64(t.UndeterminedNs) / 1e3,
+	}
+}
+
+const runHelp = `usage: fastcnp-sim run (--scenario NAME | --topo FILE --flows FILE [--config FILE]) [flags]
 
 Runs a scenario of spec 06, or the HPCC ns-3 simulator's topology and flow files,
 in each mode given, independent runs in parallel on all cores; prints the modes
@@ -36,7 +84,7 @@ result.json.
 
 Scenarios: s1 (victim flow under PFC, 100 Gb/s), s1-legacy (the same with commodity
 senders: no announcement, plain DCQCN), s2 (incast 20:1, seed 002's sizes), s2-scaled
-(sizes / 10).
+(sizes / 10), s2-8 (incast 8:1: 200, 200, 150 and 5 x 5 MB, the testbed's S2 shape).
 
 Examples:
   fastcnp-sim run --scenario s1 --mode all
@@ -48,15 +96,19 @@ Flags:
 
 // runOpts is the parsed command line of run.
 type runOpts struct {
-	scenarios []string
-	topo      string
-	flows     string
-	modes     []network.Mode
-	params    scenario.Params
-	untilNs   int64
-	out       string
-	jobs      int
-	progress  bool
+	scenarios  []string
+	topo       string
+	flows      string
+	config     string
+	file       *hpcc.Config // the parameter file, parsed
+	modes      []network.Mode
+	params     scenario.Params
+	untilNs    int64
+	out        string
+	jobs       int
+	progress   bool
+	cpuProfile string
+	memProfile string
 }
 
 func parseRun(args []string, stderr io.Writer) (runOpts, error) {
@@ -67,13 +119,15 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 		fmt.Fprint(stderr, runHelp)
 		fs.PrintDefaults()
 	}
-	scen := fs.String("scenario", "", "scenario(s), comma-separated: s1, s1-legacy, s2, s2-scaled")
+	scen := fs.String("scenario", "", "scenario(s), comma-separated: s1, s1-legacy, s2, s2-scaled, s2-8")
 	fs.StringVar(&o.topo, "topo", "", "HPCC topology file (with --flows)")
 	fs.StringVar(&o.flows, "flows", "", "HPCC flow file (with --topo)")
-	modes := fs.String("mode", "all", "modes, comma-separated: dcqcn, fastcnp, fastcnp-no-pfc-state, or all")
+	fs.StringVar(&o.config, "config", "", "HPCC parameter file (with --topo): its CC_MODE/FASTCNP_MODE, RED maps, buffer, PFC, payload, ACK interval and DCQCN keys replace the flags (docs/simulator.md); --mode still picks the modes")
+	modes := fs.String("mode", "all", "modes, comma-separated: dcqcn, fastcnp, fastcnp-no-pfc-state, timely, dctcp, hpcc, lstm-pid, lstm-pid-rttch, lstm-pid-rttch-win; all (the first three) or every")
 	o.params = scenario.DefaultParams()
 	fs.StringVar(&o.params.DCQCNSet, "dcqcn-params", o.params.DCQCNSet, "DCQCN parameter set (host/cc): hpcc-sim, paper2015, nvidia-cx")
 	cnp := fs.Duration("cnp-interval", -1, "override the NP's cnpInterval of the parameter set (negative: keep it)")
+	rule := fs.String("window-rule", "aimd", "the fastcnp senders' window rule (host/cc): aimd or spec01")
 	fs.IntVar(&o.params.PayloadBytes, "payload", o.params.PayloadBytes, "payload bytes of a full packet")
 	fs.IntVar(&o.params.AckEvery, "ack-every", o.params.AckEvery, "the sender asks for an ACK every N packets")
 	fs.Uint64Var(&o.params.Seed, "seed", o.params.Seed, "seed of the switches' RED random numbers")
@@ -84,6 +138,8 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.out, "out", "", "directory for the output files (none: print the table only)")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "runs at once")
 	fs.BoolVar(&o.progress, "progress", true, "report progress on stderr")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile (allocations of the runs) to this file at the end (go tool pprof -sample_index=alloc_space)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -91,6 +147,10 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	o.params.CNPInterval = *cnp
+	o.params.WindowRule = cc.WindowRule(*rule)
+	if !slices.Contains(cc.WindowRules(), o.params.WindowRule) {
+		return o, fmt.Errorf("%w: --window-rule %q (known: %v)", errUsage, *rule, cc.WindowRules())
+	}
 	o.params.SampleNs = int64(*sample)
 	o.untilNs = int64(*until)
 	if *scen != "" {
@@ -101,6 +161,8 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 		return o, fmt.Errorf("%w: --scenario or --topo/--flows, not both", errUsage)
 	case len(o.scenarios) == 0 && (o.topo == "" || o.flows == ""):
 		return o, fmt.Errorf("%w: give --scenario, or --topo and --flows", errUsage)
+	case o.config != "" && o.topo == "":
+		return o, fmt.Errorf("%w: --config goes with --topo and --flows", errUsage)
 	case o.jobs < 1:
 		return o, fmt.Errorf("%w: --jobs %d", errUsage, o.jobs)
 	}
@@ -112,13 +174,16 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 }
 
 func parseModes(s string) ([]network.Mode, error) {
-	if s == "all" {
+	switch s {
+	case "all":
 		return network.Modes(), nil
+	case "every":
+		return network.AllModes(), nil
 	}
 	var out []network.Mode
 	for _, m := range strings.Split(s, ",") {
-		if !slices.Contains(network.Modes(), network.Mode(m)) {
-			return nil, fmt.Errorf("%w: mode %q (known: %v, all)", errUsage, m, network.Modes())
+		if !slices.Contains(network.AllModes(), network.Mode(m)) {
+			return nil, fmt.Errorf("%w: mode %q (known: %v; all: the first three; every)", errUsage, m, network.AllModes())
 		}
 		out = append(out, network.Mode(m))
 	}
@@ -148,8 +213,12 @@ func scenarioByName(name string) (*scenario.Scenario, error) {
 			sc.Name = "s2-scaled"
 		}
 		return sc, err
+	case "s2-8":
+		o := scenario.DefaultS2()
+		o.Senders = 8
+		return scenario.S2(o)
 	}
-	return nil, fmt.Errorf("%w: scenario %q (known: s1, s1-legacy, s2, s2-scaled)", errUsage, name)
+	return nil, fmt.Errorf("%w: scenario %q (known: s1, s1-legacy, s2, s2-scaled, s2-8)", errUsage, name)
 }
 
 // fileScenario wraps HPCC input files as a scenario.
@@ -184,13 +253,14 @@ func fileScenario(topoPath, flowPath string) (*scenario.Scenario, error) {
 type job struct {
 	sc   *scenario.Scenario
 	mode network.Mode
+	cfg  network.Config
 	res  *network.Result
 	wall time.Duration
 	err  error
 }
 
 // runJobs runs the jobs, at most n at once, reporting progress to stderr.
-func runJobs(ctx context.Context, js []*job, p scenario.Params, n int, progress bool, stderr io.Writer) error {
+func runJobs(ctx context.Context, js []*job, n int, progress bool, stderr io.Writer) error {
 	var mu sync.Mutex
 	report := func(j *job, now int64, events uint64, start time.Time) {
 		if !progress {
@@ -216,7 +286,7 @@ func runJobs(ctx context.Context, js []*job, p scenario.Params, n int, progress 
 			}
 			defer func() { <-sem }()
 			start := time.Now()
-			net, err := network.New(j.sc.Config(j.mode, p))
+			net, err := network.New(j.cfg)
 			if err != nil {
 				j.err = fmt.Errorf("%s %s: %w", j.sc.Name, j.mode, err)
 				return
@@ -255,6 +325,30 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		defer func() {
+			f, err := os.Create(o.memProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "memprofile: %v\n", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				fmt.Fprintf(stderr, "memprofile: %v\n", err)
+			}
+		}()
+	}
 	var scs []*scenario.Scenario
 	if o.topo != "" {
 		sc, err := fileScenario(o.topo, o.flows)
@@ -262,6 +356,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		scs = append(scs, sc)
+	}
+	if o.config != "" {
+		f, err := os.Open(o.config)
+		if err != nil {
+			return err
+		}
+		o.file, err = hpcc.ParseConfig(o.config, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
 	}
 	for _, name := range o.scenarios {
 		sc, err := scenarioByName(name)
@@ -289,11 +394,26 @@ func runScenarios(ctx context.Context, scs []*scenario.Scenario, o runOpts, stdo
 			p.RTTSamples = true
 		}
 		for _, m := range o.modes {
-			js = append(js, &job{sc: sc, mode: m})
+			j := &job{sc: sc, mode: m, cfg: sc.Config(m, p)}
+			if o.file != nil {
+				c := o.file.Clone()
+				c.Mode = string(m)
+				cfg, err := scenario.FromHPCC(c, sc.Topo, sc.Flows)
+				if err != nil {
+					return fmt.Errorf("%s: %w", o.config, err)
+				}
+				cfg.Queue, cfg.RTTSamples, cfg.QueueSampleNs, cfg.RateSampleNs = p.Queue, p.RTTSamples, p.SampleNs, p.SampleNs
+				cfg.WindowRule = p.WindowRule
+				if o.untilNs > 0 {
+					cfg.UntilNs = o.untilNs
+				}
+				j.cfg = cfg
+			}
+			js = append(js, j)
 		}
 	}
 	start := time.Now()
-	if err := runJobs(ctx, js, p, o.jobs, o.progress, stderr); err != nil {
+	if err := runJobs(ctx, js, o.jobs, o.progress, stderr); err != nil {
 		return err
 	}
 	var events uint64
@@ -352,8 +472,8 @@ func printTable(w io.Writer, sc *scenario.Scenario, runs []*job, p scenario.Para
 		fmt.Fprint(w, t.Markdown())
 	}
 	for _, j := range runs {
-		fmt.Fprintf(w, "\n%s: %d of %d flows finished, %.3f ms simulated, %d events, %.1f s wall (%.2fM events/s)",
-			j.mode, j.res.Finished, len(j.res.Flows), float64(j.res.EndNs)/1e6, j.res.Events, j.wall.Seconds(),
+		fmt.Fprintf(w, "\n%s: %d of %d flows finished, %.3f ms simulated, %d events %v, %.1f s wall (%.2fM events/s)",
+			j.mode, j.res.Finished, len(j.res.Flows), float64(j.res.EndNs)/1e6, j.res.Events, j.res.EventsByKind, j.wall.Seconds(),
 			float64(j.res.Events)/j.wall.Seconds()/1e6)
 	}
 	fmt.Fprintln(w)

@@ -62,6 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run"}, 2, "--scenario"},
 		{[]string{"run", "--scenario", "s9"}, 2, "scenario \"s9\""},
 		{[]string{"run", "--scenario", "s1", "--mode", "ecn"}, 2, "mode \"ecn\""},
+		{[]string{"run", "--scenario", "s1", "--window-rule", "mimd"}, 2, "--window-rule \"mimd\""},
 		{[]string{"run", "--topo", "/nonexistent/fat.txt", "--flows", "/nonexistent/f.txt"}, 1, "no such file"},
 		{[]string{"run", "--help"}, 0, "Examples"},
 	}
@@ -88,5 +89,26 @@ func TestBadFlowFileNamesLine(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := mainCode([]string{"run", "--topo", topo, "--flows", flows}, &out, &errb); code != 1 || !strings.Contains(errb.String(), ":3") {
 		t.Errorf("exit %d, stderr %q: want 1 and the file's line 3", code, errb.String())
+	}
+}
+
+// TestRunProfiles: --cpuprofile and --memprofile write profiles pprof reads
+// (gzip-compressed protocol buffers) after a short run of s2-8.
+func TestRunProfiles(t *testing.T) {
+	d := t.TempDir()
+	cpu, mem := filepath.Join(d, "cpu.prof"), filepath.Join(d, "mem.prof")
+	var out, errb bytes.Buffer
+	args := []string{"--scenario", "s2-8", "--mode", "fastcnp", "--until", "200us", "--progress=false", "--cpuprofile", cpu, "--memprofile", mem}
+	if err := runCmd(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	for _, f := range []string{cpu, mem} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not a gzip-compressed profile", f, len(b))
+		}
 	}
 }

@@ -226,6 +226,7 @@ func (d *Daemon) loadState() error {
 	d.slog.gen = fs.LogGeneration // the next change starts the next generation
 	d.saveMu.Unlock()
 	d.installState(cfg, conns, fs.Ports)
+	d.restoreINCFailures(fs.INC, "state file "+d.base.StateFile)
 	d.log.WithFields(logrus.Fields{"state_file": d.base.StateFile, "connections": conns.Len()}).Info("state loaded")
 	return nil
 }

@@ -362,6 +362,7 @@ func (d *Daemon) lead(ctx context.Context, t *term) {
 			return err
 		}
 		d.installState(cfg, conns, fs.Ports)
+		d.restoreINCFailures(fs.INC, "etcd")
 		for _, r := range d.switches {
 			r.forget()
 		}
@@ -491,6 +492,7 @@ func (h *haState) keepLease(ctx context.Context, t *term) {
 // Keys under the prefix.
 func (h *haState) epochKey() string    { return h.cfg.Prefix + "epoch" }
 func (h *haState) portsKey() string    { return h.cfg.Prefix + "ports" }
+func (h *haState) incKey() string      { return h.cfg.Prefix + "inc" }
 func (h *haState) connsPrefix() string { return h.cfg.Prefix + "conns/" }
 func (h *haState) connKey(fc *fileConnection) string {
 	return fmt.Sprintf("%s%s/%d/%d", h.connsPrefix(), fc.SenderIP, fc.UDPSrcPort, fc.ReceiverQPN)

@@ -11,6 +11,7 @@ import (
 //
 //	conns/<sender_ip>/<udp_src_port>/<receiver_qpn>  one connection, the state file's JSON form
 //	ports                                            the port settings changed through the API
+//	inc                                              the INC tree's failures told through the API (inc.go)
 //	epoch                                            the last leader's epoch (ha.go)
 //	leader/<lease>                                   the election (concurrency.Election)
 //
@@ -22,7 +23,8 @@ func (h *haState) load(t *term) (*fileState, error) {
 	ctx, cancel := h.opContext(t)
 	defer cancel()
 	tr, err := h.cli.Txn(ctx).If(t.leaderCmp()).
-		Then(clientv3.OpGet(h.connsPrefix(), clientv3.WithPrefix()), clientv3.OpGet(h.portsKey())).
+		Then(clientv3.OpGet(h.connsPrefix(), clientv3.WithPrefix()), clientv3.OpGet(h.portsKey()),
+			clientv3.OpGet(h.incKey())).
 		Else(clientv3.OpGet(t.key)).Commit()
 	if err != nil {
 		return nil, err
@@ -44,6 +46,11 @@ func (h *haState) load(t *term) (*fileState, error) {
 	}
 	if kvs := tr.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		if err := json.Unmarshal(kvs[0].Value, &fs.Ports); err != nil {
+			return nil, fmt.Errorf("etcd key %s: %w", kvs[0].Key, err)
+		}
+	}
+	if kvs := tr.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 {
+		if err := json.Unmarshal(kvs[0].Value, &fs.INC); err != nil {
 			return nil, fmt.Errorf("etcd key %s: %w", kvs[0].Key, err)
 		}
 	}
@@ -120,6 +127,22 @@ func (h *haState) saveOverridesLocked(ov map[string]map[uint16]PortOverride) err
 		return fmt.Errorf("daemon: state: %w", err)
 	}
 	return h.commit(t, []clientv3.Op{clientv3.OpPut(h.portsKey(), string(b))})
+}
+
+// saveINCLocked writes the INC tree's failures (d.mu held).
+func (h *haState) saveINCLocked(f *fileINC) error {
+	t := h.current()
+	if t == nil {
+		return fmt.Errorf("daemon: state not written: %w", ErrNotPrimary)
+	}
+	if f == nil {
+		return h.commit(t, []clientv3.Op{clientv3.OpDelete(h.incKey())})
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("daemon: state: %w", err)
+	}
+	return h.commit(t, []clientv3.Op{clientv3.OpPut(h.incKey(), string(b))})
 }
 
 // flush writes the refresh times not yet saved (the end of a term, as the

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,8 +25,8 @@ import (
 const ReasonINCMembership = "inc_membership"
 
 // INC tree state (d.mu): the failures fastcnpd was told of and the tree it
-// installs. Link states are not kept in the state file: a restarted fastcnpd
-// takes every link for up until told otherwise.
+// installs. The failures are kept in the state file (or etcd): a restarted
+// fastcnpd, or the next HA leader, keeps avoiding them until told otherwise.
 
 // computeINCTreeLocked recomputes the INC tree from the config and the
 // failures, moving as few of the shared table's buckets as it can (d.mu
@@ -103,6 +104,10 @@ func (d *Daemon) SetLinkState(ctx context.Context, sw string, port uint16, down 
 	if d.incTree != nil {
 		uppers = len(d.incTree.Uppers)
 	}
+	var saveErr error
+	if err == nil {
+		saveErr = d.saveINCLocked()
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return 0, err
@@ -117,7 +122,94 @@ func (d *Daemon) SetLinkState(ctx context.Context, sw string, port uint16, down 
 		Warn("INC tree recomputed")
 	d.publish(Event{Kind: EventINCTree, Message: what + " " + state,
 		Fields: map[string]string{"state": state, "buckets_moved": fmt.Sprint(moved), "upper_switches": fmt.Sprint(uppers)}})
-	return moved, d.syncAll(ctx)
+	err = d.syncAll(ctx)
+	if saveErr != nil {
+		// The tree avoids the failure all the same; a restart would not.
+		d.log.WithError(saveErr).Error("INC tree: the link state is not saved")
+		err = errors.Join(fmt.Errorf("the INC tree avoids %s but the link state is not saved: %w", what, saveErr), err)
+	}
+	return moved, err
+}
+
+// saveINCLocked persists the INC tree's failures (d.mu held for writing):
+// in etcd in HA mode, else in a new snapshot of the state file.
+func (d *Daemon) saveINCLocked() error {
+	if !d.writer.Load() {
+		return fmt.Errorf("daemon: state not written: %w", ErrNotPrimary)
+	}
+	if d.ha != nil {
+		return d.ha.saveINCLocked(d.incFileLocked())
+	}
+	return d.saveLocked()
+}
+
+// incFileLocked returns the INC tree's failures in the state's form, in a
+// stable order (nil: none).
+func (d *Daemon) incFileLocked() *fileINC {
+	if len(d.incFail.Switches) == 0 && len(d.incFail.Links) == 0 {
+		return nil
+	}
+	f := &fileINC{}
+	for sw, down := range d.incFail.Switches {
+		if down {
+			f.DownSwitches = append(f.DownSwitches, sw)
+		}
+	}
+	for end, down := range d.incFail.Links {
+		if down {
+			f.DownLinks = append(f.DownLinks, fileLinkEnd{Switch: end.Switch, Port: end.Port})
+		}
+	}
+	sort.Strings(f.DownSwitches)
+	sort.Slice(f.DownLinks, func(i, j int) bool {
+		a, b := f.DownLinks[i], f.DownLinks[j]
+		return a.Switch < b.Switch || a.Switch == b.Switch && a.Port < b.Port
+	})
+	return f
+}
+
+// restoreINCFailures makes the saved failures (from source) the INC tree's,
+// replacing those in memory, and recomputes the tree if one is computed
+// already. A switch, or a port leading to no switch, that the config does
+// not have any more is dropped with a warning.
+func (d *Daemon) restoreINCFailures(f *fileINC, source string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	log := d.log.WithFields(logrus.Fields{"component": "inc-tree", "source": source})
+	var nf fabric.Failures
+	if f != nil {
+		for _, sw := range f.DownSwitches {
+			if d.cfg.Switch(sw) == nil {
+				log.Warnf("saved failure of switch %s dropped: no such switch in the config", sw)
+				continue
+			}
+			nf.Switches = setMark(nf.Switches, sw, true)
+		}
+		for _, e := range f.DownLinks {
+			if d.cfg.Switch(e.Switch) == nil || d.cfg.Switch(e.Switch).Port(e.Port) == nil || peerOf(d.cfg, e.Switch, e.Port) == nil {
+				log.Warnf("saved failure of the link at %s port %d dropped: no such link between switches in the config", e.Switch, e.Port)
+				continue
+			}
+			nf.Links = setMark(nf.Links, config.PeerPort{Switch: e.Switch, Port: e.Port}, true)
+		}
+	}
+	if maps.Equal(nf.Switches, d.incFail.Switches) && maps.Equal(nf.Links, d.incFail.Links) {
+		return
+	}
+	d.incFail = nf
+	if len(nf.Switches)+len(nf.Links) > 0 {
+		log.WithFields(logrus.Fields{"down_switches": len(nf.Switches), "down_links": len(nf.Links)}).
+			Warn("INC tree: avoiding the failures saved")
+	}
+	if d.incTree == nil {
+		return // computed after the state is loaded (New)
+	}
+	moved, err := d.computeINCTreeLocked()
+	if err != nil {
+		log.WithError(err).Error("INC tree: recomputing with the failures saved")
+		return
+	}
+	d.metrics.incMoved.Add(float64(moved))
 }
 
 // adoptINCTable makes the INC tree's shared table continue from the one

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fastcnp/fastcnp/controller/config"
+	"github.com/fastcnp/fastcnp/internal/etcdtest"
 	"github.com/fastcnp/fastcnp/p4src"
 	p4v1 "github.com/fastcnp/fastcnp/proto/p4/v1"
 )
@@ -218,5 +219,128 @@ func TestValidateConfigINCTree(t *testing.T) {
 				t.Errorf("valid %v, errors %q, warnings %q; want valid %v and %q", res.Valid, res.Errors, res.Warnings, tc.valid, tc.want)
 			}
 		})
+	}
+}
+
+// TestINCLinkStateAcrossRestart: a link marked down is kept in the state
+// file: a restarted fastcnpd keeps avoiding it (its spine stays out of the
+// shared table and the restart writes nothing), and a failure the config
+// does not have any more is dropped.
+func TestINCLinkStateAcrossRestart(t *testing.T) {
+	sw := map[string]*testSwitch{}
+	for i, n := range []string{"leaf1", "leaf2", "spine1", "spine2"} {
+		sw[n] = startSwitch(t, "", uint64(i+1))
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	src := fmt.Sprintf(incTreeYAML, state, sw["leaf1"].addr, sw["leaf2"].addr, sw["spine1"].addr, sw["spine2"].addr)
+	cfg, err := config.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, cfg, nil)
+	waitInSync(t, d.Daemon, sw)
+	if _, err := d.SetLinkState(context.Background(), "leaf2", 9, true); err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, d.Daemon, sw)
+	down, _ := d.INCTree()
+	if len(down.Uppers) != 1 {
+		t.Fatalf("with leaf2-spine1 down the tree has %d upper switches, want 1", len(down.Uppers))
+	}
+	d.stopNow()
+	fs, err := loadStateFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.INC == nil || len(fs.INC.DownLinks) != 1 || fs.INC.DownLinks[0] != (fileLinkEnd{Switch: "leaf2", Port: 9}) {
+		t.Fatalf("state file INC = %+v, want the link at leaf2 port 9 down", fs.INC)
+	}
+
+	before := map[string]map[uint64]map[p4v1.Update_Type]int{}
+	for n, s := range sw {
+		before[n] = s.writes.snapshot()
+	}
+	d2 := startDaemon(t, cfg, nil)
+	waitInSync(t, d2.Daemon, sw)
+	after, f := d2.INCTree()
+	if !f.Links[config.PeerPort{Switch: "leaf2", Port: 9}] || !slices.Equal(after.Table, down.Table) {
+		t.Errorf("after the restart: failures %v, table equal %v; want the link down and the same table",
+			f.Links, slices.Equal(after.Table, down.Table))
+	}
+	for n, s := range sw {
+		if w := s.writes.since(before[n]); w[p4v1.Update_MODIFY]+w[p4v1.Update_INSERT]+w[p4v1.Update_DELETE] != 0 {
+			t.Errorf("%s: the restart wrote %v", n, w)
+		}
+	}
+	// Up again: the state file forgets it.
+	if _, err := d2.SetLinkState(context.Background(), "spine1", 2, false); err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, d2.Daemon, sw)
+	d2.stopNow()
+	if fs, err = loadStateFile(state); err != nil || fs.INC != nil {
+		t.Fatalf("after the link came up the state file holds INC %+v (%v), want none", fs.INC, err)
+	}
+
+	// A saved failure of a link the config lost is dropped.
+	fs.INC = &fileINC{DownLinks: []fileLinkEnd{{Switch: "leaf2", Port: 9}}, DownSwitches: []string{"spine9"}}
+	if err := saveStateFile(state, fs); err != nil {
+		t.Fatal(err)
+	}
+	cfg3, err := config.Parse([]byte(strings.Replace(src, `, peer: {switch: spine1, port: 2}`, ``, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3 := startDaemon(t, cfg3, nil)
+	if _, f := d3.INCTree(); len(f.Links)+len(f.Switches) != 0 {
+		t.Errorf("failures %v %v restored, want none (neither is in the config)", f.Links, f.Switches)
+	}
+}
+
+// TestINCLinkStateHA: in HA mode the leader keeps the INC tree's failures in
+// etcd; the next leader avoids them from its first write.
+func TestINCLinkStateHA(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	sw := map[string]*testSwitch{}
+	for i, n := range []string{"leaf1", "leaf2", "spine1", "spine2"} {
+		sw[n] = startSwitch(t, "", uint64(i+1))
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(incTreeYAML, state, sw["leaf1"].addr, sw["leaf2"].addr, sw["spine1"].addr, sw["spine2"].addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HA = &config.HA{Etcd: config.Etcd{Endpoints: c.Endpoints, Prefix: haPrefix, LeaseTTL: config.DefaultEtcdLeaseTTL}}
+	start := func(instance string) *testDaemon {
+		return startDaemon(t, cfg, func(o *Options) { o.Instance = instance })
+	}
+	waitLeads := func(d *Daemon) {
+		waitFor(t, d.ha.instance+" leads", syncTimeout, func() bool { return leads(d) })
+		waitInSync(t, d, sw)
+	}
+	a := start("a")
+	waitLeads(a.Daemon)
+	if _, err := a.SetLinkState(context.Background(), "spine1", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, a.Daemon, sw)
+	down, _ := a.INCTree()
+	b := start("b")
+	a.stopNow()
+	waitLeads(b.Daemon)
+	got, f := b.INCTree()
+	if !f.Switches["spine1"] || len(got.Uppers) != 1 || !slices.Equal(got.Table, down.Table) {
+		t.Errorf("the next leader's tree: failures %v, %d upper switches, same table %v; want spine1 down, 1, true",
+			f.Switches, len(got.Uppers), slices.Equal(got.Table, down.Table))
+	}
+	if n := len(sw["leaf1"].entries(p4src.TableIncRoute)); n == 0 {
+		t.Fatal("leaf1 holds no inc_route entry")
+	}
+	for _, e := range sw["leaf1"].entries(p4src.TableIncRoute) {
+		for _, p := range e.Action.Params {
+			if p.ID == 1 && p.Value == 9 {
+				t.Fatalf("leaf1 routes a bucket to spine1 (port 9) after the failover: %+v", e)
+			}
+		}
 	}
 }

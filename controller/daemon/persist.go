@@ -198,7 +198,8 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // snapshot and the old log, which is ignored.
 func (d *Daemon) compactLocked() error {
 	gen := d.slog.gen + 1
-	fs := &fileState{Version: stateVersion, Ports: d.overrides, LogGeneration: gen, WriterElection: map[string][2]uint64{}}
+	fs := &fileState{Version: stateVersion, Ports: d.overrides, LogGeneration: gen, WriterElection: map[string][2]uint64{},
+		INC: d.incFileLocked()}
 	for sw, id := range d.token {
 		fs.WriterElection[sw] = [2]uint64{id.High, id.Low}
 	}

@@ -32,6 +32,21 @@ type fileState struct {
 	// switch by the file's writer does not write the file (persist.go,
 	// supplantedLocked).
 	WriterElection map[string][2]uint64 `json:"writer_election,omitempty"`
+	// INC holds the links and switches the INC tree avoids (SetLinkState,
+	// inc.go): a restarted fastcnpd, or the next HA leader, keeps avoiding them.
+	INC *fileINC `json:"inc,omitempty"`
+}
+
+// fileINC is the failures of the INC tree told through the API.
+type fileINC struct {
+	DownSwitches []string      `json:"down_switches,omitempty"`
+	DownLinks    []fileLinkEnd `json:"down_links,omitempty"`
+}
+
+// fileLinkEnd is one end of a link marked down: the end named in the call.
+type fileLinkEnd struct {
+	Switch string `json:"switch"`
+	Port   uint16 `json:"port"`
 }
 
 type fileConnection struct {

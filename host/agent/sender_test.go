@@ -407,7 +407,9 @@ func TestCNPFeeding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alg, err := cc.New("dcqcn-fastcnp", cc.Config{LineRate: 1e9, BaseRTT: 100 * us, DCQCN: p})
+	// Spec 01's window rule: the switch CNP also cuts the rate, and the
+	// window stays capped until the first increase.
+	alg, err := cc.New("dcqcn-fastcnp", cc.Config{LineRate: 1e9, BaseRTT: 100 * us, DCQCN: p, WindowRule: cc.WindowRuleSpec01})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ type DCQCN struct {
 	p       DCQCNParams
 	line    float64 // C_host, bits/s
 	fastcnp bool    // apply the switch CNP window
+	rule    WindowRule
 	mtu     int64
 	winit   int64
 
@@ -40,7 +41,8 @@ type DCQCN struct {
 	phase    time.Duration // deadline the stopped timer would have had
 
 	window int64 // bytes in flight cap (fastcnp only)
-	capped bool  // window holds a switch CNP's Win until the next increase
+	capped bool  // window is below Winit after a switch CNP
+	acked  int64 // bytes acknowledged towards the next window increase (rule aimd)
 
 	stats DCQCNStats
 }
@@ -54,7 +56,8 @@ type DCQCNStats struct {
 	Additive      int64 // additive increase events
 	Hyper         int64 // hyper increase events
 	WindowCaps    int64 // switch windows applied
-	WindowRestore int64 // windows restored to Winit
+	WindowRestore int64 // windows back at Winit
+	WindowGrowth  int64 // one-MTU window increases (rule aimd)
 }
 
 // DCQCNState is a snapshot of the RP state. Alpha is as of the last event;
@@ -67,7 +70,7 @@ type DCQCNState struct {
 	BC           int64      // byte-counter increase events since the last cut
 	Armed        bool       // a CNP has been applied (the RP runs)
 	Window       int64      // bytes-in-flight cap, NoWindowCap for "dcqcn"
-	WindowCapped bool       // Window holds a switch window until the next increase
+	WindowCapped bool       // Window is below Winit after a switch window
 	Stats        DCQCNStats // event counters
 }
 
@@ -78,8 +81,9 @@ func NewDCQCN(cfg Config) (*DCQCN, error) {
 }
 
 // NewDCQCNFastCNP returns a DCQCN RP that also honours the window of
-// fastcnp switch CNPs ("dcqcn-fastcnp"). Its window starts at Winit
-// (cfg.InitWindow, default LineRate/8*BaseRTT) and never drops below cfg.MTU.
+// fastcnp switch CNPs ("dcqcn-fastcnp") by cfg.WindowRule. Its window starts
+// at Winit (cfg.InitWindow, default LineRate/8*BaseRTT) and never drops below
+// cfg.MTU.
 func NewDCQCNFastCNP(cfg Config) (*DCQCN, error) {
 	return newDCQCN("dcqcn-fastcnp", cfg, true)
 }
@@ -94,6 +98,7 @@ func newDCQCN(name string, cfg Config, fastcnp bool) (*DCQCN, error) {
 		p:        cfg.DCQCN,
 		line:     cfg.LineRate,
 		fastcnp:  fastcnp,
+		rule:     r.WindowRule,
 		mtu:      r.MTU,
 		winit:    r.winit,
 		rc:       r.StartRate,
@@ -164,7 +169,8 @@ func (d *DCQCN) OnSend(ev Send) error {
 }
 
 // OnAck implements Algorithm. DCQCN is driven by CNPs and its own counters,
-// so an ACK only advances time (ECE, RTT and INT records are not used).
+// so an ACK advances time (ECE, RTT and INT records are not used) and, with
+// window rule aimd, grows a capped window.
 func (d *DCQCN) OnAck(ev Ack) error {
 	if err := validateAck(ev); err != nil {
 		return wrapf(err, "%s", d.name)
@@ -174,7 +180,26 @@ func (d *DCQCN) OnAck(ev Ack) error {
 	}
 	d.now = ev.Now
 	d.advance(ev.Now)
+	if d.capped && d.rule == WindowRuleAIMD {
+		d.grow(ev.Bytes)
+	}
 	return nil
+}
+
+// grow is the additive increase of rule aimd: one MTU per window of bytes
+// acknowledged (about one per round trip), up to Winit.
+func (d *DCQCN) grow(acked int64) {
+	d.acked += acked
+	for d.capped && d.acked >= d.window {
+		d.acked -= d.window
+		d.window = min(d.window+d.mtu, d.winit)
+		d.stats.WindowGrowth++
+		if d.window == d.winit {
+			d.capped = false
+			d.acked = 0
+			d.stats.WindowRestore++
+		}
+	}
 }
 
 // OnTimer implements Algorithm: runs the rate-increase timer and alpha
@@ -200,6 +225,13 @@ func (d *DCQCN) OnCNP(ev CNP) error {
 	d.now = ev.Now
 	d.advance(ev.Now)
 	d.stats.CNPs++
+	switchWin := d.fastcnp && ev.Ext.WindowValid && ev.Ext.Window > 0
+	if switchWin && d.rule == WindowRuleAIMD {
+		// The window alone reacts: it is the flow's share of the queue the
+		// switch wants, and a rate cut on top leaves the link idle.
+		d.capWindow(ev.Now, ev.Ext.Window)
+		return nil
+	}
 	// Rule "rate-reduce period": a CNP within rateReducePeriod of the last
 	// cut is ignored by DCQCN (it neither cuts nor raises alpha nor resets
 	// the timers).
@@ -212,7 +244,7 @@ func (d *DCQCN) OnCNP(ev CNP) error {
 	// the cut was suppressed, because the window is fresh information from
 	// the congestion point, independent of DCQCN's rate limiter. Win = 0
 	// means "no window" on the wire.
-	if d.fastcnp && ev.Ext.WindowValid && ev.Ext.Window > 0 {
+	if switchWin {
 		d.capWindow(ev.Now, ev.Ext.Window)
 	}
 	return nil
@@ -239,9 +271,10 @@ func (d *DCQCN) capWindow(now time.Duration, win int64) {
 	w := max(win, d.mtu)
 	w = min(w, d.winit)
 	d.window = w
-	d.capped = true
+	d.capped = w < d.winit
+	d.acked = 0
 	d.stats.WindowCaps++
-	if d.armed && d.nextRate == NoTimer {
+	if d.rule == WindowRuleSpec01 && d.armed && d.nextRate == NoTimer {
 		// Recovered RP (only possible with a long rateReducePeriod): re-arm
 		// the increase timer on its old phase so that the restore comes at
 		// the next increase event.
@@ -290,8 +323,8 @@ func (d *DCQCN) advance(now time.Duration) {
 // hyper increase would never fire.
 //
 // RT is clamped to the line rate (RC = (RT+RC)/2 could not use more), RC to
-// [minRate, line rate]. The first increase after a switch window restores
-// the window to Winit (rule "window restore").
+// [minRate, line rate]. With window rule spec01 the first increase after a
+// switch window restores the window to Winit (rule "window restore").
 func (d *DCQCN) increase() {
 	f := int64(d.p.F)
 	hi, lo := max(d.t, d.bc), min(d.t, d.bc)
@@ -311,7 +344,7 @@ func (d *DCQCN) increase() {
 	d.rt = min(d.rt, d.line)
 	old := d.rc
 	d.rc = d.clamp((d.rt + d.rc) / 2)
-	if d.capped {
+	if d.capped && d.rule == WindowRuleSpec01 {
 		d.window = d.winit
 		d.capped = false
 		d.stats.WindowRestore++

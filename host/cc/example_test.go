@@ -7,14 +7,16 @@ import (
 	"github.com/fastcnp/fastcnp/host/cc"
 )
 
-// A fastcnp sender at 100 Gb/s with the NVIDIA parameters: a switch CNP cuts
-// the rate and caps the window; the first rate increase restores Winit.
+// A fastcnp sender at 100 Gb/s with the NVIDIA parameters and spec 01's
+// window rule: a switch CNP cuts the rate and caps the window; the first rate
+// increase restores Winit. (The default rule, aimd, does not cut and grows
+// the window back with the ACKs.)
 func Example() {
 	p, err := cc.DCQCNPreset("nvidia-cx")
 	if err != nil {
 		panic(err)
 	}
-	alg, err := cc.New("dcqcn-fastcnp", cc.Config{LineRate: 100e9, DCQCN: p})
+	alg, err := cc.New("dcqcn-fastcnp", cc.Config{LineRate: 100e9, DCQCN: p, WindowRule: cc.WindowRuleSpec01})
 	if err != nil {
 		panic(err)
 	}

@@ -116,6 +116,17 @@ func runTrace(t *testing.T, d *DCQCN, steps []step) {
 				got = float64(st.Stats.Additive)
 			case "FastRecovery":
 				got = float64(st.Stats.FastRecovery)
+			case "CNPs":
+				got = float64(st.Stats.CNPs)
+			case "Growth":
+				got = float64(st.Stats.WindowGrowth)
+			case "Restore":
+				got = float64(st.Stats.WindowRestore)
+			case "Capped":
+				got = 0
+				if st.WindowCapped {
+					got = 1
+				}
 			default:
 				t.Fatalf("step %d: unknown key %q", i, k)
 			}

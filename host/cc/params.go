@@ -47,6 +47,9 @@ type Config struct {
 	// DCQCN holds the DCQCN parameters ("dcqcn", "dcqcn-fastcnp"); start
 	// from DCQCNPreset and override fields as needed.
 	DCQCN DCQCNParams
+	// WindowRule is how "dcqcn-fastcnp" reacts to a switch CNP's window and
+	// gets it back; "" is WindowRuleAIMD.
+	WindowRule WindowRule
 	// TIMELY holds the TIMELY parameters ("timely"); start from
 	// TIMELYPreset.
 	TIMELY TIMELYParams
@@ -346,6 +349,24 @@ func (c Config) resolve() (resolved, error) {
 	return r, nil
 }
 
+// WindowRule is the fastcnp sender's reaction to a switch window.
+type WindowRule string
+
+// Window rules of "dcqcn-fastcnp" (docs/host-cc.md "fastcnp window").
+const (
+	// WindowRuleAIMD: a switch CNP with a window caps the window and does not
+	// cut the rate (the window already sizes the flow's share of the queue);
+	// the window grows back by one MTU per window of bytes acknowledged, up to
+	// Winit. CNPs without a window (the receiver's NP, Win = 0) cut as DCQCN.
+	WindowRuleAIMD WindowRule = "aimd"
+	// WindowRuleSpec01: spec 01 as written: a switch CNP cuts the rate as any
+	// CNP and caps the window; the first rate increase restores Winit.
+	WindowRuleSpec01 WindowRule = "spec01"
+)
+
+// WindowRules lists the window rules.
+func WindowRules() []WindowRule { return []WindowRule{WindowRuleAIMD, WindowRuleSpec01} }
+
 // resolveDCQCN validates c for the DCQCN algorithms.
 func (c Config) resolveDCQCN() (resolved, error) {
 	r, err := c.resolve()
@@ -355,6 +376,13 @@ func (c Config) resolveDCQCN() (resolved, error) {
 	p := c.DCQCN
 	if err := p.Validate(); err != nil {
 		return r, err
+	}
+	switch c.WindowRule {
+	case "":
+		r.WindowRule = WindowRuleAIMD
+	case WindowRuleAIMD, WindowRuleSpec01:
+	default:
+		return r, fmt.Errorf("window rule %q (known: %v): %w", c.WindowRule, WindowRules(), ErrBadParams)
 	}
 	if p.MinRate > c.LineRate {
 		return r, fmt.Errorf("DCQCN parameters %q: minRate %v bits/s is above the line rate %v: %w", p.Set, p.MinRate, c.LineRate, ErrBadParams)

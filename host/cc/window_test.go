@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -10,11 +11,16 @@ import (
 // (default), so Winit = 100e9/8 B/s * 8e-6 s = 100,000 bytes.
 const winit100G = 100_000
 
-func runWindowCases(t *testing.T, tests []windowCase) {
+// runWindowCases runs the cases with window rule rule (cases that set one keep
+// theirs).
+func runWindowCases(t *testing.T, rule WindowRule, tests []windowCase) {
 	t.Helper()
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(string(rule)+"/"+tc.name, func(t *testing.T) {
 			cfg := tc.cfg
+			if cfg.WindowRule == "" {
+				cfg.WindowRule = rule
+			}
 			if cfg.LineRate == 0 {
 				cfg.LineRate = 100 * gbps
 			}
@@ -32,12 +38,13 @@ type windowCase struct {
 	steps []step
 }
 
-// Rule "window cap": a CNP whose extension has window-valid set caps the
-// window to min(Winit, max(MTU, Win)); the latest window wins.
+// Rule "window cap" (spec01): a CNP whose extension has window-valid set
+// caps the window to min(Winit, max(MTU, Win)) and cuts the rate as any CNP;
+// the latest window wins.
 func TestWindowCap(t *testing.T) {
 	rrp := customParams()
 	rrp.RateReducePeriod = 4 * us
-	runWindowCases(t, []windowCase{
+	runWindowCases(t, WindowRuleSpec01, []windowCase{
 		{"Winit before any CNP, then the switch window", Config{}, []step{
 			{tick(0), map[string]float64{"Window": winit100G}},
 			// the cut happens as for any CNP: RC = 50G
@@ -63,19 +70,21 @@ func TestWindowCap(t *testing.T) {
 	})
 }
 
-// Rule "window never below one MTU".
+// Rule "window never below one MTU", in both rules.
 func TestWindowNeverBelowMTU(t *testing.T) {
-	runWindowCases(t, []windowCase{
-		{"500 -> MTU 1500", Config{}, []step{{winCNP(0, 500), map[string]float64{"Window": 1500}}}},
-		{"1 -> MTU 1500", Config{}, []step{{winCNP(0, 1), map[string]float64{"Window": 1500}}}},
-		{"1500 stays", Config{}, []step{{winCNP(0, 1500), map[string]float64{"Window": 1500}}}},
-		{"1501 stays", Config{}, []step{{winCNP(0, 1501), map[string]float64{"Window": 1501}}}},
-		{"1000 -> MTU 4096", Config{MTU: 4096}, []step{{winCNP(0, 1000), map[string]float64{"Window": 4096}}}},
-	})
+	for _, rule := range WindowRules() {
+		runWindowCases(t, rule, []windowCase{
+			{"500 -> MTU 1500", Config{}, []step{{winCNP(0, 500), map[string]float64{"Window": 1500}}}},
+			{"1 -> MTU 1500", Config{}, []step{{winCNP(0, 1), map[string]float64{"Window": 1500}}}},
+			{"1500 stays", Config{}, []step{{winCNP(0, 1500), map[string]float64{"Window": 1500}}}},
+			{"1501 stays", Config{}, []step{{winCNP(0, 1501), map[string]float64{"Window": 1501}}}},
+			{"1000 -> MTU 4096", Config{MTU: 4096}, []step{{winCNP(0, 1000), map[string]float64{"Window": 4096}}}},
+		})
+	}
 }
 
-// Rule "window restore": the first rate increase after a switch window
-// restores Winit.
+// Rule "window restore" (spec01): the first rate increase after a switch
+// window restores Winit.
 func TestWindowRestore(t *testing.T) {
 	f1 := customParams()
 	f1.F = 1
@@ -86,7 +95,7 @@ func TestWindowRestore(t *testing.T) {
 	// arrives, and must re-arm its timer on the old phase.
 	long := customParams()
 	long.InitialAlpha, long.RateReducePeriod = 0, time.Second
-	runWindowCases(t, []windowCase{
+	runWindowCases(t, WindowRuleSpec01, []windowCase{
 		{"at the first timer event (fast recovery, F = 5)", Config{}, []step{
 			{winCNP(0, 30_000), map[string]float64{"Window": 30_000, "Next": float64(100 * us)}},
 			{tick(100*us - 1), map[string]float64{"Window": 30_000}},
@@ -125,9 +134,10 @@ func TestWindowRestore(t *testing.T) {
 }
 
 // Rule "plain CNP leaves the window alone": only window-valid extensions
-// with Win > 0 (0 means none on the wire) touch the window.
+// with Win > 0 (0 means none on the wire) touch the window; plain CNPs cut
+// the rate in both rules.
 func TestPlainCNPLeavesWindow(t *testing.T) {
-	runWindowCases(t, []windowCase{
+	runWindowCases(t, WindowRuleSpec01, []windowCase{
 		{"plain CNP before any window: Winit, and the cut", Config{}, []step{
 			{cnpAt(0), map[string]float64{"Window": winit100G, "RC": 50 * gbps}},
 		}},
@@ -153,5 +163,59 @@ func TestPlainCNPLeavesWindow(t *testing.T) {
 	}
 	if d.Rate() != 50*gbps {
 		t.Errorf("dcqcn RC = %v, want 50G (the cut still applies)", d.Rate())
+	}
+}
+
+// Rule aimd (the default): a switch window caps the window without cutting
+// the rate or touching DCQCN's state; every window's worth of bytes
+// acknowledged grows it by one MTU, up to Winit; plain CNPs cut as DCQCN.
+func TestWindowAIMD(t *testing.T) {
+	runWindowCases(t, WindowRuleAIMD, []windowCase{
+		{"a switch window caps without a cut", Config{}, []step{
+			{winCNP(10*us, 30_000), map[string]float64{"Window": 30_000, "RC": 100 * gbps, "Cuts": 0, "CNPs": 1,
+				"Next": float64(NoTimer), "Capped": 1}},
+		}},
+		{"one MTU per window acknowledged", Config{}, []step{
+			{winCNP(0, 30_000), nil},
+			{ackAt(1*us, 29_999, 0), map[string]float64{"Window": 30_000, "Growth": 0}},
+			{ackAt(2*us, 1, 0), map[string]float64{"Window": 31_500, "Growth": 1}},
+			// the next step needs 31,500 bytes; 63,000 at once gives it and
+			// keeps 31,500 towards the one after (33,000 needs 1,500 more)
+			{ackAt(3*us, 63_000, 0), map[string]float64{"Window": 33_000, "Growth": 2}},
+			{ackAt(4*us, 1_499, 0), map[string]float64{"Window": 33_000, "Growth": 2}},
+			{ackAt(5*us, 1, 0), map[string]float64{"Window": 34_500, "Growth": 3}},
+		}},
+		{"growth stops at Winit, uncapped", Config{}, []step{
+			{winCNP(0, 99_000), nil},
+			{ackAt(1*us, 99_000, 0), map[string]float64{"Window": winit100G, "Growth": 1, "Restore": 1, "Capped": 0}},
+			{ackAt(2*us, 500_000, 0), map[string]float64{"Window": winit100G, "Growth": 1}},
+		}},
+		{"a new window restarts the count", Config{}, []step{
+			{winCNP(0, 30_000), nil},
+			{ackAt(1*us, 20_000, 0), nil},
+			{winCNP(2*us, 40_000), map[string]float64{"Window": 40_000}},
+			{ackAt(3*us, 39_999, 0), map[string]float64{"Window": 40_000, "Growth": 0}},
+			{ackAt(4*us, 1, 0), map[string]float64{"Window": 41_500, "Growth": 1}},
+		}},
+		{"rate increases do not restore the window", Config{}, []step{
+			{cnpAt(0), map[string]float64{"RC": 50 * gbps, "Cuts": 1}},
+			{winCNP(1*us, 30_000), map[string]float64{"RC": 50 * gbps, "Cuts": 1}},
+			{tick(100 * us), map[string]float64{"Window": 30_000, "FastRecovery": 1, "RC": 75 * gbps}},
+		}},
+		{"plain CNP cuts and keeps the window", Config{}, []step{
+			{winCNP(0, 30_000), nil},
+			{cnpAt(1 * us), map[string]float64{"Window": 30_000, "RC": 50 * gbps, "Cuts": 1}},
+		}},
+		{"Win 0 is no window: a DCQCN cut", Config{}, []step{
+			{CNP{Now: 0, Ext: CNPExt{WindowValid: true, BySwitch: true}}, map[string]float64{"Window": winit100G, "RC": 50 * gbps}},
+		}},
+	})
+}
+
+func TestWindowRuleUnknown(t *testing.T) {
+	cfg := cfgWith(customParams())
+	cfg.WindowRule = "mimd"
+	if _, err := NewDCQCNFastCNP(cfg); !errors.Is(err, ErrBadParams) {
+		t.Errorf("window rule mimd: %v, want ErrBadParams", err)
 	}
 }

@@ -83,6 +83,13 @@ type table struct {
 	lens []int32
 	// ternary: entry indexes, highest priority first (stable for equal priorities).
 	order []int32
+	// The data path's index of an all-exact table (byKey stays the control plane's):
+	// direct, for one field of at most 16 bits, is indexed by the value (-1: no
+	// entry; allocated at the first insert); packed maps the values packed in 128
+	// bits (field 0 in hi, the others in lo), when they fit.
+	direct []int32
+	packed map[packedKey]int32
+	lowW   uint // width of field 2 (field 1 is shifted by it in lo)
 
 	defAction uint32
 	defParams [maxParams]uint64
@@ -99,7 +106,62 @@ func newTable(info *TableInfo) *table {
 	for i := info.Size - 1; i >= 0; i-- {
 		t.free = append(t.free, int32(i))
 	}
+	t.initIndex()
 	return t
+}
+
+// packedKey is an exact key packed into 128 bits.
+type packedKey struct{ hi, lo uint64 }
+
+// initIndex chooses the data path's index of an all-exact table.
+func (t *table) initIndex() {
+	keys := t.info.Keys
+	if len(keys) == 0 {
+		return
+	}
+	for _, k := range keys {
+		if k.Kind != MatchExact || k.Bitwidth > 64 {
+			return
+		}
+	}
+	if len(keys) == 1 && keys[0].Bitwidth <= 16 {
+		t.direct = []int32{} // allocated at the first insert
+		return
+	}
+	low := 0
+	for _, k := range keys[1:] {
+		low += k.Bitwidth
+	}
+	if low > 64 {
+		return
+	}
+	if len(keys) == 3 {
+		t.lowW = uint(keys[2].Bitwidth)
+	}
+	t.packed = make(map[packedKey]int32)
+}
+
+func (t *table) pack(v0, v1, v2 uint64) packedKey { return packedKey{v0, v1<<t.lowW | v2} }
+
+// indexSet records (idx >= 0) or removes (idx < 0) the entry with key k in the
+// data path's index.
+func (t *table) indexSet(k entryKey, idx int32) {
+	switch {
+	case t.direct != nil:
+		if len(t.direct) == 0 {
+			t.direct = make([]int32, 1<<t.info.Keys[0].Bitwidth)
+			for i := range t.direct {
+				t.direct[i] = -1
+			}
+		}
+		t.direct[k.v[0]] = idx
+	case t.packed != nil:
+		if idx < 0 {
+			delete(t.packed, t.pack(k.v[0], k.v[1], k.v[2]))
+			return
+		}
+		t.packed[t.pack(k.v[0], k.v[1], k.v[2])] = idx
+	}
 }
 
 func (t *table) isLPM() bool { return len(t.info.Keys) == 1 && t.info.Keys[0].Kind == MatchLPM }
@@ -347,6 +409,7 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 		}
 	}
 	t.byKey[k] = idx
+	t.indexSet(k, idx)
 	switch {
 	case t.isLPM():
 		m := t.lpm[plen]
@@ -422,6 +485,7 @@ func (p *Pipeline) DeleteEntry(e *TableEntry) error {
 	}
 	p.use(t, t.entries[idx].member, t.entries[idx].group, -1)
 	delete(t.byKey, k)
+	t.indexSet(k, -1)
 	switch {
 	case t.isLPM():
 		m := t.lpm[plen]
@@ -577,9 +641,26 @@ func (t *table) hitOrDefault(idx int32, ok bool) (uint32, *[maxParams]uint64, bo
 	return en.action, &en.params, true
 }
 
+// find returns the index of the entry of an all-exact table with key (v0, v1, v2).
+func (t *table) find(v0, v1, v2 uint64) (int32, bool) {
+	switch {
+	case t.direct != nil:
+		if v0 >= uint64(len(t.direct)) {
+			return 0, false // no entry yet (or a value wider than the field)
+		}
+		idx := t.direct[v0]
+		return idx, idx >= 0
+	case t.packed != nil:
+		idx, ok := t.packed[t.pack(v0, v1, v2)]
+		return idx, ok
+	}
+	idx, ok := t.byKey[entryKey{v: [maxKeys]uint64{v0, v1, v2}}]
+	return idx, ok
+}
+
 // lookupEntry returns the entry of an exact table with key v0 (indirect tables).
 func (t *table) lookupEntry(v0 uint64) (*entry, bool) {
-	idx, ok := t.byKey[entryKey{v: [maxKeys]uint64{v0}}]
+	idx, ok := t.find(v0, 0, 0)
 	if !ok {
 		return nil, false
 	}
@@ -587,7 +668,7 @@ func (t *table) lookupEntry(v0 uint64) (*entry, bool) {
 }
 
 func (t *table) lookupExact(v0, v1, v2 uint64) (uint32, *[maxParams]uint64, bool) {
-	idx, ok := t.byKey[entryKey{v: [maxKeys]uint64{v0, v1, v2}}]
+	idx, ok := t.find(v0, v1, v2)
 	return t.hitOrDefault(idx, ok)
 }
 

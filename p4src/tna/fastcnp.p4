@@ -522,6 +522,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
         meta.now32 = ig_prsr_md.global_tstamp[31:0];
         meta.in_port = ig_intr_md.ingress_port;
         meta.drop_ran = 0;
+        meta.count_dropped = 0;
+        meta.count_enqueued = 0;
+        meta.enqueued_index = 0;
         meta.nexthop_ran = 0;
         meta.conn_hit = 0;
         meta.l2_flood = 0;
@@ -615,7 +618,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
             // ---- Step 2: packet-out (priority 0).
             ig_tm_md.ucast_egress_port = hdr.w.packet_out.egress_port;
             hdr.w.packet_out.setInvalid();
-            queue_enqueued.count((bit<32>)hdr.w.packet_out.egress_port << 3);
+            meta.count_enqueued = 1;
+            meta.enqueued_index = (bit<32>)hdr.w.packet_out.egress_port << 3;
             done = true;
         } else if (!done && hdr.w.announcement.isValid()) {
             // ---- Step 3: announcement -> controller, with packet_in; egress is
@@ -641,17 +645,18 @@ control FastcnpIngress(inout tna_headers_t hdr,
             } else if (!hdr.w.ipv4.isValid()) {
                 // ---- Step 5: not IPv4: bridged by l2_forward (MAC control never).
                 if (hdr.w.mac_control.isValid()) {
-                    dropped.count((bit<32>)meta.in_port);
+                    meta.count_dropped = 1;
                     ig_dprsr_md.drop_ctl = 1;
                 } else {
                     switch (l2_forward.apply().action_run) {
                         l2_set_port: {
-                            queue_enqueued.count((bit<32>)ig_tm_md.ucast_egress_port << 3);
+                            meta.count_enqueued = 1;
+                            meta.enqueued_index = (bit<32>)ig_tm_md.ucast_egress_port << 3;
                         }
                         l2_flood: {
                             hdr.bridged.l2_flood = 1;
                         }
-                        drop: { dropped.count((bit<32>)meta.in_port); }
+                        drop: { meta.count_dropped = 1; }
                     }
                 }
                 done = true;
@@ -717,7 +722,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     // ---- Step 6: class, route, TTL.
                     traffic_class.apply();
                     if (hdr.w.ipv4.ttl <= 1) {
-                        dropped.count((bit<32>)meta.in_port);
+                        meta.count_dropped = 1;
                         ig_dprsr_md.drop_ctl = 1;
                         done = true;
                     } else {
@@ -733,7 +738,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                             }
                         }
                         if (meta.nexthop_ran == 0 || meta.drop_ran == 1) {
-                            dropped.count((bit<32>)meta.in_port);
+                            meta.count_dropped = 1;
                             ig_dprsr_md.drop_ctl = 1;
                             done = true;
                         } else {
@@ -820,7 +825,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     child = inc_child_port.apply().hit;
                 }
                 if (!child) {
-                    dropped.count((bit<32>)meta.in_port);
+                    meta.count_dropped = 1;
                     ig_dprsr_md.drop_ctl = 1;
                     done = true;
                 }
@@ -851,7 +856,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 rank = meta.worker_rank;
             }
             if (!done && (flow_len == 0 || offset >= flow_len)) {
-                dropped.count((bit<32>)meta.in_port);
+                meta.count_dropped = 1;
                 ig_dprsr_md.drop_ctl = 1;
                 done = true;
             }
@@ -1003,7 +1008,16 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 hdr.bridged_cfg.pad = 0;
                 hdr.bridged_cfg.mode = meta.mode;
             }
-            queue_enqueued.count(((bit<32>)ig_tm_md.ucast_egress_port << 3) | (bit<32>)meta.priority);
+            meta.count_enqueued = 1;
+            meta.enqueued_index = ((bit<32>)ig_tm_md.ucast_egress_port << 3) | (bit<32>)meta.priority;
+        }
+
+        // ---- The counters counted for several reasons, once each.
+        if (meta.count_dropped == 1) {
+            dropped.count((bit<32>)meta.in_port);
+        }
+        if (meta.count_enqueued == 1) {
+            queue_enqueued.count(meta.enqueued_index);
         }
     }
 }
@@ -1454,246 +1468,248 @@ control FastcnpEgress(inout tna_headers_t hdr,
             tx_carry_above = ~tx_add;
             tx_lo = tx_lo_add.execute(port_cell);
             tx_hi = tx_hi_add.execute(port_cell);
-        }
 
-        // ---- Lossless departures (docs/tofino.md "Egress, per lossless departure").
-        if (hdr.bridged_cfg.isValid()) {
-            qdepth = (bit<32>)eg_intr_md.deq_qdepth;
-            qlen = CELLS_TO_BYTES(qdepth) + pkt_bytes;
-            qlen1 = qlen + 1;
-            check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
+            // ---- Lossless departures (docs/tofino.md "Egress, per lossless departure"),
+            // in the branch a PFC event does not take: each register has one
+            // RegisterAction per path, syntactically (a stateful ALU per packet).
+            if (hdr.bridged_cfg.isValid()) {
+                qdepth = (bit<32>)eg_intr_md.deq_qdepth;
+                qlen = CELLS_TO_BYTES(qdepth) + pkt_bytes;
+                qlen1 = qlen + 1;
+                check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
 
-            // 1. Departure bookkeeping.
-            bit<32> last = last_dequeue_swap.execute(port_cell);
-            bit<32> last_qd = last_qdepth_swap.execute(port_cell);
-            bit<32> pfc_start = pfc_pause_take.execute(port_cell);
-            bit<32> pfc_end = pfc_resume_take.execute(port_cell);
+                // 1. Departure bookkeeping.
+                bit<32> last = last_dequeue_swap.execute(port_cell);
+                bit<32> last_qd = last_qdepth_swap.execute(port_cell);
+                bit<32> pfc_start = pfc_pause_take.execute(port_cell);
+                bit<32> pfc_end = pfc_resume_take.execute(port_cell);
 
-            // 2. The pause: framed, or inferred from the gap.
-            bool framed = pfc_start != 0;
-            bool inferred = !framed && last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
-                            now32 - last > hdr.bridged_cfg.pause_gap_ns;
-            bool resume = framed || inferred;
-            bit<4> flags = 0;
-            bit<8> event = PORT_EVENT_NONE;
-            bool hold = false;
-            bool congested = false;
-            bit<32> last_qd_bytes = CELLS_TO_BYTES(last_qd);
-            meta.mirror.ev0 = 0;
-            meta.mirror.ev0_queue_bytes = 0;
-            meta.mirror.ev0_ns = 0;
-            meta.mirror.window_bytes = 0;
-            if (resume) {
-                bit<32> start = pfc_start;
-                bit<32> end = now32;
-                if (inferred) {
-                    start = last;
-                    flags = RECIRC_EV0;
-                    meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
-                    meta.mirror.ev0_queue_bytes = last_qd_bytes;
-                    meta.mirror.ev0_ns = last;
-                } else if (pfc_end != 0) {
-                    end = pfc_end;
-                }
-                pause_ns = end - start;
-                rx = 0;
-                if (qlen > last_qd_bytes) {
-                    rx = qlen - last_qd_bytes;
-                }
-                last_rx_write.execute(port_cell);
-                // spec 01 event 3 with rx > C*T in the log domain.
-                meta.rx_log2_hit = 0;
-                meta.rx_log2_q6 = 0;
-                meta.pause_log2_q6 = 0;
-                meta.rate_log2_q6 = 0;
-                rx_bytes_log2.apply();
-                pause_ns_log2.apply();
-                rate_log2.apply();
-                bool beats = meta.rx_log2_hit == 1 &&
-                    (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
-                    (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
-                bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
-                if (qlen < hdr.bridged_cfg.qth_bytes) {
-                    event = PORT_EVENT_RESUME_NOT_CONGESTED;
-                } else if (beats || no_pfc_state) {
-                    // The ablation mode (fastcnp-no-pfc-state): never undetermined.
-                    event = PORT_EVENT_RESUME_CONGESTED;
-                } else {
-                    event = PORT_EVENT_RESUME_UNDETERMINED;
-                }
-                if (event == PORT_EVENT_RESUME_UNDETERMINED) {
-                    check_at_arm.execute(port_cell);
-                    check_qlen1_arm.execute(port_cell);
-                    hold = true;
-                } else {
-                    check_qlen1_clear.execute(port_cell);
-                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
-                }
-                flags = flags | RECIRC_EV1;
-                meta.mirror.rx_bytes = rx;
-            } else {
-                rx = last_rx_read.execute(port_cell);
-                meta.mirror.rx_bytes = rx;
-                if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP) {
-                    // 3. The state machine (spec 01 event 4).
-                    bit<1> due = check_at_due.execute(port_cell);
-                    bool high = qlen >= hdr.bridged_cfg.qth_bytes;
-                    bit<32> old;
-                    if (due == 1 && high) {
-                        old = check_qlen1_due_high.execute(port_cell);
-                    } else if (due == 1) {
-                        old = check_qlen1_clear.execute(port_cell);
-                    } else {
-                        old = check_qlen1_read.execute(port_cell);
+                // 2. The pause: framed, or inferred from the gap.
+                bool framed = pfc_start != 0;
+                bool inferred = !framed && last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
+                                now32 - last > hdr.bridged_cfg.pause_gap_ns;
+                bool resume = framed || inferred;
+                bit<4> flags = 0;
+                bit<8> event = PORT_EVENT_NONE;
+                bool hold = false;
+                bool congested = false;
+                bit<32> last_qd_bytes = CELLS_TO_BYTES(last_qd);
+                meta.mirror.ev0 = 0;
+                meta.mirror.ev0_queue_bytes = 0;
+                meta.mirror.ev0_ns = 0;
+                meta.mirror.window_bytes = 0;
+                if (resume) {
+                    bit<32> start = pfc_start;
+                    bit<32> end = now32;
+                    if (inferred) {
+                        start = last;
+                        flags = RECIRC_EV0;
+                        meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
+                        meta.mirror.ev0_queue_bytes = last_qd_bytes;
+                        meta.mirror.ev0_ns = last;
+                    } else if (pfc_end != 0) {
+                        end = pfc_end;
                     }
-                    if (old == 0) {
-                        congested = high;                   // DETERMINED
-                    } else if (due == 0) {
+                    pause_ns = end - start;
+                    rx = 0;
+                    if (qlen > last_qd_bytes) {
+                        rx = qlen - last_qd_bytes;
+                    }
+                    last_rx_write.execute(port_cell);
+                    // spec 01 event 3 with rx > C*T in the log domain.
+                    meta.rx_log2_hit = 0;
+                    meta.rx_log2_q6 = 0;
+                    meta.pause_log2_q6 = 0;
+                    meta.rate_log2_q6 = 0;
+                    rx_bytes_log2.apply();
+                    pause_ns_log2.apply();
+                    rate_log2.apply();
+                    bool beats = meta.rx_log2_hit == 1 &&
+                        (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
+                        (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                    bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
+                    if (qlen < hdr.bridged_cfg.qth_bytes) {
+                        event = PORT_EVENT_RESUME_NOT_CONGESTED;
+                    } else if (beats || no_pfc_state) {
+                        // The ablation mode (fastcnp-no-pfc-state): never undetermined.
+                        event = PORT_EVENT_RESUME_CONGESTED;
+                    } else {
+                        event = PORT_EVENT_RESUME_UNDETERMINED;
+                    }
+                    if (event == PORT_EVENT_RESUME_UNDETERMINED) {
+                        check_at_arm.execute(port_cell);
+                        check_qlen1_arm.execute(port_cell);
                         hold = true;
-                    } else if (!high) {
-                        event = PORT_EVENT_CHECK_DRAINED;
-                    } else if (qlen1 > old) {
-                        event = PORT_EVENT_CHECK_CONGESTED;
-                        congested = true;
-                    }
-                    if (event != PORT_EVENT_NONE) {
-                        flags = RECIRC_EV1;
-                    }
-                } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
-                    // The ablation: no state machine; a queue at or above Qth is
-                    // congested.
-                    check_qlen1_clear.execute(port_cell);
-                    congested = qlen >= hdr.bridged_cfg.qth_bytes;
-                }
-            }
-            meta.mirror.ev1 = (bit<4>)event;
-
-            // 4. Departure shares, every lossless departure.
-            epoch = eg_prsr_md.global_tstamp[44:13];
-            epoch_m1 = epoch - 1;
-            epoch_p2 = epoch + 2;
-            bit<32> sum;
-            bit<32> data = 0;
-            bool tracked = false;
-            if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                sum = port_departed_even_add.execute(port_cell) + port_departed_odd_prev.execute(port_cell);
-            } else {
-                sum = port_departed_odd_add.execute(port_cell) + port_departed_even_prev.execute(port_cell);
-            }
-            bit<32> flow_slot = 0;
-            if (hdr.w.ipv4.isValid()) {
-                fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
-                flow_slot = fp & (FLOW_SLOTS - 1);
-                if (flow_owner_claim.execute(flow_slot) == 1) {
-                    tracked = true;
-                    if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                        data = flow_departed_even_add.execute(flow_slot) + flow_departed_odd_prev.execute(flow_slot);
                     } else {
-                        data = flow_departed_odd_add.execute(flow_slot) + flow_departed_even_prev.execute(flow_slot);
+                        check_qlen1_clear.execute(port_cell);
+                        congested = qlen >= hdr.bridged_cfg.qth_bytes;
                     }
+                    flags = flags | RECIRC_EV1;
+                    meta.mirror.rx_bytes = rx;
                 } else {
-                    flow_collisions.count(port_cell);
+                    rx = last_rx_read.execute(port_cell);
+                    meta.mirror.rx_bytes = rx;
+                    if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP) {
+                        // 3. The state machine (spec 01 event 4).
+                        bit<1> due = check_at_due.execute(port_cell);
+                        bool high = qlen >= hdr.bridged_cfg.qth_bytes;
+                        bit<32> old;
+                        if (due == 1 && high) {
+                            old = check_qlen1_due_high.execute(port_cell);
+                        } else if (due == 1) {
+                            old = check_qlen1_clear.execute(port_cell);
+                        } else {
+                            old = check_qlen1_read.execute(port_cell);
+                        }
+                        if (old == 0) {
+                            congested = high;                   // DETERMINED
+                        } else if (due == 0) {
+                            hold = true;
+                        } else if (!high) {
+                            event = PORT_EVENT_CHECK_DRAINED;
+                        } else if (qlen1 > old) {
+                            event = PORT_EVENT_CHECK_CONGESTED;
+                            congested = true;
+                        }
+                        if (event != PORT_EVENT_NONE) {
+                            flags = RECIRC_EV1;
+                        }
+                    } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
+                        // The ablation: no state machine; a queue at or above Qth is
+                        // congested.
+                        check_qlen1_clear.execute(port_cell);
+                        congested = qlen >= hdr.bridged_cfg.qth_bytes;
+                    }
                 }
-            }
+                meta.mirror.ev1 = (bit<4>)event;
 
-            // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
-            bool make_cnp = false;
-            bool mark = false;
-            if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
-                 hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
-                if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
-                    cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
-                    if (cnp_gap_check.execute(flow_slot) == 1) {
-                        make_cnp = true;
+                // 4. Departure shares, every lossless departure.
+                epoch = eg_prsr_md.global_tstamp[44:13];
+                epoch_m1 = epoch - 1;
+                epoch_p2 = epoch + 2;
+                bit<32> sum;
+                bit<32> data = 0;
+                bool tracked = false;
+                if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                    sum = port_departed_even_add.execute(port_cell) + port_departed_odd_prev.execute(port_cell);
+                } else {
+                    sum = port_departed_odd_add.execute(port_cell) + port_departed_even_prev.execute(port_cell);
+                }
+                bit<32> flow_slot = 0;
+                if (hdr.w.ipv4.isValid()) {
+                    fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
+                    flow_slot = fp & (FLOW_SLOTS - 1);
+                    if (flow_owner_claim.execute(flow_slot) == 1) {
+                        tracked = true;
+                        if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                            data = flow_departed_even_add.execute(flow_slot) + flow_departed_odd_prev.execute(flow_slot);
+                        } else {
+                            data = flow_departed_odd_add.execute(flow_slot) + flow_departed_even_prev.execute(flow_slot);
+                        }
+                    } else {
+                        flow_collisions.count(port_cell);
                     }
-                } else {
-                    mark = true;
                 }
-            } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
-                if (qlen >= hdr.bridged_cfg.red_kmax_bytes) {
-                    mark = true;
-                } else if (qlen > hdr.bridged_cfg.red_kmin_bytes) {
-                    // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
-                    // from the window tables, two random halves.
-                    meta.flow_data_bytes = qlen - hdr.bridged_cfg.red_kmin_bytes;
-                    meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
-                }
-            }
-            if (make_cnp) {
-                meta.flow_data_bytes = data;
-                meta.port_data_bytes = sum;
-            }
-            bool red_middle = hdr.bridged_cfg.mode == PORT_MODE_ECN && !mark &&
-                              qlen > hdr.bridged_cfg.red_kmin_bytes;
-            if (make_cnp || red_middle) {
-                meta.flow_log2_q6 = 0;
-                meta.port_log2_q6 = 0;
-                flow_bytes_log2.apply();
-                port_bytes_log2.apply();
-                meta.window_exp2_hit = 0;
-                meta.window_exp2_bytes = 0;
-                bit<16> k_base = hdr.bridged_cfg.bdp_log2_q6;
-                if (red_middle) {
-                    k_base = (bit<16>)RED_RATIO_K_OFFSET;
-                }
-                if ((bit<32>)k_base + (bit<32>)meta.flow_log2_q6 < (bit<32>)meta.port_log2_q6) {
-                    meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
-                } else {
-                    meta.window_log2_q6 = k_base + meta.flow_log2_q6 - meta.port_log2_q6;
-                    window_exp2.apply();
-                }
-                if (red_middle) {
-                    bit<32> r = red_random.get();
-                    if (r[15:0] < hdr.bridged_cfg.red_pmax_q16 &&
-                        (bit<32>)r[31:16] < meta.window_exp2_bytes) {
+
+                // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
+                bool make_cnp = false;
+                bool mark = false;
+                if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
+                     hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
+                    if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
+                        cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
+                        if (cnp_gap_check.execute(flow_slot) == 1) {
+                            make_cnp = true;
+                        }
+                    } else {
                         mark = true;
                     }
-                }
-            }
-            if (make_cnp) {
-                bit<32> window_bytes;
-                window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, hdr.bridged_cfg.bdp_bytes,
-                                   hdr.bridged_cfg.mtu_bytes, window_bytes);
-                flags = flags | RECIRC_CNP;
-                meta.mirror.window_bytes = window_bytes;
-                // A cnp_digest_t, unless two port events ride this carrier.
-                if ((flags & RECIRC_EV0) == 0) {
-                    digest_gap_start = now32 - (bit<32>)DIGEST_MIN_GAP_NS;
-                    if (digest_gap_check.execute(port_cell) == 1) {
-                        flags = flags | RECIRC_CNP_DIGEST;
+                } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
+                    if (qlen >= hdr.bridged_cfg.red_kmax_bytes) {
+                        mark = true;
+                    } else if (qlen > hdr.bridged_cfg.red_kmin_bytes) {
+                        // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
+                        // from the window tables, two random halves.
+                        meta.flow_data_bytes = qlen - hdr.bridged_cfg.red_kmin_bytes;
+                        meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
                     }
                 }
-            }
+                if (make_cnp) {
+                    meta.flow_data_bytes = data;
+                    meta.port_data_bytes = sum;
+                }
+                bool red_middle = hdr.bridged_cfg.mode == PORT_MODE_ECN && !mark &&
+                                  qlen > hdr.bridged_cfg.red_kmin_bytes;
+                if (make_cnp || red_middle) {
+                    meta.flow_log2_q6 = 0;
+                    meta.port_log2_q6 = 0;
+                    flow_bytes_log2.apply();
+                    port_bytes_log2.apply();
+                    meta.window_exp2_hit = 0;
+                    meta.window_exp2_bytes = 0;
+                    bit<16> k_base = hdr.bridged_cfg.bdp_log2_q6;
+                    if (red_middle) {
+                        k_base = (bit<16>)RED_RATIO_K_OFFSET;
+                    }
+                    if ((bit<32>)k_base + (bit<32>)meta.flow_log2_q6 < (bit<32>)meta.port_log2_q6) {
+                        meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
+                    } else {
+                        meta.window_log2_q6 = k_base + meta.flow_log2_q6 - meta.port_log2_q6;
+                        window_exp2.apply();
+                    }
+                    if (red_middle) {
+                        bit<32> r = red_random.get();
+                        if (r[15:0] < hdr.bridged_cfg.red_pmax_q16 &&
+                            (bit<32>)r[31:16] < meta.window_exp2_bytes) {
+                            mark = true;
+                        }
+                    }
+                }
+                if (make_cnp) {
+                    bit<32> window_bytes;
+                    window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, hdr.bridged_cfg.bdp_bytes,
+                                       hdr.bridged_cfg.mtu_bytes, window_bytes);
+                    flags = flags | RECIRC_CNP;
+                    meta.mirror.window_bytes = window_bytes;
+                    // A cnp_digest_t, unless two port events ride this carrier.
+                    if ((flags & RECIRC_EV0) == 0) {
+                        digest_gap_start = now32 - (bit<32>)DIGEST_MIN_GAP_NS;
+                        if (digest_gap_check.execute(port_cell) == 1) {
+                            flags = flags | RECIRC_CNP_DIGEST;
+                        }
+                    }
+                }
 
-            // ---- Step 7b (INT mode): the HPCC hop record in front of the others;
-            // its queue is deq_qdepth in cells (without this packet). IPv4 and UDP
-            // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
-            if (int_add) {
-                hdr.w.int_new_hop.setValid();
-                hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
-                hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
-                hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
-                hdr.w.int_new_hop.queue_bytes = CELLS_TO_BYTES(qdepth);
-                hdr.w.int_new_hop.rate_bytes_per_ms = hdr.bridged_cfg.rate_bytes_per_ms;
-                hdr.w.int_header.hop_count = hdr.w.int_header.hop_count + 1;
-                bit<16> int_total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
-                hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
-                    hdr.w.ipv4.total_len, int_total_len);
-                hdr.w.ipv4.total_len = int_total_len;
-                hdr.w.udp.length = hdr.w.udp.length + INT_HOP_BYTES;
-            }
+                // ---- Step 7b (INT mode): the HPCC hop record in front of the others;
+                // its queue is deq_qdepth in cells (without this packet). IPv4 and UDP
+                // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
+                if (int_add) {
+                    hdr.w.int_new_hop.setValid();
+                    hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
+                    hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
+                    hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
+                    hdr.w.int_new_hop.queue_bytes = CELLS_TO_BYTES(qdepth);
+                    hdr.w.int_new_hop.rate_bytes_per_ms = hdr.bridged_cfg.rate_bytes_per_ms;
+                    hdr.w.int_header.hop_count = hdr.w.int_header.hop_count + 1;
+                    bit<16> int_total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
+                    hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
+                        hdr.w.ipv4.total_len, int_total_len);
+                    hdr.w.ipv4.total_len = int_total_len;
+                    hdr.w.udp.length = hdr.w.udp.length + INT_HOP_BYTES;
+                }
 
-            if (mark && hdr.w.ipv4.isValid() &&
-                (hdr.w.ipv4.ecn == ECN_ECT0 || hdr.w.ipv4.ecn == ECN_ECT1)) {
-                mark_ce();
-                ecn_marked.count(port_cell);
-            }
+                if (mark && hdr.w.ipv4.isValid() &&
+                    (hdr.w.ipv4.ecn == ECN_ECT0 || hdr.w.ipv4.ecn == ECN_ECT1)) {
+                    mark_ce();
+                    ecn_marked.count(port_cell);
+                }
 
-            if (flags != 0) {
-                meta.mirror.setValid();
-                meta.mirror.flags = flags;
-                meta.mirror.qlen_bytes = qlen;
-                meta.mirror.now_ns = eg_prsr_md.global_tstamp;
+                if (flags != 0) {
+                    meta.mirror.setValid();
+                    meta.mirror.flags = flags;
+                    meta.mirror.qlen_bytes = qlen;
+                    meta.mirror.now_ns = eg_prsr_md.global_tstamp;
+                }
             }
         }
 

@@ -148,6 +148,11 @@ struct tna_ingress_metadata_t {
     resubmit_h resubmit;
     bit<32>   now32;
     port_id_t in_port;              // the port the counters index (a CNP's: its congested port)
+    // Counters with several reasons to count are counted once, at the end of
+    // ingress (a counter is one table's: its uses must exclude each other).
+    bit<1>    count_dropped;        // dropped[in_port]
+    bit<1>    count_enqueued;       // queue_enqueued[enqueued_index]
+    bit<32>   enqueued_index;
 
     // traffic_class, port_config.
     bit<3>    priority;

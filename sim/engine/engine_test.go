@@ -215,13 +215,18 @@ func TestNewQueueUnknown(t *testing.T) {
 	}
 }
 
-// BenchmarkQueues measures Push+Pop pairs (the hold model) at a queue size typical of
-// the simulator (about one pending event per port and host) for each queue.
+// BenchmarkQueues measures Push+Pop pairs (the hold model) at queue sizes of the
+// simulator (S1 holds about 1000 pending events, S3 about 10 000) for each queue,
+// and for calendar geometries (bucket width and count as powers of two).
 func BenchmarkQueues(b *testing.B) {
+	queues := map[string]func() Queue{
+		QueueHeap: func() Queue { return &Heap{} }, QueueCalendar: func() Queue { q, _ := NewQueue(QueueCalendar); return q },
+		"calendar-16ns": func() Queue { return NewCalendar(4, 14) }, "calendar-4ns": func() Queue { return NewCalendar(2, 16) },
+	}
 	for _, size := range []int{1_000, 10_000, 100_000} {
-		for _, kind := range []string{QueueHeap, QueueCalendar} {
+		for _, kind := range []string{QueueHeap, QueueCalendar, "calendar-16ns", "calendar-4ns"} {
 			b.Run(kind+"/"+strconv.Itoa(size), func(b *testing.B) {
-				q, _ := NewQueue(kind)
+				q := queues[kind]()
 				r := rand.New(rand.NewPCG(1, 2))
 				var seq uint64
 				for range size {

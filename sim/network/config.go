@@ -25,6 +25,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/model/tm"
+	"github.com/fastcnp/fastcnp/p4src"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/wire"
 )
@@ -48,8 +49,77 @@ const (
 	ModeFastCNPNoPFCState Mode = "fastcnp-no-pfc-state"
 )
 
-// Modes lists the modes Run accepts.
+// Modes of the other host/cc algorithms: every sender runs the algorithm, with
+// its switch support (docs/simulator.md "Modes").
+const (
+	// ModeTIMELY: RTT samples only; switch ports do not mark (mode off).
+	ModeTIMELY Mode = "timely"
+	// ModeDCTCP: ports mark at K (RED with Kmin = Kmax = K, Pmax 1), receivers echo
+	// CE in their ACKs (no CNPs).
+	ModeDCTCP Mode = "dctcp"
+	// ModeHPCC: ports in mode int append an INT record to every data packet,
+	// receivers echo the records in their ACKs.
+	ModeHPCC Mode = "hpcc"
+	// ModeLSTMPID and its variants: seed 002's LSTM+PID family, RTT samples only,
+	// from 10 Gb/s (seed 002 4.4.1), parameter set "trained".
+	ModeLSTMPID         Mode = "lstm-pid"
+	ModeLSTMPIDRTTch    Mode = "lstm-pid-rttch"
+	ModeLSTMPIDRTTchWin Mode = "lstm-pid-rttch-win"
+)
+
+// Modes lists the three modes of the fastcnp comparison (switch feedback for
+// DCQCN senders): dcqcn, fastcnp and the ablation.
 func Modes() []Mode { return []Mode{ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState} }
+
+// AllModes lists every mode Run accepts: Modes and those of the other algorithms.
+func AllModes() []Mode {
+	return append(Modes(), ModeTIMELY, ModeDCTCP, ModeHPCC, ModeLSTMPID, ModeLSTMPIDRTTch, ModeLSTMPIDRTTchWin)
+}
+
+// modeSpec is what a mode sets: the switch ports' mode, the senders' algorithm
+// and its parameter set ("" for the DCQCN sets of Config), the start rate (0:
+// line rate), and the receivers' NP.
+type modeSpec struct {
+	port      uint8
+	algorithm string
+	set       string
+	startBps  float64
+	np        bool
+}
+
+// announces reports whether the mode's switches make switch CNPs, so that
+// senders announce their connections (the fastcnp port modes).
+func (m Mode) announces() bool {
+	s, _ := m.spec()
+	return s.port == p4src.PortModeFastcnp || s.port == p4src.PortModeFastcnpNoPFCState
+}
+
+// needsINT reports whether the run's senders put an INT header on their data
+// (HPCC, by mode or by Config.Algorithm): the switches then run port mode int.
+func (c *Config) needsINT() bool {
+	s, _ := c.Mode.spec()
+	return cc.NeedsINT(s.algorithm) || cc.NeedsINT(c.Algorithm)
+}
+
+func (m Mode) spec() (modeSpec, bool) {
+	switch m {
+	case ModeDCQCN:
+		return modeSpec{port: p4src.PortModeECN, algorithm: "dcqcn", np: true}, true
+	case ModeFastCNP:
+		return modeSpec{port: p4src.PortModeFastcnp, algorithm: "dcqcn-fastcnp", np: true}, true
+	case ModeFastCNPNoPFCState:
+		return modeSpec{port: p4src.PortModeFastcnpNoPFCState, algorithm: "dcqcn-fastcnp", np: true}, true
+	case ModeTIMELY:
+		return modeSpec{port: p4src.PortModeOff, algorithm: "timely", set: "hpcc-sim"}, true
+	case ModeDCTCP:
+		return modeSpec{port: p4src.PortModeECN, algorithm: "dctcp", set: "hpcc-sim"}, true
+	case ModeHPCC:
+		return modeSpec{port: p4src.PortModeInt, algorithm: "hpcc", set: "hpcc-sim"}, true
+	case ModeLSTMPID, ModeLSTMPIDRTTch, ModeLSTMPIDRTTchWin:
+		return modeSpec{port: p4src.PortModeOff, algorithm: string(m), set: "trained", startBps: 10e9}, true
+	}
+	return modeSpec{}, false
+}
 
 // SwitchParams are the switch settings of a run. Per-port thresholds are given for a
 // 100 Gb/s port and scale with the port's rate (as spec 01 and the HPCC simulator's
@@ -69,19 +139,32 @@ type SwitchParams struct {
 	HeadroomHPCC bool
 	// QthBytes100G is Qth at 100 Gb/s (spec 01: 100 KB).
 	QthBytes100G int64
+	// DCTCPKBytes100G is DCTCP's marking threshold K at 100 Gb/s (spec 03: 300 KB,
+	// the HPCC simulator's), used in mode dctcp unless REDByRate gives thresholds.
+	DCTCPKBytes100G int64
 	// RED at 100 Gb/s: Kmin, Kmax (bytes), Pmax.
 	KminBytes100G, KmaxBytes100G int64
 	Pmax                         float64
+	// REDByRate, if not nil, gives RED per link rate (b/s) instead, as the HPCC
+	// simulator's KMIN_MAP, KMAX_MAP and PMAX_MAP do; every port's rate must be in
+	// it.
+	REDByRate map[int64]RED
 	// Tcheck, CNPGap and RTTBase of spec 01 (RTTBase 0: the topology's largest base
 	// RTT between two hosts; Tcheck 0: RTTBase).
 	Tcheck, CNPGap, RTTBase time.Duration
+}
+
+// RED is one RED curve: marking starts above Kmin and is certain at Kmax.
+type RED struct {
+	KminBytes, KmaxBytes int64
+	Pmax                 float64
 }
 
 // DefaultSwitchParams are spec 01's defaults and the HPCC simulator's buffer and RED
 // at 100 Gb/s.
 func DefaultSwitchParams() SwitchParams {
 	return SwitchParams{
-		BufferBytes: 32 << 20, PFC: true, QthBytes100G: 100_000,
+		BufferBytes: 32 << 20, PFC: true, QthBytes100G: 100_000, DCTCPKBytes100G: 300_000,
 		KminBytes100G: 400_000, KmaxBytes100G: 1_600_000, Pmax: 0.2,
 		CNPGap: 4 * time.Microsecond,
 	}
@@ -96,9 +179,14 @@ type Config struct {
 	Flows []hpcc.Flow
 	Mode  Mode
 	// DCQCNSet names the DCQCN parameter set (host/cc: "hpcc-sim", "paper2015",
-	// "nvidia-cx"); CNPInterval, if >= 0, overrides its NP cnpInterval.
+	// "nvidia-cx"); CNPInterval, if >= 0, overrides its NP cnpInterval. DCQCN, if
+	// its Set is not empty, replaces the named set (parameters from a file).
 	DCQCNSet    string
 	CNPInterval time.Duration
+	DCQCN       cc.DCQCNParams
+	// WindowRule is the fastcnp senders' window rule (cc.Config.WindowRule; ""
+	// is host/cc's default, aimd).
+	WindowRule cc.WindowRule
 	// PayloadBytes is the payload of a full data packet (HPCC: 1000).
 	PayloadBytes int
 	// AckEvery: the sender requests an ACK every AckEvery packets (and on a
@@ -112,7 +200,8 @@ type Config struct {
 	Switch SwitchParams
 	// Seed seeds the switches' RED random numbers.
 	Seed uint64
-	// Until stops the run at this time (0: when every flow has finished).
+	// UntilNs stops the run at this time if flows are still running (0: no limit);
+	// the run always ends when every flow has finished.
 	UntilNs int64
 	// Queue is the engine's event queue ("" = the default).
 	Queue string
@@ -154,7 +243,7 @@ const (
 	// preamble, SFD and inter-frame gap (20), as the switch's shaper counts it.
 	fcsBytes   = 4
 	minFrame   = 60
-	slotBytes  = 2048
+	slotBytes  = 2048 + 64 // 33 cache lines: headers of consecutive slots fall in different cache sets
 	maxPayload = slotBytes - 128
 )
 
@@ -167,18 +256,16 @@ func (c *Config) validate() error {
 	if c.Topo == nil {
 		return bad("no topology")
 	}
-	switch c.Mode {
-	case ModeDCQCN, ModeFastCNP, ModeFastCNPNoPFCState:
-	default:
-		return bad("mode %q (known: %v)", c.Mode, Modes())
+	if _, ok := c.Mode.spec(); !ok {
+		return bad("mode %q (known: %v)", c.Mode, AllModes())
 	}
 	if c.Algorithm != "" && !AlgorithmModelled(c.Algorithm) {
 		return bad("algorithm %q: not modelled (known: %v)", c.Algorithm, cc.Names())
 	}
-	if cc.NeedsINT(c.Algorithm) {
-		if c.Mode != ModeDCQCN {
-			return bad("algorithm %q needs INT switches (port mode int): run it in mode dcqcn, not %q", c.Algorithm, c.Mode)
-		}
+	if cc.NeedsINT(c.Algorithm) && c.Mode != ModeDCQCN && c.Mode != ModeHPCC {
+		return bad("algorithm %q needs INT switches (port mode int): run it in mode dcqcn or hpcc, not %q", c.Algorithm, c.Mode)
+	}
+	if c.needsINT() {
 		if c.PayloadBytes > maxINTPayload {
 			return bad("payload %d bytes: with INT records at most %d", c.PayloadBytes, maxINTPayload)
 		}
@@ -189,7 +276,11 @@ func (c *Config) validate() error {
 	if c.AckEvery < 1 {
 		return bad("ack-every %d < 1", c.AckEvery)
 	}
-	if _, err := cc.DCQCNPreset(c.DCQCNSet); err != nil {
+	if c.DCQCN.Set != "" {
+		if err := c.DCQCN.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	} else if _, err := cc.DCQCNPreset(c.DCQCNSet); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	t := c.Topo
@@ -228,6 +319,16 @@ func (c *Config) validate() error {
 		return bad("%d flows: QP numbers are 24 bits", len(c.Flows))
 	}
 	s := c.Switch
+	for rate, r := range s.REDByRate {
+		if r.KminBytes < 0 || r.KmaxBytes < r.KminBytes || !(r.Pmax > 0 && r.Pmax <= 1) {
+			return bad("RED at %d b/s: %+v", rate, r)
+		}
+	}
+	for i, l := range t.Links {
+		if _, ok := s.REDByRate[int64(l.RateBps)]; s.REDByRate != nil && !ok {
+			return bad("link %d (%d-%d): no RED thresholds for %v b/s", i, l.A, l.B, l.RateBps)
+		}
+	}
 	if s.BufferBytes <= 0 || s.QthBytes100G <= 0 || s.KminBytes100G < 0 || s.KmaxBytes100G < s.KminBytes100G || !(s.Pmax > 0 && s.Pmax <= 1) {
 		return bad("switch params %+v", s)
 	}

@@ -3,6 +3,7 @@ package network
 import (
 	"testing"
 
+	"github.com/fastcnp/fastcnp/host/agent"
 	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/wire"
@@ -134,6 +135,37 @@ func TestFeedbackConfig(t *testing.T) {
 		cfg.Algorithm, cfg.PayloadBytes = tt.algo, tt.payload
 		if _, err := New(cfg); (err == nil) != tt.ok {
 			t.Errorf("%s in %s, payload %d: %v", tt.algo, tt.mode, tt.payload, err)
+		}
+	}
+}
+
+// TestMaxFrameByMode: the switches size PFC headroom for the largest frame of
+// the run: with five INT records only when the senders put an INT header on
+// their data (mode hpcc, or algorithm hpcc), else the plain RoCE frame.
+func TestMaxFrameByMode(t *testing.T) {
+	tp := topo(2, 1, topoLink{0, 2, 100}, topoLink{1, 2, 100})
+	plain := frameWireLen(agent.RoCEOverhead + 1000)
+	withINT := frameWireLen(agent.RoCEOverhead + 1000 + wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen)
+	tests := []struct {
+		mode Mode
+		algo string
+		want int
+	}{
+		{ModeDCQCN, "", plain},
+		{ModeFastCNP, "", plain},
+		{ModeDCTCP, "", plain},
+		{ModeHPCC, "", withINT},
+		{ModeDCQCN, "hpcc", withINT},
+	}
+	for _, tt := range tests {
+		cfg := baseConfig(tp, tt.mode, flow(0, 1, 10_000, 0))
+		cfg.Algorithm = tt.algo
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.switches[0].tm.Config().MaxFrameBytes; got != tt.want {
+			t.Errorf("%s %q: MaxFrameBytes %d, want %d", tt.mode, tt.algo, got, tt.want)
 		}
 	}
 }

@@ -25,9 +25,8 @@ type flowState struct {
 	snd     *agent.Sender
 	rcv     *agent.Receiver
 	back    agent.Path // receiver -> sender (ACKs, NP CNPs)
-	tmpl    [wire.EthernetLen + wire.IPv4Len + wire.UDPLen + wire.BTHLen + wire.INTHeaderLen]byte
-	tmplLen int   // tmpl[:tmplLen]: the data header (with an empty INT header for INT algorithms)
-	wake    int64 // the sender's NextWake, cached by the NIC
+	tmpl    []byte     // the data frames' headers (Ethernet to BTH, and an empty INT header for HPCC)
+	wake    int64      // the sender's NextWake, cached by the NIC
 	started bool
 	done    bool
 	finish  int64
@@ -44,13 +43,19 @@ type flowState struct {
 
 func (f *flowState) qpn() uint32 { return uint32(f.id + 1) }
 
-// start posts the flow's message at now.
+// startFlow posts the flow's message at now: its sender runs the mode's algorithm
+// (Config.Algorithm if set; plain dcqcn for a legacy flow), its receiver the NP in
+// the DCQCN modes; in the fastcnp modes its connection is announced.
 func (n *Network) startFlow(f *flowState, now int64) error {
-	c := n.ccConfig(f.src)
+	ms, _ := n.cfg.Mode.spec()
+	c, err := n.ccConfig(f.src, ms)
+	if err != nil {
+		return fmt.Errorf("flow %d: %w", f.id, err)
+	}
 	legacy := n.cfg.Legacy != nil && n.cfg.Legacy[f.id]
-	name := "dcqcn"
-	if n.cfg.Mode != ModeDCQCN && !legacy {
-		name = "dcqcn-fastcnp"
+	name := ms.algorithm
+	if legacy {
+		name = "dcqcn"
 	}
 	if n.cfg.Algorithm != "" {
 		name = n.cfg.Algorithm
@@ -62,10 +67,10 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
 	}
-	withINT := cc.NeedsINT(name)
+	intHdr := cc.NeedsINT(name)
 	snd, err := agent.NewSender(agent.SenderConfig{
 		MSS: n.cfg.PayloadBytes, LineGap: fcsBytes + wire.PreambleIFGBytes, AckEvery: n.cfg.AckEvery,
-		BurstPackets: 1, INT: withINT,
+		BurstPackets: 1, INT: intHdr,
 	}, alg)
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
@@ -73,7 +78,7 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	if err := snd.Post(dur(now), f.spec.Size); err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
 	}
-	rcv, err := agent.NewReceiver(agent.ReceiverConfig{CNPInterval: c.DCQCN.CNPInterval})
+	rcv, err := agent.NewReceiver(agent.ReceiverConfig{CNPInterval: c.DCQCN.CNPInterval, NoNP: !ms.np})
 	if err != nil {
 		return fmt.Errorf("flow %d: %w", f.id, err)
 	}
@@ -83,16 +88,16 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	f.back = agent.Path{SrcMAC: f.dst.port.mac, DstMAC: n.peerMAC(f.dst), SrcIP: addr4(f.dst.ip), DstIP: addr4(f.src.ip), SrcPort: f.sport}
 	fwd := agent.Path{SrcMAC: f.src.port.mac, DstMAC: n.peerMAC(f.src), SrcIP: addr4(f.src.ip), DstIP: addr4(f.dst.ip), SrcPort: f.sport}
 	var b [slotBytes]byte
-	m, err := fwd.BuildData(b[:], f.qpn(), &agent.Packet{Payload: 0, INT: withINT})
-	f.tmplLen = len(f.tmpl)
-	if !withINT {
-		f.tmplLen -= wire.INTHeaderLen
+	m, err := fwd.BuildData(b[:], f.qpn(), &agent.Packet{Payload: 0, INT: intHdr})
+	hdr := fwd.Overhead() - wire.ICRCLen
+	if intHdr {
+		hdr += wire.INTHeaderLen
 	}
-	if err != nil || m < f.tmplLen {
+	if err != nil || m < hdr {
 		return fmt.Errorf("flow %d: data header: %v", f.id, err)
 	}
-	copy(f.tmpl[:], b[:f.tmplLen])
-	if n.cfg.Mode != ModeDCQCN && !legacy {
+	f.tmpl = append(f.tmpl[:0], b[:hdr]...)
+	if n.cfg.Mode.announces() && !legacy {
 		if err := n.announce(f); err != nil {
 			return err
 		}
@@ -108,16 +113,26 @@ func (n *Network) startFlow(f *flowState, now int64) error {
 	return nil
 }
 
-// ccConfig is the algorithm configuration of a flow sent by host h.
-func (n *Network) ccConfig(h *Host) cc.Config {
+// ccConfig is the algorithm configuration of a flow sent by host h in a mode.
+func (n *Network) ccConfig(h *Host, ms modeSpec) (cc.Config, error) {
 	p, _ := cc.DCQCNPreset(n.cfg.DCQCNSet)
+	if n.cfg.DCQCN.Set != "" {
+		p = n.cfg.DCQCN
+	}
 	if n.cfg.CNPInterval >= 0 {
 		p.CNPInterval = n.cfg.CNPInterval
 	}
-	return cc.Config{
+	c := cc.Config{
 		LineRate: float64(h.port.rate), MTU: int64(agent.RoCEOverhead + n.cfg.PayloadBytes),
-		BaseRTT: n.rttBase, DCQCN: p,
+		BaseRTT: n.rttBase, DCQCN: p, StartRate: min(ms.startBps, float64(h.port.rate)),
+		WindowRule: n.cfg.WindowRule,
 	}
+	if ms.set != "" {
+		if err := c.UseParamSet(ms.algorithm, ms.set); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
 // dataFrame builds the data packet pkt of flow f into a new slot: the flow's header
@@ -125,10 +140,10 @@ func (n *Network) ccConfig(h *Host) cc.Config {
 // bytes and the ICRC are not written: nothing in the simulated network reads them
 // (switches parse headers only, the receiver counts bytes).
 func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
-	size := f.tmplLen + pkt.Payload + wire.ICRCLen
+	size := len(f.tmpl) + pkt.Payload + wire.ICRCLen
 	i := n.pool.get(max(size, wire.MinFrameLen))
 	b := n.pool.buf(i)
-	copy(b, f.tmpl[:f.tmplLen])
+	copy(b, f.tmpl[:])
 	if size < wire.MinFrameLen {
 		clear(b[size:wire.MinFrameLen])
 	}
@@ -159,14 +174,15 @@ func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
 	return i
 }
 
-// data handles a data packet of the flow at its receiver; hops are its INT
-// records when it carries an INT header to echo (withINT).
-func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, withINT bool, hops []wire.INTHop, now int64) {
+// data handles a data packet of the flow at its receiver.
+func (f *flowState) data(ev *agent.Event, now int64) {
 	n := f.net
 	if f.rcv == nil {
 		return
 	}
-	rep, err := f.rcv.OnData(agent.Arrival{Now: dur(now), PSN: psn, AckReq: ackReq, CE: ce, Payload: payload, INT: withINT})
+	payload := len(ev.Payload)
+	rep, err := f.rcv.OnData(agent.Arrival{Now: dur(now), PSN: ev.PSN, AckReq: ev.AckReq, CE: ev.CE, Payload: payload,
+		INT: ev.INT && !ev.INTEcho})
 	if err != nil {
 		n.fail(fmt.Errorf("flow %d: receive: %w", f.id, err))
 		return
@@ -188,7 +204,7 @@ func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, withINT bool,
 	}
 	if rep.Ack {
 		i := n.pool.get(slotBytes)
-		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep, hops)
+		m, err := f.back.BuildAck(n.pool.buf(i), f.qpn(), &rep, ev.Hops[:ev.NumHops])
 		if err != nil {
 			n.fail(fmt.Errorf("flow %d: ACK: %w", f.id, err))
 			n.pool.put(i)
@@ -202,8 +218,8 @@ func (f *flowState) data(psn uint32, ackReq, ce bool, payload int, withINT bool,
 	}
 }
 
-// ack handles an ACK or NAK of the flow at its sender, with its feedback (ECN
-// echo, echoed INT records) for the algorithm.
+// ack handles an ACK or NAK of the flow at its sender, with its ECN echo and
+// echoed INT records.
 func (f *flowState) ack(psn uint32, syndrome uint8, fb agent.AckFeedback, now int64) {
 	n := f.net
 	if f.done || f.snd == nil {

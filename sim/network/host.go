@@ -33,7 +33,8 @@ type Host struct {
 	acks  fifo // ACKs and NAKs (priority 3)
 	cnps  fifo // CNPs (priority 6)
 	pf    wire.Frame
-	hops  [wire.INTMaxHops]cc.INTHop // an ACK's echoed INT records for host/cc
+	ev    agent.Event
+	hops  [wire.INTMaxHops]cc.INTHop
 	stats HostStats
 }
 
@@ -178,12 +179,12 @@ func (h *Host) arrive(i int32, now int64) {
 	frame := n.pool.frame(i)
 	n.acct.delivered(n.pool.cls[i], len(frame))
 	defer n.pool.put(i)
-	if err := wire.Parse(frame, wire.ParseOptions{}, &h.pf); err != nil {
+	ev := &h.ev
+	if err := agent.Decode(frame, &h.pf, ev); err != nil {
 		h.stats.Malformed++
 		return
 	}
-	f := &h.pf
-	if f.Has(wire.LayerMACControl) {
+	if f := &h.pf; f.Has(wire.LayerMACControl) {
 		if f.Has(wire.LayerPFC) {
 			h.stats.PFCRx++
 			if f.PFC.Enabled(losslessPriority) {
@@ -195,55 +196,24 @@ func (h *Host) arrive(i int32, now int64) {
 		h.kick(now)
 		return
 	}
-	if !f.Has(wire.LayerBTH) {
-		h.stats.Malformed++
-		return
-	}
-	qpn := f.BTH.DestQP
-	if qpn == 0 || int(qpn) > len(n.flows) {
+	qpn := ev.DestQP
+	if ev.Kind == agent.KindOther || qpn == 0 || int(qpn) > len(n.flows) {
 		h.stats.Stray++
 		return
 	}
 	fl := n.flows[qpn-1]
+	mine := fl.spec.Src == h.node
 	switch {
-	case f.BTH.Opcode == wire.OpCNP:
-		if fl.spec.Src != h.node {
-			h.stats.Stray++
-			return
-		}
-		fl.cnp(cc.CNPExtFromWire(&f.CNPExt), now)
-	case f.BTH.Opcode == wire.OpRCAcknowledge:
-		if fl.spec.Src != h.node {
-			h.stats.Stray++
-			return
-		}
-		end := f.End
-		if end+wire.AETHLen > len(frame) {
-			h.stats.Malformed++
-			return
-		}
-		syndrome := frame[end]
-		hops, ok := agent.FrameCCHops(f, &h.hops)
+	case ev.Kind == agent.KindCNP && mine:
+		fl.cnp(ev.CNP, now)
+	case ev.Kind == agent.KindAck && mine:
+		hops, ok := ev.CCHops(&h.hops)
 		if !ok {
 			h.stats.BadINT++
 		}
-		fl.ack(f.BTH.PSN, syndrome, agent.AckFeedback{ECE: f.BTH.Resv7&wire.BTHResv7ECE != 0, Hops: hops}, now)
-	case f.BTH.Opcode <= wire.OpRCSendOnlyImm:
-		if fl.spec.Dst != h.node {
-			h.stats.Stray++
-			return
-		}
-		pay, err := f.RoCEPayload(frame)
-		if err != nil {
-			h.stats.Malformed++
-			return
-		}
-		withINT := f.Has(wire.LayerINT) && !f.INT.Echo()
-		var hops []wire.INTHop
-		if withINT {
-			hops = f.INTHops[:f.INT.HopCount]
-		}
-		fl.data(f.BTH.PSN, f.BTH.AckReq, f.IPv4.ECN() == wire.CE, len(pay), withINT, hops, now)
+		fl.ack(ev.PSN, ev.AETH.Syndrome, agent.AckFeedback{ECE: ev.ECE, Hops: hops}, now)
+	case ev.Kind == agent.KindData && fl.spec.Dst == h.node:
+		fl.data(ev, now)
 	default:
 		h.stats.Stray++
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/host/agent"
-	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/model/pipeline"
 	"github.com/fastcnp/fastcnp/model/tm"
 	"github.com/fastcnp/fastcnp/p4src"
@@ -47,6 +46,7 @@ type Network struct {
 	// dist[h][node]: hops from node to host h (routing)
 	hostIdx   map[int]int
 	queueSamp []hpcc.QlenSample
+	kindCount [8]uint64 // events run, by kind
 	// onTx, set by tests, sees every frame a node starts to send: at its first
 	// bit, from port (0-based); frame is valid during the call only.
 	onTx       func(node, port int, at int64, frame []byte)
@@ -84,6 +84,7 @@ func (n *Network) Handle(ev *engine.Event) {
 	if n.err != nil {
 		return
 	}
+	n.kindCount[ev.Kind&7]++
 	switch ev.Kind {
 	case evArrive:
 		r := n.kind[ev.A]
@@ -167,7 +168,7 @@ func New(cfg Config) (*Network, error) {
 			return nil, err
 		}
 	}
-	if cfg.Mode != ModeDCQCN {
+	if cfg.Mode.announces() {
 		for i := p4src.ConnTableSize - 1; i >= 0; i-- {
 			n.connFree = append(n.connFree, uint16(i))
 		}
@@ -193,8 +194,10 @@ func New(cfg Config) (*Network, error) {
 func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	cfg := n.cfg
 	sp := cfg.Switch
+	// The largest frame sizes PFC headroom: with INT records only where the
+	// senders put an INT header on their data.
 	maxFrame := agent.RoCEOverhead + cfg.PayloadBytes
-	if cc.NeedsINT(cfg.Algorithm) {
+	if cfg.needsINT() {
 		maxFrame += wire.INTHeaderLen + wire.INTMaxHops*wire.INTHopLen
 	}
 	tc := tm.Config{BufferBytes: sp.BufferBytes, WireOverhead: true, Scheduler: tm.SchedStrict,
@@ -220,18 +223,13 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	s.tm = t
 	s.pl = pipeline.New(pipeline.Options{Seed: cfg.Seed*1_000_003 + uint64(s.node)})
 	x := n.schema
-	if err := x.programBase(s.pl, cfg.Mode != ModeDCQCN); err != nil {
+	if err := x.programBase(s.pl, cfg.Mode.announces()); err != nil {
 		return fmt.Errorf("switch %d: %w", s.node, err)
 	}
-	mode := uint8(p4src.PortModeECN)
-	switch cfg.Mode {
-	case ModeFastCNP:
-		mode = p4src.PortModeFastcnp
-	case ModeFastCNPNoPFCState:
-		mode = p4src.PortModeFastcnpNoPFCState
-	}
-	if cc.NeedsINT(cfg.Algorithm) {
-		mode = p4src.PortModeInt // HPCC's records (validate: mode dcqcn)
+	ms, _ := cfg.Mode.spec()
+	mode := ms.port
+	if cfg.needsINT() {
+		mode = p4src.PortModeInt // HPCC's records
 	}
 	tcheck := sp.Tcheck
 	if tcheck == 0 {
@@ -240,10 +238,17 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	mtu := uint64(agent.RoCEOverhead + cfg.PayloadBytes)
 	for i, p := range ports {
 		scale := func(b int64) uint64 { return uint64(float64(b) * float64(p.rate) / 100e9) }
+		kmin, kmax, pmax := scale(sp.KminBytes100G), scale(sp.KmaxBytes100G), sp.Pmax
+		if cfg.Mode == ModeDCTCP {
+			kmin, kmax, pmax = scale(sp.DCTCPKBytes100G), scale(sp.DCTCPKBytes100G), 1
+		}
+		if r, ok := sp.REDByRate[p.rate]; ok {
+			kmin, kmax, pmax = uint64(r.KminBytes), uint64(r.KmaxBytes), r.Pmax
+		}
 		pp, err := portcfg.Compute(portcfg.Settings{
 			Port: uint16(i + 1), SwitchID: uint64(s.idx + 1), LinkRateBps: uint64(p.rate),
 			QthBytes: scale(sp.QthBytes100G), Tcheck: tcheck, CNPGap: sp.CNPGap, RTTBase: n.rttBase, Mode: mode,
-			REDKminBytes: scale(sp.KminBytes100G), REDKmaxBytes: scale(sp.KmaxBytes100G), REDPmax: sp.Pmax,
+			REDKminBytes: kmin, REDKmaxBytes: kmax, REDPmax: pmax,
 			MTUBytes: mtu, LosslessPriority: losslessPriority,
 		})
 		if err != nil {
@@ -318,7 +323,7 @@ func (n *Network) finishFlow(f *flowState, now int64) {
 	f.finish = now
 	f.stats.FCTNs = now - f.spec.StartNs
 	n.finished++
-	if n.finished == len(n.flows) && n.cfg.UntilNs <= 0 {
+	if n.finished == len(n.flows) {
 		n.eng.Stop()
 	}
 	if k := slices.Index(f.src.qps, f); k >= 0 {
@@ -356,7 +361,8 @@ func (n *Network) logPFC(now int64, node int, sw bool, port int, paused bool) {
 	n.pfcLog = append(n.pfcLog, hpcc.PFC{TimeNs: now, Node: node, Switch: sw, IfIndex: port + 1, Paused: paused})
 }
 
-// Run runs the simulation to its end (the last flow's last ACK, or cfg.UntilNs)
+// Run runs the simulation to its end (the last flow's last ACK, or cfg.UntilNs if
+// that comes first)
 // and returns the results. progress, if not nil, is called every 2^20 events with
 // the virtual time reached and the events run.
 func (n *Network) Run(progress func(nowNs int64, events uint64)) (*Result, error) {

@@ -19,6 +19,7 @@ type routing struct {
 	hosts      []int   // host node IDs, in order
 	dist       [][]int // dist[k][node]: hops from node to hosts[k]; -1 unreachable
 	maxBaseRTT time.Duration
+	weight     []int // weight of every member of node's ECMP groups (ecmpWeights)
 }
 
 func (n *Network) routes(ports [][]portEnd, isSwitch []bool) (*routing, error) {
@@ -55,6 +56,7 @@ func (n *Network) routes(ports [][]portEnd, isSwitch []bool) (*routing, error) {
 		}
 		rt.dist = append(rt.dist, d)
 	}
+	rt.ecmpWeights(isSwitch)
 	// The fabric's base RTT (spec 01 RTTbase): the largest over host pairs of a
 	// full data frame out and an ACK back on an idle path.
 	mtu := agent.RoCEOverhead + n.cfg.PayloadBytes
@@ -152,25 +154,85 @@ func (rt *routing) standalone(n *Network, f hpcc.Flow) int64 {
 	return lastEnd + fwd[len(fwd)-1].delay + pathTime(back, hdr+wire.AETHLen)
 }
 
+// nextHops returns the ports (indices) of node s one hop closer to hosts[k].
+func (rt *routing) nextHops(s, k int) []int {
+	d := rt.dist[k]
+	if d[s] < 0 {
+		return nil
+	}
+	var hops []int
+	for pi, p := range rt.ports[s] {
+		if d[p.peer] == d[s]-1 {
+			hops = append(hops, pi)
+		}
+	}
+	return hops
+}
+
+// ecmpWeights decorrelates the ECMP stages of a multi-tier fabric. The program
+// picks a group's member as pick[hash % len(pick)] with the same hash on every
+// switch (no per-switch seed), so with weight 1 everywhere a switch whose packets
+// all arrived through one member of a lower tier's group of n picks one member
+// too: in fat.txt 12 of the 16 cores carried nothing. A switch at tier t (hops
+// to its nearest host, minus one) gives every member the weight W_t, the product
+// of the largest group sizes of the tiers below: a member then owns W_t
+// consecutive entries of pick, and given the lower tiers' residues of the hash the
+// member index is hash / W_t mod n, uniform over the members. The weights of a
+// switch's groups stay within NEXT_HOP_GROUP_MEMBERS (1024): W_t is lowered to fit.
+func (rt *routing) ecmpWeights(isSwitch []bool) {
+	nodes := len(rt.ports)
+	tier := make([]int, nodes)
+	fan := map[int]int{}
+	groups := make([]map[string]int, nodes) // per switch: its groups' sizes
+	for s := range nodes {
+		if !isSwitch[s] {
+			continue
+		}
+		tier[s] = -1
+		groups[s] = map[string]int{}
+		for k := range rt.hosts {
+			if d := rt.dist[k][s]; d > 0 && (tier[s] < 0 || d-1 < tier[s]) {
+				tier[s] = d - 1
+			}
+		}
+		for k := range rt.hosts {
+			if hops := rt.nextHops(s, k); len(hops) > 1 {
+				groups[s][fmt.Sprint(hops)] = len(hops)
+			}
+		}
+	}
+	for s := range nodes {
+		for _, n := range groups[s] {
+			fan[tier[s]] = max(fan[tier[s]], n)
+		}
+	}
+	rt.weight = make([]int, nodes)
+	for s := range nodes {
+		w := 1
+		for t := 0; t < tier[s]; t++ {
+			w *= max(fan[t], 1)
+		}
+		sum := 0
+		for _, n := range groups[s] {
+			sum += n
+		}
+		if sum > 0 && w*sum > p4src.NextHopGroupMembers {
+			w = max(p4src.NextHopGroupMembers/sum, 1)
+		}
+		rt.weight[s] = w
+	}
+}
+
 // program writes switch s's routes: one /32 per host; a single next hop is a
 // set_nexthop entry, several an ECMP group on the action selector (one member per
-// port, weight 1), as fastcnpd writes weighted ECMP routes.
+// port, weighted by ecmpWeights), as fastcnpd writes weighted ECMP routes.
 func (rt *routing) program(n *Network, s *Switch) error {
 	x := n.schema
 	ports := rt.ports[s.node]
 	members := map[int]bool{}
 	groups := map[string]uint32{}
 	for k, h := range rt.hosts {
-		d := rt.dist[k]
-		if d[s.node] < 0 {
-			continue
-		}
-		var hops []int
-		for pi, p := range ports {
-			if d[p.peer] == d[s.node]-1 {
-				hops = append(hops, pi)
-			}
-		}
+		hops := rt.nextHops(s.node, k)
 		if len(hops) == 0 {
 			continue
 		}
@@ -205,7 +267,7 @@ func (rt *routing) program(n *Network, s *Switch) error {
 					}
 					members[pi] = true
 				}
-				g.Members = append(g.Members, pipeline.GroupMember{MemberID: uint32(pi + 1), Weight: 1})
+				g.Members = append(g.Members, pipeline.GroupMember{MemberID: uint32(pi + 1), Weight: int32(rt.weight[s.node])})
 			}
 			if err := s.pl.InsertProfileGroup(g); err != nil {
 				return fmt.Errorf("switch %d: ECMP group: %w", s.node, err)

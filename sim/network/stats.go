@@ -56,7 +56,8 @@ func (a *accounting) dropped(c uint8, n int)   { a.cls[c].Dropped.add(n) }
 func (a *accounting) queue(c uint8, n int)     { a.cls[c].Queued.add(n) }
 func (a *accounting) unqueue(c uint8, n int)   { a.cls[c].Queued.sub(n) }
 
-// grew counts n bytes a switch added to a queued frame (an INT record).
+// grew accounts n bytes a switch added to a queued frame (an INT record): they are
+// sent (made) and queued, without a frame.
 func (a *accounting) grew(c uint8, n int) {
 	a.cls[c].Sent.Bytes += uint64(n)
 	a.cls[c].Queued.Bytes += uint64(n)
@@ -76,8 +77,8 @@ type FlowStats struct {
 	NPCNPs       uint64 `json:"np_cnps"`            // CNPs its receiver's NP made
 	SwitchCNPsRx uint64 `json:"switch_cnps_rx"`     // switch CNPs its sender received
 	NPCNPsRx     uint64 `json:"np_cnps_rx"`         // NP CNPs its sender received
-	ECEAcks      uint64 `json:"ece_acks,omitempty"` // ACKs with the ECN echo its sender received
-	INTAcks      uint64 `json:"int_acks,omitempty"` // ACKs with INT records its sender received
+	ECEAcks      uint64 `json:"ece_acks,omitempty"` // ACKs with the ECN echo its sender received (finished flows)
+	INTAcks      uint64 `json:"int_acks,omitempty"` // ACKs with INT records its sender received (finished flows)
 	Delivered    int64  `json:"delivered_bytes"`    // payload accepted in order by the receiver
 }
 
@@ -160,12 +161,21 @@ type Result struct {
 	ConnTableFull uint64
 	// MaxBufferBytes is the largest buffer use of any switch.
 	MaxBufferBytes int64
+	// EventsByKind counts the events run: arrivals, switch transmit attempts, host
+	// transmit attempts, switch timers, flow starts, samples.
+	EventsByKind map[string]uint64
 }
 
 func (n *Network) result() *Result {
 	r := &Result{Mode: n.cfg.Mode, EndNs: n.eng.Now(), Events: n.eng.Events(), Finished: n.finished,
 		RTTBaseNs: int64(n.rttBase), Classes: n.acct.cls, PFC: n.pfcLog, QueueSamples: n.queueSamp,
-		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull}
+		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull, EventsByKind: map[string]uint64{}}
+	for k, name := range []string{evArrive: "arrive", evSwitchTx: "switch-tx", evHostTx: "host-tx",
+		evSwitchTimer: "switch-timer", evFlowStart: "flow-start", evSample: "sample"} {
+		if name != "" && n.kindCount[k] > 0 {
+			r.EventsByKind[name] = n.kindCount[k]
+		}
+	}
 	for _, f := range n.flows {
 		fs := f.stats
 		fs.Delivered = f.delivered

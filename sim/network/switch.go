@@ -65,17 +65,18 @@ func (h hooks) OnDequeue(d *tm.DequeueInfo[int32]) {
 		n.fail(fmt.Errorf("switch %d: egress on port %d: %w", s.node, port, err))
 		return
 	}
-	d.Mark = r.Marked
-	if g := len(r.Frame) - int(n.pool.n[i]); g != 0 {
-		// Egress step 7b added an INT record (the TM charged it at enqueue).
+	if len(r.Frame) != int(n.pool.n[i]) {
+		// Egress added an INT record (port mode int): the frame grew.
 		if len(r.Frame) > slotBytes {
-			n.fail(fmt.Errorf("switch %d: egress made a %d-byte frame", s.node, len(r.Frame)))
+			n.fail(fmt.Errorf("switch %d: a frame of %d bytes outgrew its slot", s.node, len(r.Frame)))
 			return
 		}
+		grow := len(r.Frame) - int(n.pool.n[i])
 		copy(n.pool.buf(i), r.Frame)
 		n.pool.n[i] = int32(len(r.Frame))
-		n.acct.grew(n.pool.cls[i], g)
+		n.acct.grew(n.pool.cls[i], grow)
 	}
+	d.Mark = r.Marked
 	ps := &s.ports[d.Port].stats
 	if r.Marked {
 		ps.ECNMarks++
@@ -205,8 +206,9 @@ func (s *Switch) enqueue(i int32, in, eg int, now int64) {
 	}
 	m := &n.pool.meta[i]
 	prio := int(m.Priority & 7)
-	// Charged at its length on the wire, with the INT record egress will add.
-	res, err := s.tm.Enqueue(i, frameWireLen(int(n.pool.n[i])+s.pl.INTGrowth(n.pool.frame(i), m)), in, eg, prio, now)
+	// Charged at its size on the wire: with the INT record egress will add.
+	length := frameWireLen(int(n.pool.n[i]) + s.pl.INTGrowth(n.pool.frame(i), m))
+	res, err := s.tm.Enqueue(i, length, in, eg, prio, now)
 	if err != nil && !errors.Is(err, tm.ErrLosslessDrop) {
 		n.fail(fmt.Errorf("switch %d: enqueue: %w", s.node, err))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fastcnp/fastcnp/host/agent"
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/model/fairshare"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/network"
@@ -54,6 +55,7 @@ type Params struct {
 	Queue        string
 	RTTSamples   bool
 	SampleNs     int64 // queue and rate samples (0: none)
+	WindowRule   cc.WindowRule
 }
 
 // DefaultParams: the HPCC simulator's DCQCN parameter set and 1000-byte payload,
@@ -68,7 +70,7 @@ func (sc *Scenario) Config(mode network.Mode, p Params) network.Config {
 		Topo: sc.Topo, Flows: sc.Flows, Mode: mode, DCQCNSet: p.DCQCNSet, CNPInterval: p.CNPInterval,
 		PayloadBytes: p.PayloadBytes, AckEvery: p.AckEvery, Switch: sc.Switch, Seed: p.Seed, UntilNs: sc.UntilNs,
 		Queue: p.Queue, RTTSamples: p.RTTSamples, QueueSampleNs: p.SampleNs, RateSampleNs: p.SampleNs,
-		Legacy: sc.Legacy,
+		Legacy: sc.Legacy, WindowRule: p.WindowRule,
 	}
 }
 
@@ -189,21 +191,27 @@ type S2Options struct {
 	Scale   int
 	HostBps float64
 	DelayNs int64
+	// Senders is the incast's fan-in (0: 20, seed 002's); the flows past the
+	// third are 5 MB. 8 is the testbed's S2 shape (200, 200, 150, 5 x 5 MB).
+	Senders int
 }
 
 // DefaultS2 is seed 002's incast at 100 Gb/s with 1 us links (base RTT about
 // 4.2 us), full size.
 func DefaultS2() S2Options { return S2Options{Scale: 1, HostBps: 100e9, DelayNs: 1000} }
 
-// S2 is spec 06's incast: 20 senders, one switch, one receiver; flows of 200,
-// 200, 150 and 17 x 5 MB (divided by Scale), all starting together. Nodes:
-// senders 0..19, receiver 20, switch 21.
+// S2 is spec 06's incast: 20 senders (Senders), one switch, one receiver;
+// flows of 200, 200, 150 and 17 x 5 MB (divided by Scale), all starting
+// together. Nodes: senders 0..n-1, receiver n, switch n+1.
 func S2(o S2Options) (*Scenario, error) {
-	if o.Scale < 1 || !(o.HostBps > 0) {
+	if o.Senders == 0 {
+		o.Senders = 20
+	}
+	if o.Scale < 1 || !(o.HostBps > 0) || o.Senders < 3 || o.Senders > 200 {
 		return nil, fmt.Errorf("scenario S2: options %+v", o)
 	}
 	var b builder
-	senders := make([]int, 20)
+	senders := make([]int, o.Senders)
 	for i := range senders {
 		senders[i] = b.node(false)
 	}
@@ -214,11 +222,15 @@ func S2(o S2Options) (*Scenario, error) {
 	}
 	b.link(r, sw, o.HostBps, o.DelayNs)
 	name := "s2"
-	if o.Scale > 1 {
-		name = fmt.Sprintf("s2-scaled-%d", o.Scale)
+	if o.Senders != 20 {
+		name = fmt.Sprintf("s2-%d", o.Senders)
 	}
-	sc := &Scenario{Name: name, Topo: &b.t, Victim: -1, Switch: network.DefaultSwitchParams(), PausedNode: sw, PausedIfIndex: 21,
-		Description: fmt.Sprintf("S2 incast 20:1 (seed 002): 200, 200, 150 and 17 x 5 MB / %d, %g Gb/s, %d ns per link", o.Scale, o.HostBps/1e9, o.DelayNs)}
+	if o.Scale > 1 {
+		name += fmt.Sprintf("-scaled-%d", o.Scale)
+	}
+	sc := &Scenario{Name: name, Topo: &b.t, Victim: -1, Switch: network.DefaultSwitchParams(), PausedNode: sw, PausedIfIndex: o.Senders + 1,
+		Description: fmt.Sprintf("S2 incast %d:1 (seed 002's sizes): 200, 200, 150 and %d x 5 MB / %d, %g Gb/s, %d ns per link",
+			o.Senders, o.Senders-3, o.Scale, o.HostBps/1e9, o.DelayNs)}
 	for i, s := range senders {
 		mb := int64(5)
 		switch i {

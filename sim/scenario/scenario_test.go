@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"math"
+	"os"
+	"reflect"
 	"testing"
 
 	"github.com/fastcnp/fastcnp/sim/hpcc"
@@ -93,5 +95,46 @@ func TestMeasureS1NeedsSample(t *testing.T) {
 	r := &network.Result{Mode: network.ModeDCQCN, EndNs: sc.UntilNs, Flows: make([]network.FlowResult, len(sc.Flows))}
 	if _, err := MeasureS1(sc, r); err == nil {
 		t.Error("MeasureS1 without samples succeeded")
+	}
+}
+
+// TestFatTreeIsFatTxt: 5 pods of 4 ToRs (16 hosts each) and 4 aggregation switches
+// with 16 cores is the HPCC simulator's fat.txt, node for node and link for link.
+func TestFatTreeIsFatTxt(t *testing.T) {
+	f, err := os.Open("../data/hpcc/fat.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want, err := hpcc.ParseTopology("fat.txt", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := FatTreeFor(320)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := FatTree(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(topo, want) {
+		t.Errorf("FatTree(320) differs from fat.txt")
+	}
+	for _, tt := range []struct{ hosts, nodes, links int }{{16, 17, 16}, {64, 72, 80}, {1024, 1024 + 64 + 64 + 16, 1024 + 256 + 256}} {
+		o, err := FatTreeFor(tt.hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, err := FatTree(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if topo.Nodes != tt.nodes || len(topo.Links) != tt.links || len(topo.Hosts()) != tt.hosts || topo.Validate() != nil {
+			t.Errorf("%d hosts: %d nodes, %d links, %d hosts, %v", tt.hosts, topo.Nodes, len(topo.Links), len(topo.Hosts()), topo.Validate())
+		}
+	}
+	if _, err := FatTreeFor(100); err == nil {
+		t.Error("FatTreeFor(100) succeeded")
 	}
 }

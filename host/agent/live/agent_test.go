@@ -296,6 +296,9 @@ func TestSwitchCNPCapsWindowAndNP(t *testing.T) {
 	cfg.DCQCN.RPGByteReset = 0
 	cfg.DCQCN.CNPInterval = 0
 	cfg.DCQCN.Set = "custom"
+	// Spec 01's window rule holds the cap until that increase (rule aimd
+	// grows it back within a few round trips).
+	cfg.WindowRule = cc.WindowRuleSpec01
 	// A sized flow (not a duration): the injection point and the end are
 	// defined by bytes, so a loaded machine only makes the test slower.
 	fl := []live.FlowConfig{flowAB(live.FlowConfig{Size: 12 << 20})}
