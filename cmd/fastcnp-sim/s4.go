@@ -139,7 +139,12 @@ func s4Flags(fs *flag.FlagSet) func(e *env, args []string) error {
 			}
 			ps = append(ps, p)
 		}
-		return plotpng.SaveRow(filepath.Join(*out, "s4.png"), ps, 6*vg.Inch, 4*vg.Inch)
+		lp, err := s4LoadPlot(runs)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, lp)
+		return plotpng.SaveRow(filepath.Join(*out, "s4.png"), ps, 5*vg.Inch, 4*vg.Inch)
 	}
 }
 
@@ -217,7 +222,62 @@ func s4Plot(r scenario.S4Run, msgs []network.INCMessageResult) (*plot.Plot, erro
 			return nil, err
 		}
 	}
-	p.Y.Min, p.Y.Max = -0.5, ymax*1.15
+	p.Y.Min, p.Y.Max = -0.5, ymax*1.6
 	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, nil
+}
+
+// s4LoadPlot draws each spine's share of the messages aggregated by spines
+// in every run, next to its weight's share.
+func s4LoadPlot(runs []scenario.S4Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "S4 load per spine against its weight"
+	p.Y.Label.Text = "share of messages aggregated (%)"
+	p.Add(plotter.NewGrid())
+	spines := runs[0].Metrics.Uppers
+	w := vg.Points(12)
+	colors := []color.Color{color.Gray{Y: 120}, color.RGBA{B: 200, A: 255}, color.RGBA{R: 220, A: 255}, color.RGBA{G: 150, A: 255}}
+	var names []string
+	for _, u := range spines {
+		names = append(names, u.Name)
+	}
+	series := []struct {
+		label string
+		v     func(u scenario.S4Upper) float64
+	}{{"weight", func(u scenario.S4Upper) float64 { return 100 * u.WeightShare }}}
+	for i := range runs {
+		r := runs[i]
+		series = append(series, struct {
+			label string
+			v     func(u scenario.S4Upper) float64
+		}{r.Label, func(u scenario.S4Upper) float64 {
+			for _, x := range r.Metrics.Uppers {
+				if x.Name == u.Name {
+					return 100 * x.Share
+				}
+			}
+			return 0
+		}})
+	}
+	for i, s := range series {
+		vals := make(plotter.Values, len(spines))
+		for k, u := range spines {
+			vals[k] = s.v(u)
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = colors[i%len(colors)]
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
+		p.Add(b)
+		p.Legend.Add(s.label, b)
+	}
+	p.NominalX(names...)
+	p.Y.Min, p.Y.Max = 0, 110
+	p.Legend.Top = true
+	p.Legend.Left = true
 	return p, nil
 }
