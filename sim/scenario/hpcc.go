@@ -17,7 +17,8 @@ import (
 //     algorithms run their mode's parameter set (network.Mode);
 //   - PARAM_SET names the host/cc DCQCN set (default hpcc-sim); ALPHA_RESUME_INTERVAL,
 //     RATE_DECREASE_INTERVAL, RP_TIMER, EWMA_GAIN, FAST_RECOVERY_TIMES, RATE_AI,
-//     RATE_HAI and MIN_RATE, when the file sets them, override it;
+//     RATE_HAI, MIN_RATE and CLAMP_TARGET_RATE (0: KeepTarget, the simulator's
+//     default), when the file sets them, override it;
 //   - KMIN_MAP, KMAX_MAP, PMAX_MAP: RED per link rate (every link's rate must be
 //     there, as the simulator requires);
 //   - in mode hpcc, U_TARGET (eta), MI_THRESH (maxStage), RATE_AI and MIN_RATE,
@@ -84,6 +85,7 @@ func FromHPCC(c *hpcc.Config, t *hpcc.Topology, flows []hpcc.Flow) (network.Conf
 		{"RATE_AI", func() { p.AI = float64(c.RateAIBps) }},
 		{"RATE_HAI", func() { p.HAI = float64(c.RateHAIBps) }},
 		{"MIN_RATE", func() { p.MinRate = float64(c.MinRateBps) }},
+		{"CLAMP_TARGET_RATE", func() { p.KeepTarget = !c.ClampTargetRate }},
 	} {
 		if c.Where(k.key) != "" {
 			k.set()

@@ -44,6 +44,16 @@ func TestFromHPCC(t *testing.T) {
 	if p := cfg.DCQCN; p.RPGTimeReset != 55*time.Microsecond || p.AI != 40e6 || p.HAI != 200e6 || !strings.Contains(p.Set, "hpcc-sim") {
 		t.Errorf("DCQCN %+v", p)
 	}
+	// CLAMP_TARGET_RATE 0 (the simulator's Mellanox DCQCN) keeps the target.
+	for _, tc := range []struct {
+		v    string
+		keep bool
+	}{{"0", true}, {"1", false}} {
+		cfg, err := FromHPCC(parseConfig(t, "CC_MODE 1\nCLAMP_TARGET_RATE "+tc.v+"\n"+maps), twoRateTopo(), nil)
+		if err != nil || cfg.DCQCN.KeepTarget != tc.keep || cfg.DCQCN.AI != 20e6 {
+			t.Errorf("CLAMP_TARGET_RATE %s: %v, DCQCN %+v", tc.v, err, cfg.DCQCN)
+		}
+	}
 	// CC_MODE 1 without FASTCNP_MODE is dcqcn; no DCQCN key: the set as is.
 	cfg, err = FromHPCC(parseConfig(t, "CC_MODE 1\n"+maps), twoRateTopo(), nil)
 	if err != nil || cfg.Mode != network.ModeDCQCN || cfg.DCQCN.Set != "" || cfg.DCQCNSet != "hpcc-sim" || cfg.AckEvery != 1 {
