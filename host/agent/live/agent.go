@@ -82,7 +82,8 @@ type Config struct {
 	// CC is the algorithm configuration (LineRate required, DCQCN params
 	// from a preset). Its DCQCN.CNPInterval is also the receivers' NP interval.
 	CC cc.Config
-	// Sender holds the transport settings of sending connections.
+	// Sender holds the transport settings of sending connections; an
+	// AckEvery of 0 takes the algorithm's (agent.AckEveryFor).
 	Sender agent.SenderConfig
 	// AnnouncePort is the UDP port of announcements (0 = 4792);
 	// NoAnnounce disables them.
@@ -436,6 +437,9 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 		return nil, err
 	}
 	sc := a.cfg.Sender
+	if sc.AckEvery == 0 {
+		sc.AckEvery = agent.AckEveryFor(a.cfg.Algo)
+	}
 	sc.Overhead = f.path.Overhead()
 	if sc.INT = cc.NeedsINT(a.cfg.Algo) && fc.INC == nil; sc.INT {
 		sc.Overhead += wire.INTHeaderLen
