@@ -52,6 +52,7 @@ type Network struct {
 	onTx       func(node, port int, at int64, frame []byte)
 	rateSamp   []RateSample
 	lastSample int64
+	inc        *incState // INC streams, tables and link states (nil: none)
 	// laneOf[node] + port is the engine lane of the frames arriving at that port
 	// (nil: no lanes, every arrival is scheduled on its own).
 	laneOf []int
@@ -99,6 +100,9 @@ func (n *Network) Handle(ev *engine.Event) {
 	n.kindCount[ev.Kind&7]++
 	switch ev.Kind {
 	case evArrive:
+		if n.inc != nil && n.incLost(int(ev.A), int(ev.B), ev.C) {
+			return
+		}
 		r := n.kind[ev.A]
 		if r.sw {
 			n.switches[r.idx].arrive(int(ev.B), ev.C, ev.At)
@@ -117,6 +121,8 @@ func (n *Network) Handle(ev *engine.Event) {
 		}
 	case evSample:
 		n.sample(ev.At)
+	case evINC:
+		n.incEvent(ev)
 	}
 }
 
@@ -204,6 +210,11 @@ func New(cfg Config) (*Network, error) {
 		fs.stats.StandaloneNs = rt.standalone(n, f)
 		n.flows = append(n.flows, fs)
 		n.schedule(engine.Event{At: f.StartNs, Kind: evFlowStart, A: int32(i)})
+	}
+	if cfg.INC != nil {
+		if err := n.incSetup(ports); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.QueueSampleNs > 0 || cfg.RateSampleNs > 0 {
 		n.schedule(engine.Event{At: 0, Kind: evSample})
