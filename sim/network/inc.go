@@ -404,7 +404,7 @@ func (n *Network) incLost(node, port int, i int32) bool {
 		return false
 	}
 	st.lost[l]++
-	c, b := n.pool.cls[i], int(n.pool.n[i])
+	c, b := n.pool.s(i).cls, int(n.pool.s(i).n)
 	n.acct.landed(c, b)
 	n.acct.dropped(c, b)
 	n.pool.put(i)
@@ -488,7 +488,7 @@ func (n *Network) incFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
 	if err != nil {
 		n.fail(fmt.Errorf("inc flow %d: %w", f.id, err))
 	}
-	n.pool.n[i], n.pool.cls[i] = int32(m), losslessPriority
+	n.pool.s(i).n, n.pool.s(i).cls = int32(m), losslessPriority
 	f.stats.PacketsSent++
 	k := f.id - n.inc.first
 	n.inc.res.Sent[k]++
@@ -518,7 +518,7 @@ func (h *Host) incDupNext(now int64) int64 {
 	if err != nil {
 		n.fail(fmt.Errorf("inc flow %d: copy: %w", f.id, err))
 	}
-	n.pool.n[i], n.pool.cls[i] = int32(m), losslessPriority
+	n.pool.s(i).n, n.pool.s(i).cls = int32(m), losslessPriority
 	st.res.DupsSent[f.id-st.first]++
 	h.put(i, now)
 	return -1
@@ -560,11 +560,11 @@ func (n *Network) incRewrote(i int32, frame []byte) error {
 	if len(frame) > slotBytes {
 		return fmt.Errorf("an aggregate of %d bytes outgrew its slot", len(frame))
 	}
-	old := int(n.pool.n[i])
+	old := int(n.pool.s(i).n)
 	copy(n.pool.buf(i), frame)
-	n.pool.n[i] = int32(len(frame))
+	n.pool.s(i).n = int32(len(frame))
 	// The switch made (or removed) the difference: the account keeps closing.
-	c := &n.acct.cls[n.pool.cls[i]].Sent
+	c := &n.acct.cls[n.pool.s(i).cls].Sent
 	c.Bytes = uint64(int64(c.Bytes) + int64(len(frame)-old))
 	return nil
 }
