@@ -53,6 +53,9 @@ type Network struct {
 	rateSamp   []RateSample
 	lastSample int64
 	inc        *incState // INC streams, tables and link states (nil: none)
+	// laneOf[node] + port is the engine lane of the frames arriving at that port
+	// (nil: no lanes, every arrival is scheduled on its own).
+	laneOf []int
 }
 
 type nodeRef struct {
@@ -77,7 +80,16 @@ func (n *Network) schedule(ev engine.Event) {
 // arrives at at.
 func (n *Network) send(peer, peerPort int, i int32, at int64) {
 	n.acct.onWire(n.pool.cls[i], int(n.pool.n[i]))
-	n.schedule(engine.Event{At: at, Kind: evArrive, A: int32(peer), B: int32(peerPort), C: i})
+	ev := engine.Event{At: at, Kind: evArrive, A: int32(peer), B: int32(peerPort), C: i}
+	if n.laneOf == nil {
+		n.schedule(ev)
+		return
+	}
+	// A link delivers its frames in order: one lane per receiving port keeps the
+	// event queue at one event per busy link.
+	if err := n.eng.ScheduleLane(n.laneOf[peer]+peerPort, ev); err != nil {
+		n.fail(err)
+	}
 }
 
 // Handle implements engine.Handler.
@@ -160,6 +172,15 @@ func New(cfg Config) (*Network, error) {
 		n.kind[id] = nodeRef{idx: len(n.hosts)}
 		n.hostIdx[id] = len(n.hosts)
 		n.hosts = append(n.hosts, &Host{net: n, idx: len(n.hosts), node: id, ip: hpcc.NodeIP(id), port: ports[id][0], gate: gate, armed: -1})
+	}
+	lanes := 0
+	n.laneOf = make([]int, t.Nodes)
+	for id := range t.Nodes {
+		n.laneOf[id] = lanes
+		lanes += len(ports[id])
+	}
+	if err := n.eng.SetLanes(lanes); err != nil {
+		n.laneOf = nil // too many ports: every arrival on its own
 	}
 	rt, err := n.routes(ports, isSwitch)
 	if err != nil {
