@@ -146,3 +146,27 @@ func TestS4Errors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkS4 runs the default S4 (800 messages, no failure) and reports the
+// simulator's speed on it (events/s) and the aggregation's (messages/s of
+// wall time).
+func BenchmarkS4(b *testing.B) {
+	var events uint64
+	var msgs int
+	start := time.Now()
+	for b.Loop() {
+		s, r, err := RunS4(DefaultS4(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := MeasureS4(s, r)
+		if err != nil || m.Complete != m.Messages {
+			b.Fatalf("complete %v, err %v", m, err)
+		}
+		events += r.Events
+		msgs += m.Messages
+	}
+	sec := time.Since(start).Seconds()
+	b.ReportMetric(float64(events)/sec, "events/s")
+	b.ReportMetric(float64(msgs)/sec, "messages/s")
+}
