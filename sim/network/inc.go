@@ -92,7 +92,7 @@ type incState struct {
 	linkOf  [][]int
 	down    []bool
 	lost    []uint64
-	pending map[int]*INCTables // tables waiting to be installed, by switch node
+	pending map[int32]map[int]*INCTables // by computation (link event + 1): tables by switch node, until installed everywhere
 	entries [][]*pipeline.TableEntry
 	res     INCResult
 	dups    [][]incDup // per host index, in due order
@@ -189,6 +189,9 @@ func (c *INCConfig) validate(cfg *Config) error {
 	for i, e := range c.Links {
 		if e.Link < 0 || e.Link >= len(t.Links) || e.AtNs < 0 {
 			return bad("link event %d: link %d at %d ns", i, e.Link, e.AtNs)
+		}
+		if i > 0 && e.AtNs < c.Links[i-1].AtNs {
+			return bad("link event %d at %d ns comes before the one before it: give them in time order", i, e.AtNs)
 		}
 	}
 	if c.NotifyNs < 0 || c.InstallNs < 0 {
@@ -379,14 +382,17 @@ func (n *Network) incEvent(ev *engine.Event) {
 				n.fail(fmt.Errorf("inc: controller at %d ns: %w", ev.At, err))
 				return
 			}
-			st.pending = t
+			if st.pending == nil {
+				st.pending = map[int32]map[int]*INCTables{}
+			}
+			st.pending[ev.A+1] = t
 			for k, s := range n.switches {
 				n.schedule(engine.Event{At: ev.At + int64(k+1)*st.cfg.InstallNs, Kind: evINC, A: int32(s.idx), B: incInstall, C: ev.A + 1})
 			}
 			return
 		}
 		s := n.switches[ev.A]
-		if err := n.incInstall(s, st.pending[s.node], ev.At, int(ev.C)); err != nil {
+		if err := n.incInstall(s, st.pending[ev.C][s.node], ev.At, int(ev.C)); err != nil {
 			n.fail(err)
 		}
 	}
