@@ -109,6 +109,7 @@ type runOpts struct {
 	progress   bool
 	cpuProfile string
 	memProfile string
+	hpccMMU    bool
 }
 
 func parseRun(args []string, stderr io.Writer) (runOpts, error) {
@@ -133,6 +134,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	fs.Uint64Var(&o.params.Seed, "seed", o.params.Seed, "seed of the switches' RED random numbers")
 	fs.StringVar(&o.params.Queue, "queue", engine.QueueHeap, "event queue: heap or calendar (same results)")
 	fs.BoolVar(&o.params.RTTSamples, "rtt", false, "record every flow's RTT samples (spec 03 sampling) in rtt.txt")
+	fs.BoolVar(&o.hpccMMU, "hpcc-mmu", false, "the switches' PFC as the HPCC simulator's MMU: XOFF factor 1/8 at the hosts' rate, doubled per doubling of an ingress port's rate (1/2 at 400G under 100G hosts), headroom 3 x rate x delay")
 	sample := fs.Duration("sample", 0, "sample switch queues and flow progress this often (0: not at all)")
 	until := fs.Duration("until", 0, "stop at this virtual time (0: when every flow has finished)")
 	fs.StringVar(&o.out, "out", "", "directory for the output files (none: print the table only)")
@@ -408,6 +410,9 @@ func runScenarios(ctx context.Context, scs []*scenario.Scenario, o runOpts, stdo
 					cfg.UntilNs = o.untilNs
 				}
 				j.cfg = cfg
+			}
+			if o.hpccMMU {
+				j.cfg.Switch.AlphaByRate, j.cfg.Switch.HeadroomHPCC = true, true
 			}
 			js = append(js, j)
 		}
