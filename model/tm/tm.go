@@ -239,7 +239,7 @@ type port[H any] struct {
 	delay    int64
 	headroom int64   // per lossless priority
 	alpha    float64 // dynamic XOFF factor of its priority groups
-	refresh  int64 // ns between XOFF refreshes sent out of this port
+	refresh  int64   // ns between XOFF refreshes sent out of this port
 
 	nextFree int64 // the shaper: earliest start of the next frame
 	rem      int64 // fractional ns carried (units of 1/rate ns)
