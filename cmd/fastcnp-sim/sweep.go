@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fastcnp/fastcnp/internal/progress"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/sweep"
+	"github.com/fastcnp/fastcnp/sim/traffic"
 )
 
 // pointInput is the simulation input of one sweep point.
@@ -95,6 +97,7 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	cfgPath := fs.String("config", "", "parameter file (HPCC config keys); default: the HPCC simulator's defaults")
 	dur := fs.String("duration", "", "length of each point's arrival window (10ms)")
 	start := fs.String("start", "2s", "first arrival window instant")
+	stopAfter := fs.Duration("stop-after", 0, "stop each point this long after the arrival window ends, flows still running reported as unfinished (0: the parameter file's SIMULATOR_STOP_TIME)")
 	incast := fs.String("incast", "", "incasts SENDERSxSIZE@SHARE added to every point, e.g. 60x500KB@0.02")
 	out := fs.String("out", "", "output directory: DIR/points/ gets one result file per point, DIR/merged/ the tables")
 	shard := fs.String("shard", "", "run one shard: i/n, auto/n (Kubernetes JOB_COMPLETION_INDEX) or auto (Slurm array)")
@@ -138,6 +141,9 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		}
 		if *jobs < 0 {
 			return usagef("--jobs %d: want 0 (one per CPU) or more", *jobs)
+		}
+		if *stopAfter < 0 {
+			return usagef("--stop-after %v: want 0 or more", *stopAfter)
 		}
 		mf, err := af.filter()
 		if err != nil {
@@ -184,6 +190,14 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		if simulatePoint == nil {
 			return errors.New("this build has no simulator engine to run points with (issue 12: the engine's `run` command plugs in here)")
 		}
+		if *stopAfter > 0 {
+			base.StopTimeS = float64(startNs+durNs+int64(*stopAfter)) / 1e9
+		}
+		hostBps, err := sweep.HostRate(tr.Topology)
+		if err != nil {
+			return err
+		}
+		nHosts := len(tr.Topology.Hosts())
 		runPoint := func(ctx context.Context, p sweep.Point) (sweep.Result, error) {
 			flows, err := tr.Flows(p)
 			if err != nil {
@@ -191,7 +205,26 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			}
 			cfg := base.Clone()
 			cfg.Mode = p.Mode
-			return simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows})
+			began := time.Now()
+			res, err := simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows})
+			if err != nil {
+				return res, err
+			}
+			// What the flows offer, next to what the run did with them.
+			if res.Metrics == nil {
+				res.Metrics = map[string]float64{}
+			}
+			incasts := 0
+			for _, f := range flows {
+				if f.DPort == hpcc.DPortIncast {
+					incasts++
+				}
+			}
+			res.Metrics["offered_load"] = traffic.OfferedLoad(flows, nHosts, hostBps, durNs)
+			res.Metrics["incast_flows"] = float64(incasts)
+			fmt.Fprintf(e.stderr, "sweep: %s: %d flows, %.1fM events, %.1f s wall (load %s)\n", p.ID(), len(flows),
+				res.Metrics["events"]/1e6, time.Since(began).Seconds(), loadAvg())
+			return res, nil
 		}
 		points := sh.Select(s.Points())
 		bar := progress.New(e.stderr, "sweep "+sh.String(), int64(len(points)))
