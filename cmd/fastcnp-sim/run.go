@@ -47,7 +47,10 @@ func runPoint(ctx context.Context, in pointInput) (sweep.Result, error) {
 	if err != nil {
 		return sweep.Result{}, err
 	}
-	r, err := n.Run(func(int64, uint64) {
+	r, err := n.Run(func(now int64, events uint64) {
+		if in.Progress != nil {
+			in.Progress(now, events)
+		}
 		if ctx.Err() != nil {
 			n.Stop()
 		}

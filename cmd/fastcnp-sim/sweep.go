@@ -21,6 +21,9 @@ type pointInput struct {
 	Topology *hpcc.Topology // shared by all points: read only
 	Config   *hpcc.Config   // the sweep's parameter file, FASTCNP_MODE set to the point's mode
 	Flows    []hpcc.Flow    // the point's workload at its load and seed, the same for every mode
+	// Progress, if set, is called now and then with the virtual time and
+	// the events so far.
+	Progress func(nowNs int64, events uint64)
 }
 
 // The simulator as sweep uses it. The engine's command (run.go) sets these;
@@ -206,7 +209,15 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			cfg := base.Clone()
 			cfg.Mode = p.Mode
 			began := time.Now()
-			res, err := simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows})
+			last := began
+			progress := func(nowNs int64, events uint64) {
+				if time.Since(last) >= time.Minute {
+					last = time.Now()
+					fmt.Fprintf(e.stderr, "sweep: %s: %.3f ms simulated, %.1fM events, %.0f s wall\n", p.ID(),
+						float64(nowNs-startNs)/1e6, float64(events)/1e6, time.Since(began).Seconds())
+				}
+			}
+			res, err := simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows, Progress: progress})
 			if err != nil {
 				return res, err
 			}
