@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -339,12 +340,20 @@ func writeCounters(w io.Writer, s Sweep, files []File) {
 						fmt.Fprintf(w, " - |")
 						continue
 					}
-					fmt.Fprintf(w, " %s |", strconv.FormatFloat(sum[m][k]/float64(n[m][k]), 'g', 6, 64))
+					fmt.Fprintf(w, " %s |", fmtCounter(sum[m][k]/float64(n[m][k])))
 				}
 				fmt.Fprintln(w)
 			}
 		}
 	}
+}
+
+// fmtCounter writes whole numbers in full and others to 6 significant digits.
+func fmtCounter(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
 func writeSummary(w io.Writer, m *Merged, files []File, groups []group) error {

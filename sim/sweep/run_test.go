@@ -225,7 +225,7 @@ func TestTrafficFlows(t *testing.T) {
 func TestMergeCounters(t *testing.T) {
 	dir := t.TempDir()
 	run := func(ctx context.Context, p Point) (Result, error) {
-		m := map[string]float64{"x": float64(p.Index), "pfc": 1e6 / 3}
+		m := map[string]float64{"x": float64(p.Index), "pfc": 1e6 / 3, "events": 57522171}
 		if p.Mode == "b" && p.Seed == 3 {
 			delete(m, "pfc")
 		}
@@ -241,7 +241,7 @@ func TestMergeCounters(t *testing.T) {
 	// Mode a ran points 0, 2, 4 and b 1, 3, 5 (seeds 1, 2, 3).
 	for _, want := range []string{
 		"## w at load 0.5: counters by mode\n\nThe mean over seeds 1, 2, 3.\n\n| metric | a | b |\n|---|---|---|\n",
-		"| pfc | 333333 | 333333 |\n| x | 2 | 3 |\n",
+		"| events | 57522171 | 57522171 |\n| pfc | 333333 | 333333 |\n| x | 2 | 3 |\n",
 	} {
 		if !strings.Contains(string(sum), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
