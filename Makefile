@@ -23,6 +23,8 @@ test: lint ## lint, then run all tests (root runs the network-namespace tests to
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	# The simulator's long runs skip under -race (one goroutine): again without it.
 	$(GO) test -count=1 -run 'TestConvergence' ./sim/network/
+	# The committed LSTM weights are what their recorded command makes (simulates S2: skips under -race).
+	$(GO) test -count=1 -run 'TestCommittedWeightsReproduce' ./cmd/fastcnp-train/
 
 test-short: ## quick tests only (no network namespaces, no long runs)
 	$(GO) test -short -count=1 $(PKGS)

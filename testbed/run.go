@@ -472,11 +472,11 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	var hosts []*proc
 	for _, h := range t.HostNames() {
 		args, err := t.hostArgs(h, algo, flowsPath, o.StatsInterval, o.DCQCNParams)
-		if o.CCParams != "" {
-			args = append(args, "--cc-params", o.CCParams)
-		}
 		if err != nil {
 			return nil, err
+		}
+		if o.CCParams != "" {
+			args = append(args, "--cc-params", o.CCParams)
 		}
 		argv := append([]string{o.Binaries.Host, "--iface", "eth0", "--stats", filepath.Join(o.WorkDir, h+".jsonl"),
 			"--start-at", strconv.FormatInt(started.UnixNano(), 10)}, args...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fastcnp/fastcnp/controller/config"
 	"github.com/fastcnp/fastcnp/internal/netns/netnstest"
+	"github.com/fastcnp/fastcnp/model/incsched"
 )
 
 // s4Multi is the leaf-spine S4 topology and its schedule parameters.
@@ -23,7 +24,7 @@ const (
 )
 
 // TestS4MultiTierSchedule: the message IDs of s4-multitier.json are
-// INCSchedule's, and no two of any 24 consecutive messages of the two
+// incsched.IDs's, and no two of any 24 consecutive messages of the two
 // groups share an aggregation slot (the precondition under which no
 // contribution meets a busy slot); a naive schedule would.
 func TestS4MultiTierSchedule(t *testing.T) {
@@ -38,14 +39,14 @@ func TestS4MultiTierSchedule(t *testing.T) {
 		}
 		lists[f.INC.Group] = f.INC.Messages
 	}
-	want, err := INCSchedule([]INCScheduleGroup{{1, len(lists[1])}, {2, len(lists[2])}}, s4MultiOffsets, s4MultiWindow)
+	want, err := incsched.IDs([]incsched.Group{{Group: 1, Messages: len(lists[1])}, {Group: 2, Messages: len(lists[2])}}, s4MultiOffsets, s4MultiWindow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(want[0], lists[1]) || !slices.Equal(want[1], lists[2]) {
-		t.Fatalf("s4-multitier.json's message IDs are not INCSchedule's: regenerate them")
+		t.Fatalf("s4-multitier.json's message IDs are not incsched.IDs's: regenerate them")
 	}
-	if n := INCScheduleClashes([]uint16{1, 2}, want, s4MultiOffsets, s4MultiWindow); n != 0 {
+	if n := incsched.Clashes([]uint16{1, 2}, want, s4MultiOffsets, s4MultiWindow); n != 0 {
 		t.Fatalf("%d clashes within the window", n)
 	}
 	// The check sees clashes: message IDs that go on past the schedule's
@@ -54,7 +55,7 @@ func TestS4MultiTierSchedule(t *testing.T) {
 	for i := range naive[0] {
 		naive[0][i], naive[1][i] = uint16(1+i), uint16(1+i)
 	}
-	if n := INCScheduleClashes([]uint16{1, 2}, naive, s4MultiOffsets, s4MultiWindow); n == 0 {
+	if n := incsched.Clashes([]uint16{1, 2}, naive, s4MultiOffsets, s4MultiWindow); n == 0 {
 		t.Fatal("consecutive message IDs show no clash: the clash count proves nothing")
 	}
 }

@@ -160,7 +160,7 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		"announce the sending connections again this often while running (keep it below a third of fastcnpd's announce.idle_timeout)")
 	fs.BoolVar(&noICRC, "no-icrc-check", false, "accept received RoCEv2 frames with a wrong ICRC (debugging; by default they are dropped and counted, as a NIC does)")
 	fs.IntVar(&mss, "mss", agent.DefaultMSS, "payload bytes per data packet")
-	fs.IntVar(&ackEvery, "ack-every", agent.DefaultAckEvery, "request an ACK every N packets (and on each message's last)")
+	fs.IntVar(&ackEvery, "ack-every", 0, fmt.Sprintf("request an ACK every N packets (and on each message's last); 0: the algorithm's (1 for those whose signal rides on ACKs: timely, dctcp, hpcc, pid, lstm-pid*; %d for dcqcn, dcqcn-fastcnp)", agent.DefaultAckEvery))
 	fs.IntVar(&burst, "burst", agent.DefaultBurstPackets, "pacing token bucket depth, packets")
 	fs.StringVar(&burstTime, "burst-time", live.DefaultBurstTime.String(), "pacing token bucket depth in time, if larger than --burst: how late a wake-up may be and still be caught up")
 	fs.StringVar(&rto, "rto", agent.DefaultRTO.String(), "first retransmission timeout")
@@ -259,6 +259,9 @@ func parseArgs(args []string, out io.Writer) (options, error) {
 		if c.CC.DCQCN.CNPInterval, err = units.ParseDuration(cnpInterval); err != nil {
 			return o, fmt.Errorf("--cnp-interval: %w", err)
 		}
+	}
+	if ackEvery < 0 {
+		return o, fmt.Errorf("--ack-every %d: want 0 (the algorithm's) or more", ackEvery)
 	}
 	c.Sender = agent.SenderConfig{MSS: mss, AckEvery: ackEvery, BurstPackets: burst}
 	if c.Sender.BurstTime, err = units.ParseDuration(burstTime); err != nil {

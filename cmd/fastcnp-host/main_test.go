@@ -154,6 +154,19 @@ func TestParseArgs(t *testing.T) {
 					t.Fatalf("algo %s", o.cfg.Algo)
 				}
 			}},
+		{"ack every: the algorithm's by default", append(base, "--flows", file, "--cc", "timely"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Sender.AckEvery != 0 {
+					t.Fatalf("ack every %d, want 0 (the agent picks the algorithm's)", o.cfg.Sender.AckEvery)
+				}
+			}},
+		{"ack every given", append(base, "--flows", file, "--cc", "timely", "--ack-every", "4"), "",
+			func(t *testing.T, o options) {
+				if o.cfg.Sender.AckEvery != 4 {
+					t.Fatalf("ack every %d", o.cfg.Sender.AckEvery)
+				}
+			}},
+		{"bad ack every", append(base, "--flows", file, "--ack-every", "-1"), "--ack-every -1", nil},
 		{"burst time", append(base, "--flows", file, "--burst-time", "2ms"), "",
 			func(t *testing.T, o options) {
 				if o.cfg.Sender.BurstTime != 2*time.Millisecond {

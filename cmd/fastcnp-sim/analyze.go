@@ -22,7 +22,9 @@ func init() {
   # every format and the plots into a directory; incast flows only
   fastcnp-sim analyze --type incast --out results/ dcqcn=fct_dcqcn.txt fastcnp=fct_fastcnp.txt
   # HPCC simulator output, flows finishing before 2.01 s, 10% bins
-  fastcnp-sim analyze --time-limit 2.01s --step 10 mix/fct_fat_flow_hp95.txt`,
+  fastcnp-sim analyze --time-limit 2.01s --step 10 mix/fct_fat_flow_hp95.txt
+  # fastcnp-sim's FCTs over the HPCC simulator's standalone FCTs (its formula on fat.txt)
+  fastcnp-sim analyze --standalone hpcc --topo sim/data/hpcc/fat.txt ours=out/dcqcn/fct.txt ns3=fct_ns3.txt`,
 		flags: analyzeFlags,
 	})
 }
@@ -74,6 +76,9 @@ func analyzeFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	format := fs.String("format", "text", "stdout format without --out: text (fct_analysis.py's), csv or json")
 	out := fs.String("out", "", "directory for slowdown.txt, .csv, .json, -percent.png and -size.png")
 	edges := fs.String("size-edges", "", "upper edges of the size bins, bytes, comma-separated (default seed 002's Table 8: 300,325,...,10000000)")
+	standalone := fs.String("standalone", "file", "the slowdown's denominator: file (each file's last column) or hpcc (the HPCC simulator's formula on --topo: base RTT + size with 48 B per packet at the bottleneck rate)")
+	topoPath := fs.String("topo", "", "HPCC topology file of the runs (with --standalone hpcc)")
+	payload := fs.Int("payload", 1000, "payload bytes of a full packet (with --standalone hpcc; the simulator's PACKET_PAYLOAD_SIZE)")
 	return func(e *env, args []string) error {
 		if len(args) == 0 {
 			return usagef("no fct.txt file given")
@@ -81,6 +86,26 @@ func analyzeFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		f, err := af.filter()
 		if err != nil {
 			return err
+		}
+		var paths *hpcc.Paths
+		switch *standalone {
+		case "file":
+			if *topoPath != "" {
+				return usagef("--topo is for --standalone hpcc")
+			}
+		case "hpcc":
+			if *topoPath == "" {
+				return usagef("--standalone hpcc needs --topo")
+			}
+			topo, err := readFile(*topoPath, hpcc.ParseTopology)
+			if err != nil {
+				return err
+			}
+			if paths, err = hpcc.NewPaths(topo, *payload); err != nil {
+				return fmt.Errorf("%s: %w", *topoPath, err)
+			}
+		default:
+			return usagef("--standalone %q: want file or hpcc", *standalone)
 		}
 		var sizeEdges []int64
 		if *edges != "" {
@@ -117,6 +142,11 @@ func analyzeFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			recs, err := readFile(in.path, hpcc.ParseFCT)
 			if err != nil {
 				return err
+			}
+			if paths != nil {
+				if err := hpcc.SetStandaloneFCT(recs, paths, *payload); err != nil {
+					return fmt.Errorf("%s: %w", in.path, err)
+				}
 			}
 			rep, err := analysis.Analyze(in.label, recs, f, af.step, sizeEdges)
 			if err != nil {

@@ -56,6 +56,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"analyze", "--time-limit", "soon", "f"}, exitUsage, "", "--time-limit"},
 		{[]string{"analyze", "a=f", "a=g"}, exitUsage, "", "label \"a\" used twice"},
 		{[]string{"analyze", "--format", "xml", "f"}, exitUsage, "", "--format"},
+		{[]string{"analyze", "--standalone", "mine", "f"}, exitUsage, "", "--standalone \"mine\""},
+		{[]string{"analyze", "--standalone", "hpcc", "f"}, exitUsage, "", "--standalone hpcc needs --topo"},
+		{[]string{"analyze", "--topo", "t", "f"}, exitUsage, "", "--topo is for --standalone hpcc"},
 		{[]string{"sweep"}, exitUsage, "", "give --modes"},
 		{[]string{"sweep", "--modes", "a", "--workload", "w=f", "--loads", "0.3"}, exitUsage, "", "--topology, --duration and --out are required"},
 		{[]string{"sweep", "--modes", "a", "--workload", "w", "--loads", "0.3"}, exitUsage, "", "NAME=CDF_FILE"},
@@ -170,6 +173,42 @@ func TestAnalyze(t *testing.T) {
 	code, _, errs = runCLI(t, nil, "analyze", "--step", "50", "a="+td+"fct_fat_a.txt")
 	if code != exitOK {
 		t.Errorf("--step 50: exit %d %s", code, errs)
+	}
+}
+
+// --standalone hpcc divides by the HPCC simulator's standalone FCTs: on its own
+// output with the last column overwritten, the table is the one of the
+// original file; a flow between nodes that are not two hosts is an error.
+func TestAnalyzeStandaloneHPCC(t *testing.T) {
+	orig := "../../sim/hpcc/testdata/fct_ns3_fat_web30.txt"
+	fat := "../../sim/data/hpcc/fat.txt"
+	b, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		f[7] = "1"
+		lines = append(lines, strings.Join(f, " "))
+	}
+	dir := t.TempDir()
+	ones := filepath.Join(dir, "ones.txt")
+	os.WriteFile(ones, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	_, want, _ := runCLI(t, nil, "analyze", "--format", "csv", "x="+orig)
+	_, wrong, _ := runCLI(t, nil, "analyze", "--format", "csv", "x="+ones)
+	code, got, errs := runCLI(t, nil, "analyze", "--format", "csv", "--standalone", "hpcc", "--topo", fat, "x="+ones)
+	if code != exitOK || got != want {
+		t.Fatalf("exit %d %s\ngot  %.300s\nwant %.300s", code, errs, got, want)
+	}
+	if wrong == want {
+		t.Fatal("the overwritten column did not change the table: the test shows nothing")
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("0b000001 0b014001 10000 100 1000 2000000000 9000 1\n"), 0o644) // to node 320, a switch
+	code, _, errs = runCLI(t, nil, "analyze", "--standalone", "hpcc", "--topo", fat, bad)
+	if code != exitError || !strings.Contains(errs, "no path from node 0 to node 320") {
+		t.Errorf("flow to a switch: exit %d, %q", code, errs)
 	}
 }
 

@@ -132,3 +132,78 @@ func (c *INCChecker) Params() INCParams { return c.p }
 
 // Stats returns the counters.
 func (c *INCChecker) Stats() INCStats { return c.stats }
+
+// INCStream is a worker's connection that carries INC messages one after
+// the other (spec 04; seed 004: several INC flows per connection over
+// time): message k is the data flow of the sender's packets k*Offsets to
+// (k+1)*Offsets-1, with its own first PSN; the first packet of each carries
+// the IDS part. fastcnp-host and fastcnp-sim send INC through it.
+type INCStream struct {
+	// Params are the stream's (Message unused: Messages names them).
+	Params INCParams
+	// Messages are the INC message IDs in the order they are sent.
+	Messages []uint16
+	// DupEvery > 0 sends every DupEvery-th contribution a second time
+	// (an injected retransmission, which the switches must not add twice).
+	DupEvery uint64
+}
+
+// NewINCStream checks and returns a stream of messages msgs.
+func NewINCStream(p INCParams, msgs []uint16, dupEvery int) (*INCStream, error) {
+	p.Message = 0
+	if len(msgs) > 0 {
+		p.Message = msgs[0]
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(msgs) == 0:
+		return nil, fmt.Errorf("inc: no messages: %w", ErrConfig)
+	case uint64(len(msgs))*uint64(p.Offsets) > wire.MaxPSN:
+		return nil, fmt.Errorf("inc: %d messages of %d offsets exceed the 24-bit PSN space: %w", len(msgs), p.Offsets, ErrConfig)
+	case dupEvery < 0:
+		return nil, fmt.Errorf("inc: dup_every %d < 0: %w", dupEvery, ErrConfig)
+	}
+	return &INCStream{Params: p, Messages: append([]uint16(nil), msgs...), DupEvery: uint64(dupEvery)}, nil
+}
+
+// SenderConfig returns sc set up for the stream: unacknowledged (INC
+// contributions are consumed by the switches, never acknowledged or
+// retransmitted), packets of INCPayload bytes, the IDS part on each
+// message's first.
+func (s *INCStream) SenderConfig(sc SenderConfig) SenderConfig {
+	offsets := uint64(s.Params.Offsets)
+	sc.NoAck = true
+	sc.MSS = INCPayload(false)
+	sc.PayloadFunc = func(seq uint64) int { return INCPayload(seq%offsets == 0) }
+	return sc
+}
+
+// MessageBytes is what the sender posts for one message (SenderConfig's
+// MSS per offset).
+func (s *INCStream) MessageBytes() int64 { return int64(s.Params.Offsets) * int64(INCPayload(false)) }
+
+// Message returns the parameters of the stream's message of packet seq.
+func (s *INCStream) Message(seq uint64) INCParams {
+	p := s.Params
+	p.Message = s.Messages[seq/uint64(p.Offsets)]
+	return p
+}
+
+// Dup reports whether packet seq is sent a second time.
+func (s *INCStream) Dup(seq uint64) bool { return s.DupEvery > 0 && (seq+1)%s.DupEvery == 0 }
+
+// Build writes the contribution of packet p, as snd (the stream's sender)
+// gave it, or again (an injected copy: Packet{Seq, PSN: snd.PSNOf(Seq)}).
+func (s *INCStream) Build(b []byte, path *Path, destQP uint32, snd *Sender, p Packet) (int, error) {
+	n := uint64(s.Params.Offsets)
+	k := p.Seq / n
+	if k >= uint64(len(s.Messages)) {
+		return 0, fmt.Errorf("inc: packet %d beyond the stream's %d messages: %w", p.Seq, len(s.Messages), ErrConfig)
+	}
+	ip := s.Message(p.Seq)
+	p.Seq %= n
+	p.First = p.Seq == 0
+	return path.BuildINC(b, destQP, &p, snd.PSNOf(k*n), ip)
+}

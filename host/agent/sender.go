@@ -16,7 +16,8 @@ const (
 	// of 1024 bytes, which fits a 1500-byte Ethernet MTU with the RoCEv2
 	// headers.
 	DefaultMSS = 1024
-	// DefaultAckEvery is how many packets share one ACK request.
+	// DefaultAckEvery is how many packets share one ACK request (DCQCN;
+	// AckEveryFor gives every algorithm's).
 	DefaultAckEvery = 16
 	// DefaultRTO is the first retransmission timeout. The lossless class
 	// should never need it; it is long compared with a fabric RTT so that
@@ -50,6 +51,16 @@ const NoWake time.Duration = math.MaxInt64
 
 // Unbounded is the size of a message that lasts until Stop (a long flow).
 const Unbounded int64 = -1
+
+// AckEveryFor returns the ACK request interval, in packets, that suits the
+// sender algorithm called algo: 1 for those whose signal rides on ACKs
+// (cc.AckPerPacket), DefaultAckEvery for DCQCN and unknown names.
+func AckEveryFor(algo string) int {
+	if cc.AckPerPacket(algo) {
+		return 1
+	}
+	return DefaultAckEvery
+}
 
 // SenderConfig configures a Sender. Zero values take the defaults.
 type SenderConfig struct {

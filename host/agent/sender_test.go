@@ -651,3 +651,28 @@ func TestStopWhenAllAcked(t *testing.T) {
 		t.Fatalf("done %v pending %v stats %+v", s.Done(), s.Pending(), s.Stats())
 	}
 }
+
+// TestAckEveryFor checks the ACK request interval per algorithm: one ACK
+// per packet where the signal rides on ACKs, DefaultAckEvery for DCQCN
+// (its signal is the CNP) and for names that are no algorithm.
+func TestAckEveryFor(t *testing.T) {
+	for _, tc := range []struct {
+		algo string
+		want int
+	}{
+		{"dcqcn", DefaultAckEvery},
+		{"dcqcn-fastcnp", DefaultAckEvery},
+		{"timely", 1},
+		{"dctcp", 1},
+		{"hpcc", 1},
+		{"pid", 1},
+		{"lstm-pid", 1},
+		{"lstm-pid-rttch", 1},
+		{"lstm-pid-rttch-win", 1},
+		{"nope", DefaultAckEvery},
+	} {
+		if got := AckEveryFor(tc.algo); got != tc.want {
+			t.Errorf("AckEveryFor(%q) = %d, want %d", tc.algo, got, tc.want)
+		}
+	}
+}

@@ -252,8 +252,11 @@ func (d *DCQCN) OnCNP(ev CNP) error {
 
 // cut is the DCQCN rate decrease (rule "cut"):
 // RT = RC; RC = RC*(1 - alpha/2); alpha = (1-g)*alpha + g; reset T, BC, timers.
+// With KeepTarget, RT stays when no increase event came since the last cut.
 func (d *DCQCN) cut(now time.Duration) {
-	d.rt = d.rc
+	if !d.p.KeepTarget || d.t > 0 || d.bc > 0 {
+		d.rt = d.rc
+	}
 	d.rc = d.clamp(d.rc * (1 - d.alpha/2))
 	d.alpha = (1-d.p.G)*d.alpha + d.p.G
 	d.t, d.bc, d.byteAcc = 0, 0, 0

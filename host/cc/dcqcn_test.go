@@ -57,6 +57,44 @@ func TestCut(t *testing.T) {
 	}
 }
 
+// KeepTarget (the HPCC simulator's CLAMP_TARGET_RATE 0): cuts with no
+// increase event since the previous cut leave RT; after one, RT = RC again.
+func TestKeepTarget(t *testing.T) {
+	keep := customParams()
+	keep.KeepTarget = true
+	keepBytes := keep
+	keepBytes.RPGByteReset = 1_000_000
+	tests := []struct {
+		name  string
+		p     DCQCNParams
+		steps []step
+	}{
+		{"cuts in a row keep the line rate as target", keep, []step{
+			{cnpAt(10 * us), map[string]float64{"RC": 50 * gbps, "RT": 100 * gbps, "Cuts": 1}},
+			// alpha = 1 still: RC = 25G, RT stays 100G (the paper: 50G).
+			{cnpAt(10 * us), map[string]float64{"RC": 25 * gbps, "RT": 100 * gbps, "Cuts": 2}},
+			// timer at 110us: fast recovery towards 100G: (100+25)/2.
+			{tick(110 * us), map[string]float64{"T": 1, "RC": 62.5 * gbps, "RT": 100 * gbps}},
+			// an increase came since the last cut: RT = RC = 62.5G.
+			{cnpAt(110 * us), map[string]float64{"RT": 62.5 * gbps, "T": 0, "Cuts": 3}},
+		}},
+		{"a byte-counter event counts as an increase", keepBytes, []step{
+			{cnpAt(0), map[string]float64{"RC": 50 * gbps, "RT": 100 * gbps}},
+			{sendAt(1*us, 1_000_000), map[string]float64{"BC": 1, "RC": 75 * gbps}},
+			{cnpAt(2 * us), map[string]float64{"RT": 75 * gbps, "RC": 37.5 * gbps}},
+		}},
+		{"without it every cut sets RT = RC", customParams(), []step{
+			{cnpAt(10 * us), map[string]float64{"RC": 50 * gbps, "RT": 100 * gbps}},
+			{cnpAt(10 * us), map[string]float64{"RC": 25 * gbps, "RT": 50 * gbps}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runTrace(t, mustDCQCN(t, false, cfgWith(tc.p)), tc.steps)
+		})
+	}
+}
+
 // Rule "alpha decay": alpha = (1-g)*alpha every alphaPeriod without a cut,
 // counted from the last cut; g = 1/16, alphaPeriod = 10us.
 func TestAlphaDecay(t *testing.T) {

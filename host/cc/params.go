@@ -175,6 +175,11 @@ type DCQCNParams struct {
 	// CNPInterval is the NP's cnpInterval: at most one CNP per flow per
 	// interval; 0 = one CNP per CE-marked packet.
 	CNPInterval time.Duration
+	// KeepTarget: a cut that comes before any rate increase event since the
+	// previous cut (or the first cut) leaves RT where it is, instead of the
+	// paper's RT = RC; the HPCC simulator's CLAMP_TARGET_RATE 0 (its
+	// Mellanox model). No preset sets it; the parameter file does.
+	KeepTarget bool
 }
 
 // dcqcnPresets are the three columns of spec 02's parameter table. Values the

@@ -26,6 +26,17 @@ var factories = map[string]func(Config) (Algorithm, error){
 // header on data packets) and pass the echoed records to OnAck.
 func NeedsINT(name string) bool { return name == "hpcc" }
 
+// AckPerPacket reports whether the algorithm called name takes its signal
+// from ACKs (RTT samples, ECN echoes, INT records) with parameter sets made
+// for a receiver that acknowledges every packet (the HPCC simulator's, seed
+// 002's): a runtime should then ask for an ACK per packet, or at low rates
+// the signal comes once in many round trips (16 packets of 4 KB at 1 Mb/s
+// are half a second). DCQCN's signal is the CNP, not the ACK.
+func AckPerPacket(name string) bool {
+	_, ok := factories[name]
+	return ok && name != "dcqcn" && name != "dcqcn-fastcnp"
+}
+
 // Names returns the algorithm names New accepts, sorted.
 func Names() []string {
 	names := make([]string, 0, len(factories))

@@ -68,6 +68,8 @@ func TestCheckFindsViolations(t *testing.T) {
 		{"generator on analysis or a helper", m("sim/traffic"), []string{m("sim/analysis"), m("internal/units"), m("sim/hpcc")}, 2},
 		{"simulator on a runtime", m("sim/engine"), []string{m("softswitch"), m("host/agent/live"), m("model/tm"), m("host/cc")}, 2},
 		{"allowed: simulator on the agent's state machines", m("sim/network"), []string{m("host/agent"), m("p4src/portcfg"), m("model/fairshare")}, 0},
+		{"allowed: simulator on the controller's INC tree", m("sim/scenario"), []string{m("controller/fabric"), m("controller/config"), m("controller/incroute"), m("controller/p4rt")}, 0},
+		{"simulator on the daemon or the CLI", m("sim/scenario"), []string{m("controller/daemon"), m("controller/ctl"), m("controller/fabric")}, 2},
 		{"allowed: simulator on models and algorithms", m("sim/engine"), []string{m("model/tm"), m("model/pipeline"), m("host/cc"), m("sim/hpcc"), m("wire")}, 0},
 		{"allowed: sweep on the formats and analysis", m("sim/sweep"), []string{m("sim/hpcc"), m("sim/analysis"), m("internal/plotpng")}, 0},
 		{"sweep on the engine", m("sim/sweep"), []string{m("sim/engine"), m("model/tm"), m("sim/hpcc")}, 2},

@@ -249,3 +249,108 @@ func BenchmarkQueues(b *testing.B) {
 		}
 	}
 }
+
+// TestLanes schedules the same random events once with Schedule and once with
+// ScheduleLane (lanes mostly in time order, sometimes not) and requires the same
+// run: the same events in the same order, with Run stopping at until and resuming.
+func TestLanes(t *testing.T) {
+	tests := []struct {
+		name  string
+		lanes int
+		seed  uint64
+		back  int // one scheduling in back goes earlier than its lane's latest
+	}{
+		{"one lane", 1, 1, 0},
+		{"many lanes in order", 16, 2, 0},
+		{"out of order", 8, 3, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			type rec struct {
+				at   int64
+				a, b int32
+			}
+			runOnce := func(useLanes bool) []rec {
+				e := New(&Heap{})
+				if err := e.SetLanes(tt.lanes); err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(tt.seed, 9))
+				var out []rec
+				last := make([]int64, tt.lanes)
+				var h handlerFunc
+				sched := func(now int64) {
+					l := r.IntN(tt.lanes)
+					at := max(last[l], now) + r.Int64N(50)
+					if tt.back > 0 && r.IntN(tt.back) == 0 {
+						at = now + r.Int64N(10)
+					}
+					last[l] = max(last[l], at)
+					ev := Event{At: at, Kind: 1, A: int32(l), B: int32(r.IntN(1000))}
+					var err error
+					if useLanes {
+						err = e.ScheduleLane(l, ev)
+					} else {
+						err = e.Schedule(ev)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				n := 0
+				h = func(ev *Event) {
+					out = append(out, rec{ev.At, ev.A, ev.B})
+					if n++; n < 5_000 {
+						sched(ev.At)
+						if r.IntN(2) == 0 {
+							sched(ev.At)
+						}
+					}
+				}
+				for range 20 {
+					sched(0)
+				}
+				// Stop at a time in the middle, then run to the end.
+				e.Run(h, 20_000, 0)
+				if e.Now() != 20_000 && e.Pending() > 0 {
+					t.Fatalf("now %d after Run until 20000", e.Now())
+				}
+				e.Run(h, Never, 0)
+				if e.Pending() != 0 {
+					t.Fatalf("%d events pending after the end", e.Pending())
+				}
+				return out
+			}
+			want, got := runOnce(false), runOnce(true)
+			if len(got) != len(want) || len(got) < 5_000 {
+				t.Fatalf("lanes ran %d events, Schedule %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("event %d: lanes %+v, Schedule %+v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+type handlerFunc func(*Event)
+
+func (f handlerFunc) Handle(e *Event) { f(e) }
+
+func TestLaneErrors(t *testing.T) {
+	e := New(&Heap{})
+	if err := e.SetLanes(MaxLanes + 1); err == nil {
+		t.Fatal("SetLanes(MaxLanes+1) succeeded")
+	}
+	if err := e.SetLanes(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ScheduleLane(2, Event{At: 1}); err == nil {
+		t.Fatal("lane 2 of 2 accepted")
+	}
+	e.Run(handlerFunc(func(*Event) {}), 10, 0)
+	if err := e.ScheduleLane(0, Event{At: 5}); !errors.Is(err, ErrPast) {
+		t.Fatalf("lane event in the past: %v, want ErrPast", err)
+	}
+}

@@ -26,6 +26,9 @@ type Event struct {
 	seq uint64
 	// Kind says what happens (the model's numbering).
 	Kind uint16
+	// lane is the lane the event was scheduled on, plus one (0: none); it fits in
+	// Kind's padding, so an event stays 32 bytes.
+	lane uint16
 	// A, B and C are the model's arguments (a node, a port, a packet...).
 	A, B, C int32
 }

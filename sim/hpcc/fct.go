@@ -40,6 +40,27 @@ func StandaloneFCT(size int64, payload int, p PathInfo) int64 {
 	return p.RTTNs + int64(min(q, uint64(maxTimeNs)))
 }
 
+// SetStandaloneFCT replaces every record's standalone FCT with the HPCC
+// simulator's (StandaloneFCT on the path between the hosts its addresses name),
+// so that the FCTs of another simulator's fct.txt are divided by the same
+// denominators as the HPCC simulator's. An address that names no host of the
+// topology behind p is an error, and recs is then left unchanged.
+func SetStandaloneFCT(recs []FCT, p *Paths, payload int) error {
+	out := make([]int64, len(recs))
+	for i, r := range recs {
+		src, dst := IPNode(r.SIP), IPNode(r.DIP)
+		pi, ok := p.Get(src, dst)
+		if !ok {
+			return fmt.Errorf("hpcc: fct record %d: no path from node %d to node %d", i+1, src, dst)
+		}
+		out[i] = StandaloneFCT(r.Size, payload, pi)
+	}
+	for i := range recs {
+		recs[i].StandaloneNs = out[i]
+	}
+	return nil
+}
+
 // AppendFCT appends one fct.txt line:
 // "sip dip sport dport size start_ns fct_ns standalone_fct_ns\n", the
 // addresses in eight hex digits as the simulator prints them.

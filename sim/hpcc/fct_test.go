@@ -2,6 +2,7 @@ package hpcc
 
 import (
 	"bytes"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,5 +145,71 @@ func TestQlenFormat(t *testing.T) {
 	sb, err := ParseQlenSamples("q", &buf)
 	if err != nil || !reflect.DeepEqual(sb, ss) {
 		t.Fatalf("samples round trip %+v, %v", sb, err)
+	}
+}
+
+// The HPCC simulator's own output (testdata/fct_ns3_fat_web30.txt: 33 lines of
+// its fct.txt on fat.txt, WebSearch, 1000 B payloads, hosts 2, 4 and 6 hops
+// apart) keeps its last column when SetStandaloneFCT recomputes it.
+func TestSetStandaloneFCTMatchesSimulator(t *testing.T) {
+	f, err := os.Open("testdata/fct_ns3_fat_web30.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := ParseFCT("fct_ns3_fat_web30.txt", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int64, len(recs))
+	for i := range recs {
+		want[i] = recs[i].StandaloneNs
+		recs[i].StandaloneNs = 0
+	}
+	p, err := NewPaths(readFat(t), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetStandaloneFCT(recs, p, 1000); err != nil {
+		t.Fatal(err)
+	}
+	rtts := map[int64]bool{}
+	for i, r := range recs {
+		if r.StandaloneNs != want[i] {
+			t.Errorf("line %d (%d B): standalone %d, the simulator wrote %d", i+1, r.Size, r.StandaloneNs, want[i])
+		}
+		pi, _ := p.Get(IPNode(r.SIP), IPNode(r.DIP))
+		rtts[pi.RTTNs] = true
+	}
+	if len(rtts) != 3 {
+		t.Errorf("the file covers %d path lengths, want 3 (same ToR, same pod, across the core)", len(rtts))
+	}
+}
+
+func TestSetStandaloneFCTErrors(t *testing.T) {
+	p, err := NewPaths(readFat(t), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		src, dst int
+	}{
+		{"switch source", 320, 1},
+		{"unknown node", 1, 5000},
+		{"to itself", 7, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := []FCT{
+				{SIP: NodeIP(0), DIP: NodeIP(1), Size: 1000, StandaloneNs: 11},
+				{SIP: NodeIP(tc.src), DIP: NodeIP(tc.dst), Size: 1000, StandaloneNs: 22},
+			}
+			if err := SetStandaloneFCT(recs, p, 1000); err == nil {
+				t.Fatal("no error")
+			}
+			if recs[0].StandaloneNs != 11 || recs[1].StandaloneNs != 22 {
+				t.Errorf("records changed on error: %+v", recs)
+			}
+		})
 	}
 }

@@ -222,6 +222,9 @@ type Config struct {
 	// cc.PIDLearner (called on the simulation's goroutine).
 	Algorithm string
 	Tune      func(*cc.Config)
+	// INC, if not nil, adds INC workers, their switches' INC tables and link
+	// failures (inc.go).
+	INC *INCConfig
 }
 
 // AlgorithmModelled reports whether the model can run host/cc algorithm name as
@@ -310,6 +313,11 @@ func (c *Config) validate() error {
 			return bad("flow %d: start %d ns", i, f.StartNs)
 		case f.PG != losslessPriority:
 			return bad("flow %d: priority group %d (the model carries data in the lossless class, 3)", i, f.PG)
+		}
+	}
+	if c.INC != nil {
+		if err := c.INC.validate(c); err != nil {
+			return err
 		}
 	}
 	if c.Legacy != nil && len(c.Legacy) != len(c.Flows) {

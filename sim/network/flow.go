@@ -30,7 +30,8 @@ type flowState struct {
 	started bool
 	done    bool
 	finish  int64
-	conn    int // conn_index of its rdma_connection entries, -1 none
+	conn    int        // conn_index of its rdma_connection entries, -1 none
+	inc     *incWorker // an INC worker's stream (inc.go), nil for a flow
 	stats   FlowStats
 	// spec 03 RTT sampling: one packet timed at a time.
 	rttArmed bool
@@ -47,6 +48,9 @@ func (f *flowState) qpn() uint32 { return uint32(f.id + 1) }
 // (Config.Algorithm if set; plain dcqcn for a legacy flow), its receiver the NP in
 // the DCQCN modes; in the fastcnp modes its connection is announced.
 func (n *Network) startFlow(f *flowState, now int64) error {
+	if f.inc != nil {
+		return n.startINC(f, now)
+	}
 	ms, _ := n.cfg.Mode.spec()
 	c, err := n.ccConfig(f.src, ms)
 	if err != nil {
@@ -140,6 +144,9 @@ func (n *Network) ccConfig(h *Host, ms modeSpec) (cc.Config, error) {
 // bytes and the ICRC are not written: nothing in the simulated network reads them
 // (switches parse headers only, the receiver counts bytes).
 func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
+	if f.inc != nil {
+		return n.incFrame(f, pkt, now)
+	}
 	size := len(f.tmpl) + pkt.Payload + wire.ICRCLen
 	i := n.pool.get(max(size, wire.MinFrameLen))
 	b := n.pool.buf(i)

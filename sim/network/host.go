@@ -142,7 +142,10 @@ func (h *Host) transmit(now int64) {
 		h.put(h.acks.pop(), now)
 		return
 	}
-	next := int64(engine.Never)
+	next := h.incDupNext(now) // an INC worker's injected copy
+	if next < 0 {
+		return
+	}
 	nq := len(h.qps)
 	for k := range nq {
 		j := (h.rr + k) % nq
@@ -194,6 +197,10 @@ func (h *Host) arrive(i int32, now int64) {
 		h.gate.OnFrame(dur(now), f)
 		h.hold(now)
 		h.kick(now)
+		return
+	}
+	if ev.Kind == agent.KindINCResult || ev.Kind == agent.KindINCPartial || ev.Kind == agent.KindINC {
+		h.incArrive(ev, now)
 		return
 	}
 	qpn := ev.DestQP

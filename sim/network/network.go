@@ -52,6 +52,10 @@ type Network struct {
 	onTx       func(node, port int, at int64, frame []byte)
 	rateSamp   []RateSample
 	lastSample int64
+	inc        *incState // INC streams, tables and link states (nil: none)
+	// laneOf[node] + port is the engine lane of the frames arriving at that port
+	// (nil: no lanes, every arrival is scheduled on its own).
+	laneOf []int
 }
 
 type nodeRef struct {
@@ -76,7 +80,16 @@ func (n *Network) schedule(ev engine.Event) {
 // arrives at at.
 func (n *Network) send(peer, peerPort int, i int32, at int64) {
 	n.acct.onWire(n.pool.cls[i], int(n.pool.n[i]))
-	n.schedule(engine.Event{At: at, Kind: evArrive, A: int32(peer), B: int32(peerPort), C: i})
+	ev := engine.Event{At: at, Kind: evArrive, A: int32(peer), B: int32(peerPort), C: i}
+	if n.laneOf == nil {
+		n.schedule(ev)
+		return
+	}
+	// A link delivers its frames in order: one lane per receiving port keeps the
+	// event queue at one event per busy link.
+	if err := n.eng.ScheduleLane(n.laneOf[peer]+peerPort, ev); err != nil {
+		n.fail(err)
+	}
 }
 
 // Handle implements engine.Handler.
@@ -87,6 +100,9 @@ func (n *Network) Handle(ev *engine.Event) {
 	n.kindCount[ev.Kind&7]++
 	switch ev.Kind {
 	case evArrive:
+		if n.inc != nil && n.incLost(int(ev.A), int(ev.B), ev.C) {
+			return
+		}
 		r := n.kind[ev.A]
 		if r.sw {
 			n.switches[r.idx].arrive(int(ev.B), ev.C, ev.At)
@@ -105,6 +121,8 @@ func (n *Network) Handle(ev *engine.Event) {
 		}
 	case evSample:
 		n.sample(ev.At)
+	case evINC:
+		n.incEvent(ev)
 	}
 }
 
@@ -155,6 +173,15 @@ func New(cfg Config) (*Network, error) {
 		n.hostIdx[id] = len(n.hosts)
 		n.hosts = append(n.hosts, &Host{net: n, idx: len(n.hosts), node: id, ip: hpcc.NodeIP(id), port: ports[id][0], gate: gate, armed: -1})
 	}
+	lanes := 0
+	n.laneOf = make([]int, t.Nodes)
+	for id := range t.Nodes {
+		n.laneOf[id] = lanes
+		lanes += len(ports[id])
+	}
+	if err := n.eng.SetLanes(lanes); err != nil {
+		n.laneOf = nil // too many ports: every arrival on its own
+	}
 	rt, err := n.routes(ports, isSwitch)
 	if err != nil {
 		return nil, err
@@ -183,6 +210,11 @@ func New(cfg Config) (*Network, error) {
 		fs.stats.StandaloneNs = rt.standalone(n, f)
 		n.flows = append(n.flows, fs)
 		n.schedule(engine.Event{At: f.StartNs, Kind: evFlowStart, A: int32(i)})
+	}
+	if cfg.INC != nil {
+		if err := n.incSetup(ports); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.QueueSampleNs > 0 || cfg.RateSampleNs > 0 {
 		n.schedule(engine.Event{At: 0, Kind: evSample})

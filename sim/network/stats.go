@@ -159,6 +159,8 @@ type Result struct {
 	QueueSamples  []hpcc.QlenSample
 	RateSamples   []RateSample
 	ConnTableFull uint64
+	// INC is the INC part of the run (Config.INC), nil without.
+	INC *INCResult `json:",omitempty"`
 	// MaxBufferBytes is the largest buffer use of any switch.
 	MaxBufferBytes int64
 	// EventsByKind counts the events run: arrivals, switch transmit attempts, host
@@ -171,7 +173,7 @@ func (n *Network) result() *Result {
 		RTTBaseNs: int64(n.rttBase), Classes: n.acct.cls, PFC: n.pfcLog, QueueSamples: n.queueSamp,
 		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull, EventsByKind: map[string]uint64{}}
 	for k, name := range []string{evArrive: "arrive", evSwitchTx: "switch-tx", evHostTx: "host-tx",
-		evSwitchTimer: "switch-timer", evFlowStart: "flow-start", evSample: "sample"} {
+		evSwitchTimer: "switch-timer", evFlowStart: "flow-start", evSample: "sample", evINC: "inc"} {
 		if name != "" && n.kindCount[k] > 0 {
 			r.EventsByKind[name] = n.kindCount[k]
 		}
@@ -196,6 +198,7 @@ func (n *Network) result() *Result {
 		r.MaxBufferBytes = max(r.MaxBufferBytes, snap.Buffer.HighWater)
 		r.Switches = append(r.Switches, sr)
 	}
+	r.INC = n.incResult()
 	for _, h := range n.hosts {
 		hs := h.stats
 		ps := h.gate.Stats(dur(r.EndNs))

@@ -152,7 +152,7 @@ func (s *Switch) arrive(p int, i int32, now int64) {
 	}
 	s.portEvents(r.Digests[:r.NumDigests], now)
 	if r.Verdict != pipeline.VerdictForward {
-		if r.DropReason == pipeline.DropPFC {
+		if r.DropReason == pipeline.DropPFC || r.DropReason == pipeline.DropINCConsumed {
 			n.acct.consumed(n.pool.cls[i], len(frame))
 		} else {
 			n.acct.dropped(n.pool.cls[i], len(frame))
@@ -161,10 +161,13 @@ func (s *Switch) arrive(p int, i int32, now int64) {
 		n.pool.put(i)
 		return
 	}
-	if len(r.Frame) != len(frame) {
-		n.fail(fmt.Errorf("switch %d: ingress changed a frame's length (%d -> %d)", s.node, len(frame), len(r.Frame)))
-		n.pool.put(i)
-		return
+	if len(r.Frame) != len(frame) || &r.Frame[0] != &frame[0] {
+		// Only INC aggregation rewrites a frame at ingress (inc.go).
+		if err := n.incRewrote(i, r.Frame); err != nil {
+			n.fail(fmt.Errorf("switch %d: ingress on port %d: %w", s.node, p+1, err))
+			n.pool.put(i)
+			return
+		}
 	}
 	n.pool.meta[i] = r.Meta
 	s.enqueue(i, p, int(r.EgressPort)-1, now)

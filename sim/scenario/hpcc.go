@@ -17,9 +17,13 @@ import (
 //     algorithms run their mode's parameter set (network.Mode);
 //   - PARAM_SET names the host/cc DCQCN set (default hpcc-sim); ALPHA_RESUME_INTERVAL,
 //     RATE_DECREASE_INTERVAL, RP_TIMER, EWMA_GAIN, FAST_RECOVERY_TIMES, RATE_AI,
-//     RATE_HAI and MIN_RATE, when the file sets them, override it;
+//     RATE_HAI, MIN_RATE and CLAMP_TARGET_RATE (0: KeepTarget, the simulator's
+//     default), when the file sets them, override it;
 //   - KMIN_MAP, KMAX_MAP, PMAX_MAP: RED per link rate (every link's rate must be
 //     there, as the simulator requires);
+//   - in mode hpcc, U_TARGET (eta), MI_THRESH (maxStage), RATE_AI and MIN_RATE,
+//     when the file sets them, override HPCC's set (run.py writes MI_THRESH 0,
+//     scratch/third.cc's default and the hpcc-sim set are 5);
 //   - BUFFER_SIZE (MiB per switch), ENABLE_PFC, PACKET_PAYLOAD_SIZE, L2_ACK_INTERVAL
 //     (an ACK every N packets; 0 or 1: every packet), SIMULATOR_STOP_TIME (the end
 //     of the run; the flows usually finish first).
@@ -81,6 +85,7 @@ func FromHPCC(c *hpcc.Config, t *hpcc.Topology, flows []hpcc.Flow) (network.Conf
 		{"RATE_AI", func() { p.AI = float64(c.RateAIBps) }},
 		{"RATE_HAI", func() { p.HAI = float64(c.RateHAIBps) }},
 		{"MIN_RATE", func() { p.MinRate = float64(c.MinRateBps) }},
+		{"CLAMP_TARGET_RATE", func() { p.KeepTarget = !c.ClampTargetRate }},
 	} {
 		if c.Where(k.key) != "" {
 			k.set()
@@ -99,7 +104,46 @@ func FromHPCC(c *hpcc.Config, t *hpcc.Topology, flows []hpcc.Flow) (network.Conf
 	if custom {
 		out.DCQCN = p
 	}
+	if mode == network.ModeHPCC {
+		tune, err := hpccTuning(c)
+		if err != nil {
+			return network.Config{}, err
+		}
+		out.Tune = tune
+	}
 	return out, nil
+}
+
+// hpccTuning returns the changes the file's HPCC keys make to the hpcc-sim set,
+// nil if it sets none.
+func hpccTuning(c *hpcc.Config) (func(*cc.Config), error) {
+	h, err := cc.HPCCPreset("hpcc-sim")
+	if err != nil {
+		return nil, err
+	}
+	custom := false
+	for _, k := range []struct {
+		key string
+		set func()
+	}{
+		{"U_TARGET", func() { h.Eta = c.UTarget }},
+		{"MI_THRESH", func() { h.MaxStage = c.MIThresh }},
+		{"RATE_AI", func() { h.AI = float64(c.RateAIBps) }},
+		{"MIN_RATE", func() { h.MinRate = float64(c.MinRateBps) }},
+	} {
+		if c.Where(k.key) != "" {
+			k.set()
+			custom = true
+		}
+	}
+	if !custom {
+		return nil, nil
+	}
+	h.Set = "hpcc-sim (parameter file)"
+	if err := h.Validate(); err != nil {
+		return nil, fmt.Errorf("parameters: HPCC keys: %w", err)
+	}
+	return func(cfg *cc.Config) { cfg.HPCC = h }, nil
 }
 
 func where(c *hpcc.Config, keys ...string) string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/host/cc"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/network"
 )
@@ -43,6 +44,16 @@ func TestFromHPCC(t *testing.T) {
 	if p := cfg.DCQCN; p.RPGTimeReset != 55*time.Microsecond || p.AI != 40e6 || p.HAI != 200e6 || !strings.Contains(p.Set, "hpcc-sim") {
 		t.Errorf("DCQCN %+v", p)
 	}
+	// CLAMP_TARGET_RATE 0 (the simulator's Mellanox DCQCN) keeps the target.
+	for _, tc := range []struct {
+		v    string
+		keep bool
+	}{{"0", true}, {"1", false}} {
+		cfg, err := FromHPCC(parseConfig(t, "CC_MODE 1\nCLAMP_TARGET_RATE "+tc.v+"\n"+maps), twoRateTopo(), nil)
+		if err != nil || cfg.DCQCN.KeepTarget != tc.keep || cfg.DCQCN.AI != 20e6 {
+			t.Errorf("CLAMP_TARGET_RATE %s: %v, DCQCN %+v", tc.v, err, cfg.DCQCN)
+		}
+	}
 	// CC_MODE 1 without FASTCNP_MODE is dcqcn; no DCQCN key: the set as is.
 	cfg, err = FromHPCC(parseConfig(t, "CC_MODE 1\n"+maps), twoRateTopo(), nil)
 	if err != nil || cfg.Mode != network.ModeDCQCN || cfg.DCQCN.Set != "" || cfg.DCQCNSet != "hpcc-sim" || cfg.AckEvery != 1 {
@@ -50,6 +61,54 @@ func TestFromHPCC(t *testing.T) {
 	}
 	if _, err := network.New(cfg); err != nil {
 		t.Errorf("the configuration does not build: %v", err)
+	}
+}
+
+// In mode hpcc the file's U_TARGET, MI_THRESH, RATE_AI and MIN_RATE replace
+// the hpcc-sim set's (run.py writes MI_THRESH 0; the set has 5); without
+// them the set is used as is.
+func TestFromHPCCTunesHPCC(t *testing.T) {
+	preset, err := cc.HPCCPreset("hpcc-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, text string
+		want       func(*cc.HPCCParams)
+	}{
+		{"run.py hp", "CC_MODE 3\nU_TARGET 0.99\nMI_THRESH 0\nRATE_AI 50Mb/s\nMIN_RATE 2000Mb/s\n",
+			func(p *cc.HPCCParams) { p.Eta, p.MaxStage, p.AI, p.MinRate = 0.99, 0, 50e6, 2e9 }},
+		{"MI_THRESH only", "CC_MODE 3\nMI_THRESH 2\n", func(p *cc.HPCCParams) { p.MaxStage = 2 }},
+		{"no HPCC key", "CC_MODE 3\n", nil},
+		{"dcqcn ignores them", "CC_MODE 1\nMI_THRESH 0\n", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := FromHPCC(parseConfig(t, tt.text+maps), twoRateTopo(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == nil {
+				if cfg.Tune != nil {
+					t.Fatal("a tuning without HPCC keys")
+				}
+				return
+			}
+			if cfg.Tune == nil {
+				t.Fatal("no tuning")
+			}
+			var got cc.Config
+			got.HPCC = preset
+			cfg.Tune(&got)
+			want := preset
+			tt.want(&want)
+			want.Set = "hpcc-sim (parameter file)"
+			if got.HPCC != want {
+				t.Errorf("HPCC %+v, want %+v", got.HPCC, want)
+			}
+		})
+	}
+	if _, err := FromHPCC(parseConfig(t, "CC_MODE 3\nU_TARGET 0\n"+maps), twoRateTopo(), nil); err == nil || !strings.Contains(err.Error(), "HPCC keys") {
+		t.Errorf("U_TARGET 0: error %v", err)
 	}
 }
 

@@ -82,7 +82,8 @@ type Config struct {
 	// CC is the algorithm configuration (LineRate required, DCQCN params
 	// from a preset). Its DCQCN.CNPInterval is also the receivers' NP interval.
 	CC cc.Config
-	// Sender holds the transport settings of sending connections.
+	// Sender holds the transport settings of sending connections; an
+	// AckEvery of 0 takes the algorithm's (agent.AckEveryFor).
 	Sender agent.SenderConfig
 	// AnnouncePort is the UDP port of announcements (0 = 4792);
 	// NoAnnounce disables them.
@@ -149,14 +150,12 @@ type flow struct {
 	rqpn uint32 // remote QPN
 	snd  *agent.Sender
 	rcv  *agent.Receiver
-	inc  *agent.INCParams
-	// INC: the flow's messages (one data flow each, Offsets packets), how
-	// many are posted, the interval between their starts, and the
-	// injected duplicates still to send (due time, sequence number).
-	incMsgs     []uint16
+	// INC: the flow's messages (agent.INCStream), how many are posted,
+	// the interval between their starts, and the injected duplicates
+	// still to send (due time, sequence number).
+	inc         *agent.INCStream
 	incPosted   int
 	incInterval time.Duration
-	dupEvery    uint64
 	dupDelay    time.Duration
 	dups        []dupCopy
 	dupsSent    uint64
@@ -201,20 +200,7 @@ const maxPendingDups = 1 << 16
 // done reports whether a sending flow sent everything it will: every
 // message posted and sent, no injected duplicate pending.
 func (f *flow) done() bool {
-	return f.snd.Done() && (f.inc == nil || f.incPosted == len(f.incMsgs)) && len(f.dups) == 0
-}
-
-// incPacket maps a packet of an INC flow to its message: the message's
-// parameters, the packet with Seq and First relative to the message, and
-// the message's first PSN.
-func (f *flow) incPacket(p agent.Packet) (agent.INCParams, agent.Packet, uint32) {
-	n := uint64(f.inc.Offsets)
-	k := p.Seq / n
-	ip := *f.inc
-	ip.Message = f.incMsgs[k]
-	p.Seq %= n
-	p.First = p.Seq == 0
-	return ip, p, f.snd.PSNOf(k * n)
+	return f.snd.Done() && (f.inc == nil || f.incPosted == len(f.inc.Messages)) && len(f.dups) == 0
 }
 
 // Agent is a running host agent.
@@ -436,6 +422,9 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 		return nil, err
 	}
 	sc := a.cfg.Sender
+	if sc.AckEvery == 0 {
+		sc.AckEvery = agent.AckEveryFor(a.cfg.Algo)
+	}
 	sc.Overhead = f.path.Overhead()
 	if sc.INT = cc.NeedsINT(a.cfg.Algo) && fc.INC == nil; sc.INT {
 		sc.Overhead += wire.INTHeaderLen
@@ -448,16 +437,13 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 		flags = 0
 	}
 	if fc.INC != nil {
-		p := fc.INC.Params()
-		f.inc = &p
-		f.incMsgs = slices.Clone(fc.INC.MessageIDs())
-		f.incInterval, f.dupEvery, f.dupDelay = time.Duration(fc.INC.Interval), uint64(fc.INC.DupEvery), time.Duration(fc.INC.DupDelay)
-		sc.NoAck = true
-		sc.MSS = agent.INCPayload(false)
+		if f.inc, err = agent.NewINCStream(fc.INC.Params(), fc.INC.MessageIDs(), fc.INC.DupEvery); err != nil {
+			return nil, err
+		}
+		f.incInterval, f.dupDelay = time.Duration(fc.INC.Interval), time.Duration(fc.INC.DupDelay)
 		// Each message is one data flow of Offsets packets; the first of
 		// each carries the IDS part.
-		offsets := uint64(p.Offsets)
-		sc.PayloadFunc = func(seq uint64) int { return agent.INCPayload(seq%offsets == 0) }
+		sc = f.inc.SenderConfig(sc)
 		flags |= wire.AnnounceFlagINCUplink
 	}
 	f.snd, err = agent.NewSender(sc, alg)
@@ -467,7 +453,7 @@ func (a *Agent) newSender(fc FlowConfig) (*flow, error) {
 	f.ann = wire.NewAnnouncement(wire.AnnounceUp, flags)
 	f.ann.SenderQPN, f.ann.ReceiverQPN = fc.SrcQPN, fc.DstQPN
 	if f.inc != nil {
-		f.ann.INCGroup, f.ann.WorkerRank = f.inc.Group, f.inc.Rank
+		f.ann.INCGroup, f.ann.WorkerRank = f.inc.Params.Group, f.inc.Params.Rank
 	}
 	return f, nil
 }
@@ -738,8 +724,7 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 				d := f.dups[0]
 				j := len(frames) - nReplies
 				b := store[j*frameLen : (j+1)*frameLen]
-				ip, mp, first := f.incPacket(agent.Packet{Seq: d.seq, PSN: f.snd.PSNOf(d.seq)})
-				n, e := f.path.BuildINC(b, f.rqpn, &mp, first, ip)
+				n, e := f.inc.Build(b, &f.path, f.rqpn, f.snd, agent.Packet{Seq: d.seq, PSN: f.snd.PSNOf(d.seq)})
 				if e != nil {
 					err = fmt.Errorf("agent: flow %s: duplicate: %w", f.cfg.Name, e)
 					break
@@ -771,9 +756,8 @@ func (a *Agent) sendLoop(ctx context.Context) error {
 				b := store[j*frameLen : (j+1)*frameLen]
 				var n int
 				if f.inc != nil {
-					ip, mp, first := f.incPacket(p)
-					n, e = f.path.BuildINC(b, f.rqpn, &mp, first, ip)
-					if e == nil && f.dupEvery > 0 && (p.Seq+1)%f.dupEvery == 0 && len(f.dups) < maxPendingDups {
+					n, e = f.inc.Build(b, &f.path, f.rqpn, f.snd, p)
+					if e == nil && f.inc.Dup(p.Seq) && len(f.dups) < maxPendingDups {
 						f.dups = append(f.dups, dupCopy{at: now + f.dupDelay, seq: p.Seq})
 					}
 				} else {
@@ -856,13 +840,13 @@ func (a *Agent) startStop(f *flow, now time.Duration) (time.Duration, error) {
 	}
 	// INC: message k is posted at start + k*interval (all at once with
 	// interval 0), each a data flow of Offsets packets.
-	for f.inc != nil && f.incPosted < len(f.incMsgs) {
+	for f.inc != nil && f.incPosted < len(f.inc.Messages) {
 		due := f.start + time.Duration(f.incPosted)*f.incInterval
 		if now < due {
 			return due, nil
 		}
-		if err := f.snd.Post(now, int64(f.inc.Offsets)*int64(f.snd.Config().MSS)); err != nil {
-			return agent.NoWake, fmt.Errorf("agent: flow %s: message %d: %w", f.cfg.Name, f.incMsgs[f.incPosted], err)
+		if err := f.snd.Post(now, f.inc.MessageBytes()); err != nil {
+			return agent.NoWake, fmt.Errorf("agent: flow %s: message %d: %w", f.cfg.Name, f.inc.Messages[f.incPosted], err)
 		}
 		f.incPosted++
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -288,6 +289,52 @@ func TestCommonStartInstant(t *testing.T) {
 			}
 			if rsum.Recv.Bytes != 200<<10 {
 				t.Errorf("received %d bytes, want %d", rsum.Recv.Bytes, 200<<10)
+			}
+		})
+	}
+}
+
+// TestAckEveryPerAlgorithm checks that a sender without an AckEvery asks
+// for the ACKs its algorithm needs (agent.AckEveryFor): one per packet for
+// an algorithm fed by ACKs, one per DefaultAckEvery packets for DCQCN; an
+// AckEvery given is kept. 64 packets of 1024 bytes, counted as the ACKs
+// that acknowledged something.
+func TestAckEveryPerAlgorithm(t *testing.T) {
+	const packets = 64
+	for _, tc := range []struct {
+		algo, set string
+		ackEvery  int
+		acks      uint64
+	}{
+		{"dcqcn-fastcnp", "nvidia-cx", 0, packets / agent.DefaultAckEvery},
+		{"timely", "hpcc-sim", 0, packets},
+		{"lstm-pid", "thesis", 0, packets},
+		{"timely", "hpcc-sim", 8, packets / 8},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.algo, tc.ackEvery), func(t *testing.T) {
+			pa, pb := memPair()
+			// Winit (line rate x base RTT, 125 KB) holds the whole message:
+			// no ACK probes when a window is full.
+			c := ccConfig(t, "nvidia-cx", 1e9, time.Millisecond)
+			if err := c.UseParamSet(tc.algo, tc.set); err != nil {
+				t.Fatal(err)
+			}
+			fl := []live.FlowConfig{flowAB(live.FlowConfig{Sizes: []units.Size{packets * agent.DefaultMSS}})}
+			snd, err := live.New(live.Config{IP: ipA, MAC: macA, Algo: tc.algo, CC: c, Flows: fl, ExitWhenDone: true,
+				Sender: agent.SenderConfig{AckEvery: tc.ackEvery}, Log: quietLog()}, pa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcv, err := live.New(live.Config{IP: ipB, MAC: macB, Algo: tc.algo, CC: c, Flows: fl, Log: quietLog()}, pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			runPair(t, ctx, snd, rcv)
+			st := snd.Status()[0]
+			if !st.Done || st.Send.Acks != tc.acks || st.Send.Retransmits != 0 {
+				t.Fatalf("done %v, %d ACKs (want %d), %d retransmits", st.Done, st.Send.Acks, tc.acks, st.Send.Retransmits)
 			}
 		})
 	}

@@ -1,4 +1,12 @@
-package testbed
+// Package incsched picks INC message IDs whose aggregation slots do not
+// clash (spec 04): the switches aggregate each (INC ID, offset) in the slot
+// its hash names (pipeline.IncSlot) and drop a contribution whose slot holds
+// another (INC ID, offset) still being aggregated (inc_slot_busy); workers
+// do not resend. A schedule of many concurrent messages is therefore chosen
+// so that the messages that may be in flight together never share a slot,
+// as an application with its own slot allocation would (SwitchML's workers
+// pick their slots). The netns testbed's S4 and fastcnp-sim's S4 use it.
+package incsched
 
 import (
 	"fmt"
@@ -6,30 +14,22 @@ import (
 	"github.com/fastcnp/fastcnp/model/pipeline"
 )
 
-// The switches aggregate each (INC ID, offset) in the slot its hash
-// names, and drop a contribution whose slot holds another (INC ID, offset)
-// still being aggregated (inc_slot_busy); workers do not resend. A
-// schedule of many concurrent messages is therefore chosen so that the
-// messages that may be in flight together never share a slot, as an
-// application with its own slot allocation would (SwitchML's workers pick
-// their slots). INCSchedule picks the message IDs.
-
-// INCScheduleGroup is one group of an INC schedule: its ID and how many
+// Group is one group of an INC schedule: its ID and how many
 // messages it sends.
-type INCScheduleGroup struct {
+type Group struct {
 	Group    uint16
 	Messages int
 }
 
-// INCSchedule returns message IDs for groups that send their messages in
+// IDs returns message IDs for groups that send their messages in
 // step: message k of every group is due at the same time, and message k
 // of group i comes before message k of group i+1 in the combined order.
 // In that order, no two of any window consecutive messages share an
 // aggregation slot (pipeline.IncSlot) over offsets offsets each, and each
 // group's IDs increase from 1. It fails when a group runs out of IDs.
-func INCSchedule(groups []INCScheduleGroup, offsets, window int) ([][]uint16, error) {
+func IDs(groups []Group, offsets, window int) ([][]uint16, error) {
 	if offsets < 1 || window < 1 {
-		return nil, fmt.Errorf("testbed: INC schedule: offsets %d and window %d must be positive", offsets, window)
+		return nil, fmt.Errorf("incsched: offsets %d and window %d must be positive", offsets, window)
 	}
 	out := make([][]uint16, len(groups))
 	next := make([]uint32, len(groups)) // next candidate ID per group
@@ -51,7 +51,7 @@ func INCSchedule(groups []INCScheduleGroup, offsets, window int) ([][]uint16, er
 			var slots []uint32
 			for ; ; next[i]++ {
 				if next[i] > 0xFFFF {
-					return nil, fmt.Errorf("testbed: INC schedule: group %d runs out of message IDs at message %d", g.Group, k)
+					return nil, fmt.Errorf("incsched: group %d runs out of message IDs at message %d", g.Group, k)
 				}
 				slots = messageSlots(uint32(g.Group)<<16|next[i], offsets)
 				if slots != nil && !clashes(slots, used) {
@@ -102,10 +102,10 @@ func clashes(slots []uint32, used map[uint32]int) bool {
 	return false
 }
 
-// INCScheduleClashes counts, for messages in the combined order of
-// INCSchedule, the pairs within window of each other that share a slot
-// (0 for a schedule INCSchedule made with that window or a larger one).
-func INCScheduleClashes(groups []uint16, ids [][]uint16, offsets, window int) int {
+// Clashes counts, for messages in the combined order of
+// IDs, the pairs within window of each other that share a slot
+// (0 for a schedule IDs made with that window or a larger one).
+func Clashes(groups []uint16, ids [][]uint16, offsets, window int) int {
 	type msg struct{ slots map[uint32]bool }
 	var order []msg
 	rounds := 0
