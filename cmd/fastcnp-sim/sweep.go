@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fastcnp/fastcnp/internal/progress"
@@ -201,6 +203,8 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			return err
 		}
 		nHosts := len(tr.Topology.Hosts())
+		// Points run in parallel and each reports on stderr.
+		errw := &syncWriter{w: e.stderr}
 		runPoint := func(ctx context.Context, p sweep.Point) (sweep.Result, error) {
 			flows, err := tr.Flows(p)
 			if err != nil {
@@ -213,7 +217,7 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			progress := func(nowNs int64, events uint64) {
 				if time.Since(last) >= time.Minute {
 					last = time.Now()
-					fmt.Fprintf(e.stderr, "sweep: %s: %.3f ms simulated, %.1fM events, %.0f s wall\n", p.ID(),
+					fmt.Fprintf(errw, "sweep: %s: %.3f ms simulated, %.1fM events, %.0f s wall\n", p.ID(),
 						float64(nowNs-startNs)/1e6, float64(events)/1e6, time.Since(began).Seconds())
 				}
 			}
@@ -233,12 +237,12 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			}
 			res.Metrics["offered_load"] = traffic.OfferedLoad(flows, nHosts, hostBps, durNs)
 			res.Metrics["incast_flows"] = float64(incasts)
-			fmt.Fprintf(e.stderr, "sweep: %s: %d flows, %.1fM events, %.1f s wall (load %s)\n", p.ID(), len(flows),
+			fmt.Fprintf(errw, "sweep: %s: %d flows, %.1fM events, %.1f s wall (load %s)\n", p.ID(), len(flows),
 				res.Metrics["events"]/1e6, time.Since(began).Seconds(), loadAvg())
 			return res, nil
 		}
 		points := sh.Select(s.Points())
-		bar := progress.New(e.stderr, "sweep "+sh.String(), int64(len(points)))
+		bar := progress.New(errw, "sweep "+sh.String(), int64(len(points)))
 		onTerm := progress.IsTerminal(e.stderr)
 		opt := sweep.Options{Dir: *out, Workers: *jobs, Rerun: *rerun, Progress: func(done, total int, p sweep.Point, err error) {
 			bar.Set(int64(done))
@@ -247,7 +251,7 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 				if err != nil {
 					status = "failed: " + err.Error()
 				}
-				fmt.Fprintf(e.stderr, "sweep %s: %d/%d %s %s\n", sh, done, total, p.ID(), status)
+				fmt.Fprintf(errw, "sweep %s: %d/%d %s %s\n", sh, done, total, p.ID(), status)
 			}
 		}}
 		fmt.Fprintf(e.stderr, "sweep: %d of %d points in shard %s, results in %s\n", len(points), len(s.Points()), sh, *out)
@@ -276,4 +280,16 @@ func mergeAndReport(e *env, dir, out string, opt sweep.MergeOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "merge: %d of %d points, %d files in %s (summary.md first)\n", m.Points, len(m.Sweep.Points()), len(m.Files), out)
 	return nil
+}
+
+// syncWriter serialises writes from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
