@@ -160,18 +160,6 @@ const (
 	PortEventCheckDrained = 5
 	// PortEventCheckCongested is PORT_EVENT_CHECK_CONGESTED (bit<8>).
 	PortEventCheckCongested = 6
-	// IncOutcomeNotInc is INC_OUTCOME_NOT_INC (bit<3>): no INC group: forward as a normal packet.
-	IncOutcomeNotInc = 0
-	// IncOutcomeConsumed is INC_OUTCOME_CONSUMED (bit<3>): added, more contributions expected: drop.
-	IncOutcomeConsumed = 1
-	// IncOutcomeResult is INC_OUTCOME_RESULT (bit<3>): added, last contribution: packet is the RESULT.
-	IncOutcomeResult = 2
-	// IncOutcomeDuplicate is INC_OUTCOME_DUPLICATE (bit<3>).
-	IncOutcomeDuplicate = 3
-	// IncOutcomeSlotBusy is INC_OUTCOME_SLOT_BUSY (bit<3>).
-	IncOutcomeSlotBusy = 4
-	// IncOutcomeOutOfRange is INC_OUTCOME_OUT_OF_RANGE (bit<3>): offset >= data flow length.
-	IncOutcomeOutOfRange = 5
 	// REDRandomMax is RED_RANDOM_MAX (bit<16>).
 	REDRandomMax = 0xFFFF
 	// Tofino1CellBytes is TOFINO1_CELL_BYTES (#define): traffic-manager buffer cell, Tofino 1 (deq_qdepth unit).

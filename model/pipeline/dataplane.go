@@ -42,6 +42,12 @@ type Pipeline struct {
 	cnpRes                    IngressResult
 	incBuf                    []byte
 	intBuf                    []byte
+	// pcCache holds port_config decoded per port, valid while its gen is the
+	// table's: a packet reads one cache line instead of the entry's parameters.
+	pcCache [p4src.NumPorts]struct {
+		gen uint64
+		pc  PortConfig
+	}
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -178,6 +184,20 @@ type PortConfig struct {
 	PauseQuantumPs   uint32
 	SwitchID         uint16
 	LosslessPriority uint8
+}
+
+// portConfig is port_config of port: the table's action decoded.
+func (p *Pipeline) portConfig(port uint16) PortConfig {
+	if int(port) >= len(p.pcCache) {
+		act, pr, _ := p.tPortCfg.lookupExact(uint64(port), 0, 0)
+		return decodePortConfig(act, pr)
+	}
+	c := &p.pcCache[port]
+	if c.gen != p.tPortCfg.gen {
+		act, pr, _ := p.tPortCfg.lookupExact(uint64(port), 0, 0)
+		c.pc, c.gen = decodePortConfig(act, pr), p.tPortCfg.gen
+	}
+	return c.pc
 }
 
 func decodePortConfig(act uint32, pr *[maxParams]uint64) PortConfig {
@@ -412,8 +432,7 @@ func (p *Pipeline) ingress(frame []byte, inPort uint16, rawNow int64, out *Ingre
 	out.Frame = frame
 	// port_config of the routed egress port, looked up once (before inc_route, which
 	// may change the port but not the configuration the packet carries).
-	act, pr, _ = p.tPortCfg.lookupExact(uint64(egress), 0, 0)
-	m.PortCfg = decodePortConfig(act, pr)
+	m.PortCfg = p.portConfig(egress)
 	// 7. RDMA connection.
 	var connIndex, workerRank uint64
 	if f.Has(wire.LayerBTH) {
@@ -503,8 +522,7 @@ func setMACs(frame []byte, src, dst uint64) {
 
 // macControl is step 4: the PFC / PAUSE state machine of port p.
 func (p *Pipeline) macControl(f *wire.Frame, port uint16, now uint64, rawNow int64, acct uint32, out *IngressResult) {
-	act, pr, _ := p.tPortCfg.lookupExact(uint64(port), 0, 0)
-	cfg := decodePortConfig(act, pr)
+	cfg := p.portConfig(port)
 	// PFC: the time of the lossless priority if its class-enable bit is set;
 	// 802.3x PAUSE: the pause time.
 	q16, ok := f.PauseQuanta(cfg.LosslessPriority)

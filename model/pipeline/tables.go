@@ -60,16 +60,18 @@ type entryKey struct {
 	prio int32
 }
 
+// entry is a table entry; what a lookup reads (the action and its first
+// parameters) comes first, so that a hit touches as few cache lines as possible.
 type entry struct {
-	used   bool
-	key    entryKey
-	plen   int32           // LPM prefix length (LPM tables)
-	em     [maxKeys]uint64 // effective match masks: all ones for exact fields
 	action uint32
+	plen   int32 // LPM prefix length (LPM tables)
 	params [maxParams]uint64
 	// Indirect tables: the member or the group (a one-shot's has ID 0) it runs.
 	member *apMember
 	group  *apGroup
+	em     [maxKeys]uint64 // effective match masks: all ones for exact fields
+	key    entryKey
+	used   bool
 }
 
 type table struct {
@@ -79,7 +81,7 @@ type table struct {
 	byKey   map[entryKey]int32
 	// LPM: per prefix length, masked value -> entry index; lens lists the lengths in use,
 	// longest first.
-	lpm  [33]map[uint32]int32
+	lpm  [33]flatIndex
 	lens []int32
 	// ternary: entry indexes, highest priority first (stable for equal priorities).
 	order []int32
@@ -87,12 +89,16 @@ type table struct {
 	// direct, for one field of at most 16 bits, is indexed by the value (-1: no
 	// entry; allocated at the first insert); packed maps the values packed in 128
 	// bits (field 0 in hi, the others in lo), when they fit.
-	direct []int32
-	packed map[packedKey]int32
-	lowW   uint // width of field 2 (field 1 is shifted by it in lo)
+	direct    []int32
+	packed    flatIndex
+	hasPacked bool
+	lowW      uint // width of field 2 (field 1 is shifted by it in lo)
 
 	defAction uint32
 	defParams [maxParams]uint64
+	// gen changes with every write to the table (entries, default action): caches
+	// of what a lookup returns are valid while it stays the same.
+	gen uint64
 }
 
 func newTable(info *TableInfo) *table {
@@ -102,6 +108,7 @@ func newTable(info *TableInfo) *table {
 		free:      make([]int32, 0, info.Size),
 		byKey:     make(map[entryKey]int32, info.Size),
 		defAction: info.DefaultAction,
+		gen:       1,
 	}
 	for i := info.Size - 1; i >= 0; i-- {
 		t.free = append(t.free, int32(i))
@@ -138,7 +145,7 @@ func (t *table) initIndex() {
 	if len(keys) == 3 {
 		t.lowW = uint(keys[2].Bitwidth)
 	}
-	t.packed = make(map[packedKey]int32)
+	t.hasPacked = true
 }
 
 func (t *table) pack(v0, v1, v2 uint64) packedKey { return packedKey{v0, v1<<t.lowW | v2} }
@@ -155,12 +162,13 @@ func (t *table) indexSet(k entryKey, idx int32) {
 			}
 		}
 		t.direct[k.v[0]] = idx
-	case t.packed != nil:
+	case t.hasPacked:
+		pk := t.pack(k.v[0], k.v[1], k.v[2])
 		if idx < 0 {
-			delete(t.packed, t.pack(k.v[0], k.v[1], k.v[2]))
+			t.packed.del(pk.hi, pk.lo)
 			return
 		}
-		t.packed[t.pack(k.v[0], k.v[1], k.v[2])] = idx
+		t.packed.set(pk.hi, pk.lo, idx)
 	}
 }
 
@@ -400,6 +408,7 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 	}
 	idx := t.free[len(t.free)-1]
 	t.free = t.free[:len(t.free)-1]
+	t.gen++
 	t.entries[idx] = entry{used: true, key: k, plen: plen, action: run.action, params: run.params, member: run.member, group: run.group}
 	p.use(t, run.member, run.group, 1)
 	for i, kf := range t.info.Keys {
@@ -412,14 +421,12 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 	t.indexSet(k, idx)
 	switch {
 	case t.isLPM():
-		m := t.lpm[plen]
-		if m == nil {
-			m = make(map[uint32]int32)
-			t.lpm[plen] = m
+		m := &t.lpm[plen]
+		if m.n == 0 {
 			t.lens = append(t.lens, plen)
 			slices.SortFunc(t.lens, func(a, b int32) int { return int(b - a) })
 		}
-		m[uint32(k.v[0])] = idx
+		m.set(0, uint64(uint32(k.v[0])), idx)
 	case t.info.NeedsPriority():
 		pos, _ := slices.BinarySearchFunc(t.order, k.prio, func(i int32, prio int32) int {
 			if t.entries[i].key.prio >= prio {
@@ -463,6 +470,7 @@ func (p *Pipeline) ModifyEntry(e *TableEntry) error {
 	if old == nil || old.id != 0 {
 		p.use(t, en.member, en.group, -1)
 	}
+	t.gen++
 	en.action, en.params, en.member, en.group = run.action, run.params, run.member, run.group
 	p.use(t, run.member, run.group, 1)
 	return nil
@@ -488,15 +496,15 @@ func (p *Pipeline) DeleteEntry(e *TableEntry) error {
 	t.indexSet(k, -1)
 	switch {
 	case t.isLPM():
-		m := t.lpm[plen]
-		delete(m, uint32(k.v[0]))
-		if len(m) == 0 {
-			t.lpm[plen] = nil
+		m := &t.lpm[plen]
+		m.del(0, uint64(uint32(k.v[0])))
+		if m.n == 0 {
 			t.lens = slices.DeleteFunc(t.lens, func(l int32) bool { return l == plen })
 		}
 	case t.info.NeedsPriority():
 		t.order = slices.DeleteFunc(t.order, func(i int32) bool { return i == idx })
 	}
+	t.gen++
 	t.entries[idx] = entry{}
 	t.free = append(t.free, idx)
 	return nil
@@ -606,6 +614,7 @@ func (p *Pipeline) SetDefaultAction(tableID uint32, a *Action) error {
 	if err != nil {
 		return fmt.Errorf("set default: %w", err)
 	}
+	t.gen++
 	t.defAction, t.defParams = a.ID, params
 	return nil
 }
@@ -617,6 +626,7 @@ func (p *Pipeline) ResetDefaultAction(tableID uint32) error {
 	if err != nil {
 		return fmt.Errorf("reset default: %w", err)
 	}
+	t.gen++
 	t.defAction, t.defParams = t.info.DefaultAction, [maxParams]uint64{}
 	return nil
 }
@@ -650,9 +660,9 @@ func (t *table) find(v0, v1, v2 uint64) (int32, bool) {
 		}
 		idx := t.direct[v0]
 		return idx, idx >= 0
-	case t.packed != nil:
-		idx, ok := t.packed[t.pack(v0, v1, v2)]
-		return idx, ok
+	case t.hasPacked:
+		pk := t.pack(v0, v1, v2)
+		return t.packed.get(pk.hi, pk.lo)
 	}
 	idx, ok := t.byKey[entryKey{v: [maxKeys]uint64{v0, v1, v2}}]
 	return idx, ok
@@ -675,7 +685,7 @@ func (t *table) lookupExact(v0, v1, v2 uint64) (uint32, *[maxParams]uint64, bool
 func (t *table) lookupLPM(v uint32) (uint32, *[maxParams]uint64, bool) {
 	for _, l := range t.lens {
 		m := uint32(prefixMask(l, 32))
-		if idx, ok := t.lpm[l][v&m]; ok {
+		if idx, ok := t.lpm[l].get(0, uint64(v&m)); ok {
 			return t.hitOrDefault(idx, true)
 		}
 	}

@@ -111,8 +111,7 @@ func (p *Pipeline) tnaEnqueue(meta *PacketMeta) {
 // (a PAUSE digest, carried to the controller like every egress digest) or refreshes
 // it; XON records the end. The pause is closed, and judged, at the next departure.
 func (p *Pipeline) tnaPFC(f *wire.Frame, port uint16, now uint64, rawNow int64, acct uint32, out *IngressResult) {
-	act, pr, _ := p.tPortCfg.lookupExact(uint64(port), 0, 0)
-	cfg := decodePortConfig(act, pr)
+	cfg := p.portConfig(port)
 	q, ok := f.PauseQuanta(cfg.LosslessPriority)
 	if !ok {
 		return

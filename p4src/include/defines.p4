@@ -164,14 +164,6 @@ const bit<8> PORT_EVENT_RESUME_UNDETERMINED  = 4;
 const bit<8> PORT_EVENT_CHECK_DRAINED        = 5;
 const bit<8> PORT_EVENT_CHECK_CONGESTED      = 6;
 
-// INC aggregation outcomes (controls.p4 IncAggregate -> counters in ingress).
-const bit<3> INC_OUTCOME_NOT_INC      = 0;   // no INC group: forward as a normal packet
-const bit<3> INC_OUTCOME_CONSUMED     = 1;   // added, more contributions expected: drop
-const bit<3> INC_OUTCOME_RESULT       = 2;   // added, last contribution: packet is the RESULT
-const bit<3> INC_OUTCOME_DUPLICATE    = 3;
-const bit<3> INC_OUTCOME_SLOT_BUSY    = 4;
-const bit<3> INC_OUTCOME_OUT_OF_RANGE = 5;   // offset >= data flow length
-
 // RED: r is a uniform 16-bit random number.
 const bit<16> RED_RANDOM_MAX = 0xFFFF;
 

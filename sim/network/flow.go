@@ -166,7 +166,7 @@ func (n *Network) dataFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
 	}
 	bth[8] = a
 	bth[9], bth[10], bth[11] = byte(pkt.PSN>>16), byte(pkt.PSN>>8), byte(pkt.PSN)
-	n.pool.cls[i] = losslessPriority
+	n.pool.s(i).cls = losslessPriority
 	f.stats.PacketsSent++
 	if pkt.Retransmit {
 		f.stats.Retransmits++
@@ -205,7 +205,7 @@ func (f *flowState) data(ev *agent.Event, now int64) {
 			n.fail(fmt.Errorf("flow %d: CNP: %w", f.id, err))
 			n.pool.put(i)
 		} else {
-			n.pool.n[i], n.pool.cls[i] = int32(m), cnpPriority
+			n.pool.s(i).n, n.pool.s(i).cls = int32(m), cnpPriority
 			f.dst.cnps.push(i)
 		}
 	}
@@ -216,7 +216,7 @@ func (f *flowState) data(ev *agent.Event, now int64) {
 			n.fail(fmt.Errorf("flow %d: ACK: %w", f.id, err))
 			n.pool.put(i)
 		} else {
-			n.pool.n[i], n.pool.cls[i] = int32(m), losslessPriority
+			n.pool.s(i).n, n.pool.s(i).cls = int32(m), losslessPriority
 			f.dst.acks.push(i)
 		}
 	}

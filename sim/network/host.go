@@ -91,13 +91,13 @@ func (h *Host) put(i int32, now int64) {
 		h.rem = 0 // the link was idle: the carried fraction is stale
 	}
 	start := max(now, h.free)
-	h.free = start + h.ser(int(n.pool.n[i]))
+	h.free = start + h.ser(int(n.pool.s(i).n))
 	if n.onTx != nil {
 		n.onTx(h.node, 0, start, n.pool.frame(i))
 	}
 	h.stats.TxFrames++
-	h.stats.TxBytes += uint64(n.pool.n[i])
-	n.acct.made(n.pool.cls[i], int(n.pool.n[i]))
+	h.stats.TxBytes += uint64(n.pool.s(i).n)
+	n.acct.made(n.pool.s(i).cls, int(n.pool.s(i).n))
 	n.send(h.port.peer, h.port.peerPort, i, h.free+h.port.delay)
 	h.arm(h.free)
 }
@@ -180,7 +180,7 @@ func (h *Host) transmit(now int64) {
 func (h *Host) arrive(i int32, now int64) {
 	n := h.net
 	frame := n.pool.frame(i)
-	n.acct.delivered(n.pool.cls[i], len(frame))
+	n.acct.delivered(n.pool.s(i).cls, len(frame))
 	defer n.pool.put(i)
 	ev := &h.ev
 	if err := agent.Decode(frame, &h.pf, ev); err != nil {

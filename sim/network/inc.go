@@ -92,7 +92,7 @@ type incState struct {
 	linkOf  [][]int
 	down    []bool
 	lost    []uint64
-	pending map[int]*INCTables // tables waiting to be installed, by switch node
+	pending map[int32]map[int]*INCTables // by computation (link event + 1): tables by switch node, until installed everywhere
 	entries [][]*pipeline.TableEntry
 	res     INCResult
 	dups    [][]incDup // per host index, in due order
@@ -189,6 +189,9 @@ func (c *INCConfig) validate(cfg *Config) error {
 	for i, e := range c.Links {
 		if e.Link < 0 || e.Link >= len(t.Links) || e.AtNs < 0 {
 			return bad("link event %d: link %d at %d ns", i, e.Link, e.AtNs)
+		}
+		if i > 0 && e.AtNs < c.Links[i-1].AtNs {
+			return bad("link event %d at %d ns comes before the one before it: give them in time order", i, e.AtNs)
 		}
 	}
 	if c.NotifyNs < 0 || c.InstallNs < 0 {
@@ -379,14 +382,17 @@ func (n *Network) incEvent(ev *engine.Event) {
 				n.fail(fmt.Errorf("inc: controller at %d ns: %w", ev.At, err))
 				return
 			}
-			st.pending = t
+			if st.pending == nil {
+				st.pending = map[int32]map[int]*INCTables{}
+			}
+			st.pending[ev.A+1] = t
 			for k, s := range n.switches {
 				n.schedule(engine.Event{At: ev.At + int64(k+1)*st.cfg.InstallNs, Kind: evINC, A: int32(s.idx), B: incInstall, C: ev.A + 1})
 			}
 			return
 		}
 		s := n.switches[ev.A]
-		if err := n.incInstall(s, st.pending[s.node], ev.At, int(ev.C)); err != nil {
+		if err := n.incInstall(s, st.pending[ev.C][s.node], ev.At, int(ev.C)); err != nil {
 			n.fail(err)
 		}
 	}
@@ -404,7 +410,7 @@ func (n *Network) incLost(node, port int, i int32) bool {
 		return false
 	}
 	st.lost[l]++
-	c, b := n.pool.cls[i], int(n.pool.n[i])
+	c, b := n.pool.s(i).cls, int(n.pool.s(i).n)
 	n.acct.landed(c, b)
 	n.acct.dropped(c, b)
 	n.pool.put(i)
@@ -488,7 +494,7 @@ func (n *Network) incFrame(f *flowState, pkt *agent.Packet, now int64) int32 {
 	if err != nil {
 		n.fail(fmt.Errorf("inc flow %d: %w", f.id, err))
 	}
-	n.pool.n[i], n.pool.cls[i] = int32(m), losslessPriority
+	n.pool.s(i).n, n.pool.s(i).cls = int32(m), losslessPriority
 	f.stats.PacketsSent++
 	k := f.id - n.inc.first
 	n.inc.res.Sent[k]++
@@ -518,7 +524,7 @@ func (h *Host) incDupNext(now int64) int64 {
 	if err != nil {
 		n.fail(fmt.Errorf("inc flow %d: copy: %w", f.id, err))
 	}
-	n.pool.n[i], n.pool.cls[i] = int32(m), losslessPriority
+	n.pool.s(i).n, n.pool.s(i).cls = int32(m), losslessPriority
 	st.res.DupsSent[f.id-st.first]++
 	h.put(i, now)
 	return -1
@@ -560,11 +566,11 @@ func (n *Network) incRewrote(i int32, frame []byte) error {
 	if len(frame) > slotBytes {
 		return fmt.Errorf("an aggregate of %d bytes outgrew its slot", len(frame))
 	}
-	old := int(n.pool.n[i])
+	old := int(n.pool.s(i).n)
 	copy(n.pool.buf(i), frame)
-	n.pool.n[i] = int32(len(frame))
+	n.pool.s(i).n = int32(len(frame))
 	// The switch made (or removed) the difference: the account keeps closing.
-	c := &n.acct.cls[n.pool.cls[i]].Sent
+	c := &n.acct.cls[n.pool.s(i).cls].Sent
 	c.Bytes = uint64(int64(c.Bytes) + int64(len(frame)-old))
 	return nil
 }

@@ -28,6 +28,9 @@ func TestINCConfigErrors(t *testing.T) {
 		{"negative interval", func(c *Config) { c.INC.Streams[0].IntervalNs = -1 }},
 		{"unknown link", func(c *Config) { c.INC.Links = []LinkEvent{{AtNs: 5, Link: 2, Down: true}} }},
 		{"negative delay", func(c *Config) { c.INC.NotifyNs = -1 }},
+		{"link events out of order", func(c *Config) {
+			c.INC.Links = []LinkEvent{{AtNs: 9, Link: 0, Down: true}, {AtNs: 5, Link: 0}}
+		}},
 		{"controller fails", func(c *Config) {
 			c.INC.Controller = func([]int) (map[int]*INCTables, error) { return nil, errors.New("no tree") }
 		}},

@@ -79,7 +79,7 @@ func (n *Network) schedule(ev engine.Event) {
 // send puts frame i on the link to port peerPort of node peer; its last bit
 // arrives at at.
 func (n *Network) send(peer, peerPort int, i int32, at int64) {
-	n.acct.onWire(n.pool.cls[i], int(n.pool.n[i]))
+	n.acct.onWire(n.pool.s(i).cls, int(n.pool.s(i).n))
 	ev := engine.Event{At: at, Kind: evArrive, A: int32(peer), B: int32(peerPort), C: i}
 	if n.laneOf == nil {
 		n.schedule(ev)

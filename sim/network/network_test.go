@@ -232,7 +232,7 @@ func inject(t *testing.T, n *Network, node, port int, q uint16, at int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.pool.n[i], n.pool.cls[i] = int32(m), classControl
+	n.pool.s(i).n, n.pool.s(i).cls = int32(m), classControl
 	n.acct.made(classControl, m)
 	n.send(node, port, i, at)
 }

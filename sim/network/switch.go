@@ -53,7 +53,7 @@ type Switch struct {
 // hooks connects the TM to the pipeline.
 type hooks struct{ s *Switch }
 
-func (h hooks) OnEnqueue(e *tm.EnqueueInfo[int32]) { h.s.pl.OnEnqueue(&h.s.net.pool.meta[e.Handle]) }
+func (h hooks) OnEnqueue(e *tm.EnqueueInfo[int32]) { h.s.pl.OnEnqueue(&h.s.net.pool.s(e.Handle).meta) }
 
 func (h hooks) OnDequeue(d *tm.DequeueInfo[int32]) {
 	s := h.s
@@ -61,26 +61,26 @@ func (h hooks) OnDequeue(d *tm.DequeueInfo[int32]) {
 	i := d.Handle
 	r := &s.egRes
 	port := uint16(d.Port + 1)
-	if err := s.pl.Egress(n.pool.frame(i), port, d.Now, &n.pool.meta[i], r); err != nil {
+	if err := s.pl.Egress(n.pool.frame(i), port, d.Now, &n.pool.s(i).meta, r); err != nil {
 		n.fail(fmt.Errorf("switch %d: egress on port %d: %w", s.node, port, err))
 		return
 	}
-	if len(r.Frame) != int(n.pool.n[i]) {
+	if len(r.Frame) != int(n.pool.s(i).n) {
 		// Egress added an INT record (port mode int): the frame grew.
 		if len(r.Frame) > slotBytes {
 			n.fail(fmt.Errorf("switch %d: a frame of %d bytes outgrew its slot", s.node, len(r.Frame)))
 			return
 		}
-		grow := len(r.Frame) - int(n.pool.n[i])
+		grow := len(r.Frame) - int(n.pool.s(i).n)
 		copy(n.pool.buf(i), r.Frame)
-		n.pool.n[i] = int32(len(r.Frame))
-		n.acct.grew(n.pool.cls[i], grow)
+		n.pool.s(i).n = int32(len(r.Frame))
+		n.acct.grew(n.pool.s(i).cls, grow)
 	}
 	d.Mark = r.Marked
 	ps := &s.ports[d.Port].stats
 	if r.Marked {
 		ps.ECNMarks++
-		if f := n.flowOfData(n.pool.frame(i), &n.pool.meta[i]); f != nil {
+		if f := n.flowOfData(n.pool.frame(i), &n.pool.s(i).meta); f != nil {
 			f.stats.ECNMarks++
 		}
 	}
@@ -89,8 +89,8 @@ func (h hooks) OnDequeue(d *tm.DequeueInfo[int32]) {
 		ps.SwitchCNPs++
 		c := n.pool.get(len(r.CNPFrame))
 		copy(n.pool.buf(c), r.CNPFrame)
-		n.pool.meta[c] = r.CNPMeta
-		n.pool.cls[c] = cnpPriority
+		n.pool.s(c).meta = r.CNPMeta
+		n.pool.s(c).cls = cnpPriority
 		n.acct.made(cnpPriority, len(r.CNPFrame))
 		if f := n.flowOfCNP(r.CNPFrame); f != nil {
 			f.stats.SwitchCNPs++
@@ -140,7 +140,7 @@ func (s *Switch) portEvents(ds []pipeline.Digest, now int64) {
 func (s *Switch) arrive(p int, i int32, now int64) {
 	n := s.net
 	frame := n.pool.frame(i)
-	n.acct.landed(n.pool.cls[i], len(frame))
+	n.acct.landed(n.pool.s(i).cls, len(frame))
 	if len(frame) >= wire.EthernetLen && frame[12] == 0x88 && frame[13] == 0x08 {
 		s.macControl(p, frame, now)
 	}
@@ -153,9 +153,9 @@ func (s *Switch) arrive(p int, i int32, now int64) {
 	s.portEvents(r.Digests[:r.NumDigests], now)
 	if r.Verdict != pipeline.VerdictForward {
 		if r.DropReason == pipeline.DropPFC || r.DropReason == pipeline.DropINCConsumed {
-			n.acct.consumed(n.pool.cls[i], len(frame))
+			n.acct.consumed(n.pool.s(i).cls, len(frame))
 		} else {
-			n.acct.dropped(n.pool.cls[i], len(frame))
+			n.acct.dropped(n.pool.s(i).cls, len(frame))
 			s.ports[p].stats.IngressDrops++
 		}
 		n.pool.put(i)
@@ -169,7 +169,7 @@ func (s *Switch) arrive(p int, i int32, now int64) {
 			return
 		}
 	}
-	n.pool.meta[i] = r.Meta
+	n.pool.s(i).meta = r.Meta
 	s.enqueue(i, p, int(r.EgressPort)-1, now)
 }
 
@@ -202,15 +202,15 @@ func (s *Switch) macControl(p int, frame []byte, now int64) {
 func (s *Switch) enqueue(i int32, in, eg int, now int64) {
 	n := s.net
 	if eg < 0 || eg >= len(s.ports) {
-		n.acct.dropped(n.pool.cls[i], int(n.pool.n[i]))
+		n.acct.dropped(n.pool.s(i).cls, int(n.pool.s(i).n))
 		s.ports[in].stats.IngressDrops++
 		n.pool.put(i)
 		return
 	}
-	m := &n.pool.meta[i]
+	m := &n.pool.s(i).meta
 	prio := int(m.Priority & 7)
 	// Charged at its size on the wire: with the INT record egress will add.
-	length := frameWireLen(int(n.pool.n[i]) + s.pl.INTGrowth(n.pool.frame(i), m))
+	length := frameWireLen(int(n.pool.s(i).n) + s.pl.INTGrowth(n.pool.frame(i), m))
 	res, err := s.tm.Enqueue(i, length, in, eg, prio, now)
 	if err != nil && !errors.Is(err, tm.ErrLosslessDrop) {
 		n.fail(fmt.Errorf("switch %d: enqueue: %w", s.node, err))
@@ -222,10 +222,10 @@ func (s *Switch) enqueue(i int32, in, eg int, now int64) {
 			st.LosslessDrops++
 		}
 		s.pl.CountQueueDrop(m.EgressPort, uint8(prio), m.AcctLen)
-		n.acct.dropped(n.pool.cls[i], int(n.pool.n[i]))
+		n.acct.dropped(n.pool.s(i).cls, int(n.pool.s(i).n))
 		n.pool.put(i)
 	} else {
-		n.acct.queue(n.pool.cls[i], int(n.pool.n[i]))
+		n.acct.queue(n.pool.s(i).cls, int(n.pool.s(i).n))
 	}
 	if res.PFC.Kind != tm.PFCNone {
 		s.sendPFC(&res.PFC)
@@ -285,10 +285,10 @@ func (s *Switch) transmit(p int, now int64) {
 	if n.onTx != nil {
 		n.onTx(s.node, p, d.TxStart, n.pool.frame(i))
 	}
-	n.acct.unqueue(n.pool.cls[i], int(n.pool.n[i]))
+	n.acct.unqueue(n.pool.s(i).cls, int(n.pool.s(i).n))
 	n.send(sp.peer, sp.peerPort, i, d.DeliverAt)
 	sp.stats.TxFrames++
-	sp.stats.TxBytes += uint64(n.pool.n[i])
+	sp.stats.TxBytes += uint64(n.pool.s(i).n)
 	c := s.cnp
 	s.cnp = -1
 	if at, ok, _ := s.tm.NextDeparture(p, d.TxEnd); ok {
@@ -299,7 +299,7 @@ func (s *Switch) transmit(p int, now int64) {
 	}
 	if c >= 0 {
 		// The CNP re-enters on the congested port (the pipeline recirculated it).
-		m := &n.pool.meta[c]
+		m := &n.pool.s(c).meta
 		s.enqueue(c, int(m.IngressPort)-1, int(m.EgressPort)-1, now)
 	}
 }
@@ -315,8 +315,8 @@ func (s *Switch) sendPFC(ev *tm.PFCEvent) {
 		n.pool.put(i)
 		return
 	}
-	n.pool.n[i] = int32(m)
-	n.pool.cls[i] = classControl
+	n.pool.s(i).n = int32(m)
+	n.pool.s(i).cls = classControl
 	n.acct.made(classControl, m)
 	for prio := range tm.NumPriorities {
 		if ev.ClassEnable&(1<<prio) != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fastcnp/fastcnp/sim/engine"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/network"
 	"github.com/fastcnp/fastcnp/sim/traffic"
@@ -66,16 +67,19 @@ func BenchmarkS3(b *testing.B) {
 		hosts  int
 		load   float64
 		window int64
+		queue  string
 	}{
-		{16, 0.3, 500_000},
-		{64, 0.3, 500_000},
-		{320, 0.3, 500_000},
-		{320, 0.5, 500_000},
-		{1024, 0.3, 200_000},
+		{16, 0.3, 500_000, engine.QueueHeap},
+		{64, 0.3, 500_000, engine.QueueHeap},
+		{320, 0.3, 500_000, engine.QueueHeap},
+		{320, 0.3, 500_000, engine.QueueCalendar},
+		{320, 0.5, 500_000, engine.QueueHeap},
+		{1024, 0.3, 200_000, engine.QueueHeap},
 	}
 	for _, c := range cases {
-		b.Run(fmt.Sprintf("hosts=%d/load=%.0f%%", c.hosts, c.load*100), func(b *testing.B) {
+		b.Run(fmt.Sprintf("hosts=%d/load=%.0f%%/queue=%s", c.hosts, c.load*100, c.queue), func(b *testing.B) {
 			cfg := s3Bench(b, c.hosts, c.load, c.window, network.ModeFastCNP)
+			cfg.Queue = c.queue
 			var events uint64
 			var cpu float64
 			for i := 0; i < b.N; i++ {

@@ -8,15 +8,13 @@ import (
 )
 
 // s4Test is a short S4 (80 messages per group, 1 us apart) for CI.
-func s4Test(fail, repair bool) S4Options {
+func s4Test(fail bool, repairAt int64) S4Options {
 	o := DefaultS4()
 	o.Messages, o.TailNs = 80, 150_000
 	o.SlotTimeout = 30 * time.Microsecond
 	if fail {
 		o.Failure = &S4Failure{Leaf: 1, Spine: 0, AtNs: 40_000, NotifyNs: 5000, InstallNs: 1000}
-		if repair {
-			o.Failure.RepairAtNs = 70_000
-		}
+		o.Failure.RepairAtNs = repairAt
 	}
 	return o
 }
@@ -44,11 +42,17 @@ func bucketsOf(t incroute.Table, id uint32) int {
 // the slot timeout all complete.
 func TestS4(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		fail, repair bool
-	}{{"normal", false, false}, {"failure", true, false}, {"failure-repair", true, true}} {
+		name     string
+		fail     bool
+		repairAt int64
+	}{
+		{"normal", false, 0}, {"failure", true, 0}, {"failure-repair", true, 70_000},
+		// Repaired while the first new tree is still being installed: the
+		// two computations' installs interleave, the last one wins.
+		{"quick repair", true, 43_000},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := s4Test(tc.fail, tc.repair)
+			o := s4Test(tc.fail, tc.repairAt)
 			s, r, err := RunS4(o, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -101,10 +105,11 @@ func TestS4(t *testing.T) {
 			}
 			f := o.Failure
 			wantMoves := []int{64}
-			if tc.repair {
+			repair := tc.repairAt > 0
+			if repair {
 				wantMoves = []int{64, 64}
 			}
-			if len(m.Moved) != len(wantMoves) || m.Moved[0] != 64 || (tc.repair && m.Moved[1] != 64) {
+			if len(m.Moved) != len(wantMoves) || m.Moved[0] != 64 || (repair && m.Moved[1] != 64) {
 				t.Fatalf("buckets moved %v, want %v", m.Moved, wantMoves)
 			}
 			down := s.Trees[1].Tree
@@ -113,6 +118,12 @@ func TestS4(t *testing.T) {
 			}
 			if m.LinkLost == 0 || len(m.Lost) == 0 {
 				t.Errorf("the failure lost %d frames and %d messages", m.LinkLost, len(m.Lost))
+			}
+			if len(m.InstalledAllNs) != len(wantMoves) {
+				t.Fatalf("new trees on every switch at %v, want %d", m.InstalledAllNs, len(wantMoves))
+			}
+			if repair && bucketsOf(s.Trees[2].Tree.Table, start.Uppers[0].ID) != 64 {
+				t.Errorf("after the repair spine1 has %d buckets", bucketsOf(s.Trees[2].Tree.Table, start.Uppers[0].ID))
 			}
 			settled := m.InstalledAllNs[len(m.InstalledAllNs)-1] + int64(o.SlotTimeout)
 			for _, l := range m.Lost {
@@ -145,4 +156,28 @@ func TestS4Errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkS4 runs the default S4 (800 messages, no failure) and reports the
+// simulator's speed on it (events/s) and the aggregation's (messages/s of
+// wall time).
+func BenchmarkS4(b *testing.B) {
+	var events uint64
+	var msgs int
+	start := time.Now()
+	for b.Loop() {
+		s, r, err := RunS4(DefaultS4(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := MeasureS4(s, r)
+		if err != nil || m.Complete != m.Messages {
+			b.Fatalf("complete %v, err %v", m, err)
+		}
+		events += r.Events
+		msgs += m.Messages
+	}
+	sec := time.Since(start).Seconds()
+	b.ReportMetric(float64(events)/sec, "events/s")
+	b.ReportMetric(float64(msgs)/sec, "messages/s")
 }

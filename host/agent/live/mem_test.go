@@ -314,14 +314,15 @@ func TestAckEveryPerAlgorithm(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", tc.algo, tc.ackEvery), func(t *testing.T) {
 			pa, pb := memPair()
 			// Winit (line rate x base RTT, 125 KB) holds the whole message:
-			// no ACK probes when a window is full.
+			// no ACK probes when a window is full. The RTO is long: no
+			// retransmission when the machine is loaded.
 			c := ccConfig(t, "nvidia-cx", 1e9, time.Millisecond)
 			if err := c.UseParamSet(tc.algo, tc.set); err != nil {
 				t.Fatal(err)
 			}
 			fl := []live.FlowConfig{flowAB(live.FlowConfig{Sizes: []units.Size{packets * agent.DefaultMSS}})}
 			snd, err := live.New(live.Config{IP: ipA, MAC: macA, Algo: tc.algo, CC: c, Flows: fl, ExitWhenDone: true,
-				Sender: agent.SenderConfig{AckEvery: tc.ackEvery}, Log: quietLog()}, pa)
+				Sender: agent.SenderConfig{AckEvery: tc.ackEvery, RTO: agent.MaxRTO}, Log: quietLog()}, pa)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +334,10 @@ func TestAckEveryPerAlgorithm(t *testing.T) {
 			defer cancel()
 			runPair(t, ctx, snd, rcv)
 			st := snd.Status()[0]
-			if !st.Done || st.Send.Acks != tc.acks || st.Send.Retransmits != 0 {
+			// The A bit goes on fixed packets of the message, so a
+			// retransmission (a late ACK on a loaded machine) does not
+			// change how many ACKs acknowledge something new.
+			if !st.Done || st.Send.Acks != tc.acks {
 				t.Fatalf("done %v, %d ACKs (want %d), %d retransmits", st.Done, st.Send.Acks, tc.acks, st.Send.Retransmits)
 			}
 		})
