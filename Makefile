@@ -7,7 +7,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 
-.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo sim-demo clean
+.PHONY: help setup build test test-short lint proto proto-check bench fuzz fuzz-sim p4 demo sim-demo sim-s3 clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,15 @@ demo: ## the main job: S1 victim flow, ecn vs fastcnp, side by side
 
 sim-demo: ## fastcnp-sim at 100 Gb/s: S1, S1 with commodity senders and S2 (scaled) in dcqcn, fastcnp and the ablation, side by side
 	$(GO) run ./cmd/fastcnp-sim demo $(if $(SIM_OUT),--out $(SIM_OUT))
+
+S3_DURATION ?= 10ms
+S3_LOADS ?= 0.3,0.5
+S3_OUT ?= /tmp/fastcnp-s3
+sim-s3: ## spec 06 S3: fat tree, WebSearch and FB_Hadoop at S3_LOADS with 60 x 500 KB incasts, dcqcn, fastcnp, ablation (S3_DURATION, S3_STOP_AFTER, S3_OUT)
+	$(GO) run ./cmd/fastcnp-sim sweep --modes dcqcn,fastcnp,fastcnp-no-pfc-state \
+	  --workload websearch=sim/data/hpcc/WebSearch_distribution.txt --workload fbhdp=sim/data/hpcc/FbHdp_distribution.txt \
+	  --loads $(S3_LOADS) --seeds 1 --topology sim/data/hpcc/fat.txt --config docs/results/sim/s3/params.txt \
+	  --duration $(S3_DURATION) --incast 60x500KB@0.02 $(if $(S3_STOP_AFTER),--stop-after $(S3_STOP_AFTER)) --out $(S3_OUT)
 
 clean: ## remove build outputs
 	rm -rf bin p4src/build

@@ -65,7 +65,7 @@ var Features = map[string]string{
 	"pfc-timing":      "PFC pause expiry at an exact time (BMv2 neither obeys PFC nor lets time be set)",
 	"value-set":       "parser value set writes (PI's P4Runtime server answers ValueSetEntry with UNIMPLEMENTED, behavioral-model issue #854)",
 	"selector-hash":   "which member of an ECMP group of several a flow takes (BMv2 picks hash % size over its own member handles, in an order PI decides)",
-	"refusal-codes":   "the canonical code of a refused write (PI's codes for these refusals, action profiles above all, are not verified)",
+	"refusal-codes":   "the canonical code of a refused write (PI's differ for action profiles: Unknown for deleting a member or group in use, InvalidArgument for an entry naming a missing group; docs/conformance.md)",
 	"v1model-state":   "the v1model program's data-plane state: queue and per-flow bytes counted by the program, a pause ended by its expiry time, 48-bit times (BMv2 and fastcnp-switch run that program; the Tofino program keeps its state differently, docs/tofino.md)",
 	"tofino-state":    "the Tofino program's data-plane state: queue depth in traffic-manager cells, pauses inferred from departure gaps or framed by PFC frames and closed at the next departure, departure shares, 32-bit times (docs/tofino.md; the Go model's Tofino profiles)",
 	"inc-flow-ways":   "several data flows per connection in the INC data-flow map (v1model keeps INC_FLOW_WAYS; the Tofino program one, docs/tofino.md)",

@@ -124,11 +124,7 @@ func genFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		if err := closeOut(); err != nil {
 			return err
 		}
-		var bytes int64
-		for _, f := range flows {
-			bytes += f.Size
-		}
-		offered := float64(bytes) * 8 / (float64(len(hosts)) * rateBps * float64(durNs) / 1e9)
+		offered := traffic.OfferedLoad(flows, len(hosts), rateBps, durNs)
 		fmt.Fprintf(e.stderr, "gen: %d flows (%d incast) from %d hosts at %s, offered load %.3f of the host links over %s (seed %d)\n",
 			len(flows), nIncast, len(hosts), hpcc.FormatRate(uint64(rateBps)), offered, units.FormatDuration(time.Duration(durNs)), *seed)
 		return nil

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,7 +228,21 @@ func fakeEngine(ctx context.Context, in pointInput) (sweep.Result, error) {
 		recs = append(recs, hpcc.FCT{SIP: hpcc.NodeIP(f.Src), DIP: hpcc.NodeIP(f.Dst), SPort: ports[i], DPort: f.DPort, Size: f.Size,
 			StartNs: f.StartNs, FCTNs: sa * (factor + int64(i%3)), StandaloneNs: sa})
 	}
-	return sweep.Result{FCT: recs, Metrics: map[string]float64{"flows_in": float64(len(in.Flows)), "buffer_mb": float64(in.Config.BufferMB)}}, nil
+	return sweep.Result{FCT: recs, Metrics: map[string]float64{"flows_in": float64(len(in.Flows)), "buffer_mb": float64(in.Config.BufferMB),
+		"stop_s": in.Config.StopTimeS}}, nil
+}
+
+func readPointMetrics(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pf sweep.File
+	if err := json.Unmarshal(b, &pf); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return pf.Metrics
 }
 
 func TestSweepAndMerge(t *testing.T) {
@@ -282,6 +298,22 @@ func TestSweepAndMerge(t *testing.T) {
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s differs between the sharded and the whole sweep", f)
 		}
+	}
+	// --stop-after ends each point that long after the window (2 s + 200 us);
+	// the result file says what the flows offer.
+	code, _, errs = runCLI(t, nil, append(args[:len(args)-1:len(args)-1], filepath.Join(dir, "stop"), "--stop-after", "300us")...)
+	if code != exitOK {
+		t.Fatalf("--stop-after: exit %d: %s", code, errs)
+	}
+	if m := readPointMetrics(t, filepath.Join(dir, "stop", "points", "0000-dcqcn-fb-0.3-s1.json")); m["stop_s"] != 2.0005 || !(m["offered_load"] > 0.2 && m["offered_load"] < 0.45) || m["incast_flows"]/60 != math.Trunc(m["incast_flows"]/60) {
+		t.Errorf("--stop-after 300us: stop at %v s, offered load %v, %v incast flows", m["stop_s"], m["offered_load"], m["incast_flows"])
+	}
+	if m := readPointMetrics(t, filepath.Join(dir, "one", "points", "0000-dcqcn-fb-0.3-s1.json")); m["stop_s"] != 3.01 {
+		t.Errorf("without --stop-after: stop at %v s, want the parameter file's default 3.01", m["stop_s"])
+	}
+	code, _, errs = runCLI(t, nil, append(args, "--stop-after", "-1ms")...)
+	if code != exitUsage || !strings.Contains(errs, "--stop-after") {
+		t.Errorf("negative --stop-after: exit %d, %q", code, errs)
 	}
 	// Merging a directory without results fails with exit 1.
 	code, _, errs = runCLI(t, nil, "merge", t.TempDir())

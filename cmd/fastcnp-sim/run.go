@@ -47,7 +47,10 @@ func runPoint(ctx context.Context, in pointInput) (sweep.Result, error) {
 	if err != nil {
 		return sweep.Result{}, err
 	}
-	r, err := n.Run(func(int64, uint64) {
+	r, err := n.Run(func(now int64, events uint64) {
+		if in.Progress != nil {
+			in.Progress(now, events)
+		}
 		if ctx.Err() != nil {
 			n.Stop()
 		}
@@ -65,12 +68,17 @@ func runPoint(ctx context.Context, in pointInput) (sweep.Result, error) {
 func metricsOf(r *network.Result) map[string]float64 {
 	t := scenario.TotalsOf(r)
 	return map[string]float64{
-		"flows": float64(len(r.Flows)), "finished": float64(r.Finished), "end_ms": float64(r.EndNs) / 1e6,
-		"events": float64(r.Events), "pfc_xoff": float64(t.PFCXoff), "pfc_xon": float64(t.PFCXon),
-		"pfc_rx_hosts": float64(t.PFCRxHosts), "ecn_marks": float64(t.ECNMarks), "switch_cnps": float64(t.SwitchCNPs),
+		"flows": float64(len(r.Flows)), "finished": float64(r.Finished), "unfinished": float64(len(r.Flows) - r.Finished),
+		"end_ms": float64(r.EndNs) / 1e6, "events": float64(r.Events),
+		"pfc_xoff": float64(t.PFCXoff), "pfc_xon": float64(t.PFCXon), "pfc_refresh": float64(t.PFCRefresh),
+		"pfc_rx_hosts": float64(t.PFCRxHosts), "paused_us": float64(t.PausedNs) / 1e3, "host_paused_us": float64(t.HostPausedNs) / 1e3,
+		"ecn_marks": float64(t.ECNMarks), "switch_cnps": float64(t.SwitchCNPs),
 		"np_cnps": float64(t.NPCNPs), "drops": float64(t.Drops), "lossless_drops": float64(t.LosslessDrops),
-		"peak_queue_kb": float64(t.PeakQueueBytes) / 1e3, "resume_undetermined": float64(t.ResumeUndetermined),
-		"resume_congested": float64(t.ResumeCongested), "undetermined_us": float64(t.UndeterminedNs) / 1e3,
+		"peak_queue_kb": float64(t.PeakQueueBytes) / 1e3, "pauses": float64(t.Pauses), "ports_paused": float64(t.PortsPaused),
+		"resume_not_congested": float64(t.ResumeNotCongested), "resume_undetermined": float64(t.ResumeUndetermined),
+		"resume_congested": float64(t.ResumeCongested), "check_drained": float64(t.CheckDrained),
+		"check_congested": float64(t.CheckCongested), "ports_undetermined": float64(t.PortsUndetermined),
+		"undetermined_us": float64(t.UndeterminedNs) / 1e3,
 	}
 }
 
@@ -109,6 +117,7 @@ type runOpts struct {
 	progress   bool
 	cpuProfile string
 	memProfile string
+	hpccMMU    bool
 }
 
 func parseRun(args []string, stderr io.Writer) (runOpts, error) {
@@ -133,6 +142,7 @@ func parseRun(args []string, stderr io.Writer) (runOpts, error) {
 	fs.Uint64Var(&o.params.Seed, "seed", o.params.Seed, "seed of the switches' RED random numbers")
 	fs.StringVar(&o.params.Queue, "queue", engine.QueueHeap, "event queue: heap or calendar (same results)")
 	fs.BoolVar(&o.params.RTTSamples, "rtt", false, "record every flow's RTT samples (spec 03 sampling) in rtt.txt")
+	fs.BoolVar(&o.hpccMMU, "hpcc-mmu", false, "the switches' PFC as the HPCC simulator's MMU: XOFF factor 1/8 at the hosts' rate, doubled per doubling of an ingress port's rate (1/2 at 400G under 100G hosts), headroom 3 x rate x delay")
 	sample := fs.Duration("sample", 0, "sample switch queues and flow progress this often (0: not at all)")
 	until := fs.Duration("until", 0, "stop at this virtual time (0: when every flow has finished)")
 	fs.StringVar(&o.out, "out", "", "directory for the output files (none: print the table only)")
@@ -408,6 +418,9 @@ func runScenarios(ctx context.Context, scs []*scenario.Scenario, o runOpts, stdo
 					cfg.UntilNs = o.untilNs
 				}
 				j.cfg = cfg
+			}
+			if o.hpccMMU {
+				j.cfg.Switch.AlphaByRate, j.cfg.Switch.HeadroomHPCC = true, true
 			}
 			js = append(js, j)
 		}

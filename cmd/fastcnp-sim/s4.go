@@ -73,6 +73,7 @@ func s4Flags(fs *flag.FlagSet) func(e *env, args []string) error {
 		msgs := make([][]network.INCMessageResult, len(opts))
 		errs := make([]error, len(opts))
 		sem := make(chan struct{}, *jobs)
+		errw := &syncWriter{w: e.stderr} // the runs report their progress concurrently
 		var wg sync.WaitGroup
 		for i := range opts {
 			wg.Add(1)
@@ -89,7 +90,7 @@ func s4Flags(fs *flag.FlagSet) func(e *env, args []string) error {
 					msgs[i] = r.INC.Messages
 				}
 				if err == nil {
-					fmt.Fprintf(e.stderr, "s4 %s: %.1f us simulated, %d events, %.1f s wall\n", s4Labels[i], float64(r.EndNs)/1e3, r.Events, time.Since(start).Seconds())
+					fmt.Fprintf(errw, "s4 %s: %.1f us simulated, %d events, %.1f s wall\n", s4Labels[i], float64(r.EndNs)/1e3, r.Events, time.Since(start).Seconds())
 				}
 				errs[i] = err
 			}()

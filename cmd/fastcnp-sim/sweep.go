@@ -5,12 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/fastcnp/fastcnp/internal/progress"
 	"github.com/fastcnp/fastcnp/sim/hpcc"
 	"github.com/fastcnp/fastcnp/sim/sweep"
+	"github.com/fastcnp/fastcnp/sim/traffic"
 )
 
 // pointInput is the simulation input of one sweep point.
@@ -19,6 +23,9 @@ type pointInput struct {
 	Topology *hpcc.Topology // shared by all points: read only
 	Config   *hpcc.Config   // the sweep's parameter file, FASTCNP_MODE set to the point's mode
 	Flows    []hpcc.Flow    // the point's workload at its load and seed, the same for every mode
+	// Progress, if set, is called now and then with the virtual time and
+	// the events so far.
+	Progress func(nowNs int64, events uint64)
 }
 
 // The simulator as sweep uses it. The engine's command (run.go) sets these;
@@ -95,6 +102,7 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 	cfgPath := fs.String("config", "", "parameter file (HPCC config keys); default: the HPCC simulator's defaults")
 	dur := fs.String("duration", "", "length of each point's arrival window (10ms)")
 	start := fs.String("start", "2s", "first arrival window instant")
+	stopAfter := fs.Duration("stop-after", 0, "stop each point this long after the arrival window ends, flows still running reported as unfinished (0: the parameter file's SIMULATOR_STOP_TIME)")
 	incast := fs.String("incast", "", "incasts SENDERSxSIZE@SHARE added to every point, e.g. 60x500KB@0.02")
 	out := fs.String("out", "", "output directory: DIR/points/ gets one result file per point, DIR/merged/ the tables")
 	shard := fs.String("shard", "", "run one shard: i/n, auto/n (Kubernetes JOB_COMPLETION_INDEX) or auto (Slurm array)")
@@ -138,6 +146,9 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		}
 		if *jobs < 0 {
 			return usagef("--jobs %d: want 0 (one per CPU) or more", *jobs)
+		}
+		if *stopAfter < 0 {
+			return usagef("--stop-after %v: want 0 or more", *stopAfter)
 		}
 		mf, err := af.filter()
 		if err != nil {
@@ -184,6 +195,16 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 		if simulatePoint == nil {
 			return errors.New("this build has no simulator engine to run points with (issue 12: the engine's `run` command plugs in here)")
 		}
+		if *stopAfter > 0 {
+			base.StopTimeS = float64(startNs+durNs+int64(*stopAfter)) / 1e9
+		}
+		hostBps, err := sweep.HostRate(tr.Topology)
+		if err != nil {
+			return err
+		}
+		nHosts := len(tr.Topology.Hosts())
+		// Points run in parallel and each reports on stderr.
+		errw := &syncWriter{w: e.stderr}
 		runPoint := func(ctx context.Context, p sweep.Point) (sweep.Result, error) {
 			flows, err := tr.Flows(p)
 			if err != nil {
@@ -191,10 +212,37 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 			}
 			cfg := base.Clone()
 			cfg.Mode = p.Mode
-			return simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows})
+			began := time.Now()
+			last := began
+			progress := func(nowNs int64, events uint64) {
+				if time.Since(last) >= time.Minute {
+					last = time.Now()
+					fmt.Fprintf(errw, "sweep: %s: %.3f ms simulated, %.1fM events, %.0f s wall\n", p.ID(),
+						float64(nowNs-startNs)/1e6, float64(events)/1e6, time.Since(began).Seconds())
+				}
+			}
+			res, err := simulatePoint(ctx, pointInput{Point: p, Topology: tr.Topology, Config: cfg, Flows: flows, Progress: progress})
+			if err != nil {
+				return res, err
+			}
+			// What the flows offer, next to what the run did with them.
+			if res.Metrics == nil {
+				res.Metrics = map[string]float64{}
+			}
+			incasts := 0
+			for _, f := range flows {
+				if f.DPort == hpcc.DPortIncast {
+					incasts++
+				}
+			}
+			res.Metrics["offered_load"] = traffic.OfferedLoad(flows, nHosts, hostBps, durNs)
+			res.Metrics["incast_flows"] = float64(incasts)
+			fmt.Fprintf(errw, "sweep: %s: %d flows, %.1fM events, %.1f s wall (load %s)\n", p.ID(), len(flows),
+				res.Metrics["events"]/1e6, time.Since(began).Seconds(), loadAvg())
+			return res, nil
 		}
 		points := sh.Select(s.Points())
-		bar := progress.New(e.stderr, "sweep "+sh.String(), int64(len(points)))
+		bar := progress.New(errw, "sweep "+sh.String(), int64(len(points)))
 		onTerm := progress.IsTerminal(e.stderr)
 		opt := sweep.Options{Dir: *out, Workers: *jobs, Rerun: *rerun, Progress: func(done, total int, p sweep.Point, err error) {
 			bar.Set(int64(done))
@@ -203,7 +251,7 @@ func sweepFlags(fs *flag.FlagSet) func(e *env, args []string) error {
 				if err != nil {
 					status = "failed: " + err.Error()
 				}
-				fmt.Fprintf(e.stderr, "sweep %s: %d/%d %s %s\n", sh, done, total, p.ID(), status)
+				fmt.Fprintf(errw, "sweep %s: %d/%d %s %s\n", sh, done, total, p.ID(), status)
 			}
 		}}
 		fmt.Fprintf(e.stderr, "sweep: %d of %d points in shard %s, results in %s\n", len(points), len(s.Points()), sh, *out)
@@ -232,4 +280,16 @@ func mergeAndReport(e *env, dir, out string, opt sweep.MergeOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "merge: %d of %d points, %d files in %s (summary.md first)\n", m.Points, len(m.Sweep.Points()), len(m.Files), out)
 	return nil
+}
+
+// syncWriter serialises writes from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

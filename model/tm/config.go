@@ -77,6 +77,9 @@ type PortConfig struct {
 	// HeadroomBytes is the headroom reserved per lossless priority of this ingress
 	// port; 0 = computed by Config.Headroom.
 	HeadroomBytes int64
+	// Alpha is the dynamic XOFF factor of this ingress port's priority groups;
+	// 0 = Config.Alpha. (The HPCC simulator raises it with the port's rate.)
+	Alpha float64
 }
 
 // Config is the traffic manager's static configuration.
@@ -289,6 +292,9 @@ func (cfg Config) normalized() (Config, error) {
 		}
 		if pc.HeadroomBytes < 0 {
 			return cfg, fmt.Errorf("%w: port %d headroom %d < 0", ErrConfig, i, pc.HeadroomBytes)
+		}
+		if pc.Alpha < 0 || math.IsNaN(pc.Alpha) || math.IsInf(pc.Alpha, 0) || pc.Alpha > 64 {
+			return cfg, fmt.Errorf("%w: port %d Alpha %v outside [0, 64]", ErrConfig, i, pc.Alpha)
 		}
 		if pc.HeadroomBytes == 0 && cfg.Lossless != 0 {
 			switch cfg.Headroom {

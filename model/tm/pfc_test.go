@@ -615,3 +615,54 @@ func TestInputHold(t *testing.T) {
 		t.Error("InputHeld of a port that does not exist")
 	}
 }
+
+// TestPortAlpha: a port's own Alpha sets its priority groups' XOFF and XON; the
+// other ports keep Config.Alpha (shared pool 100000 B as above, resume offset 3072).
+func TestPortAlpha(t *testing.T) {
+	c := Config{Ports: ports(3, gbps, 1000), BufferBytes: 130_000, Lossless: 1 << 3, Alpha: 0.5}
+	for i := range c.Ports {
+		c.Ports[i].HeadroomBytes = 10_000
+	}
+	c.Ports[1].Alpha = 0.125
+	tests := []struct {
+		name       string
+		in         int
+		wantXoffAt int   // frame of 1000 B that sends XOFF
+		wantThr    int64 // the port's threshold on an empty buffer
+		wantXonAt  int   // dequeue that sends XON
+	}{
+		// 12000 >= 0.125*88000 = 11000; 11000 < 0.125*89000. XON: held + 3072 <=
+		// 0.125*(100000 - held) from held 8000 on (4 dequeues).
+		{"port alpha 1/8", 1, 12, 12_500, 4},
+		// Config.Alpha 0.5: XOFF at 34, XON after 3 (TestDynamicXonUsesResumeOffset).
+		{"config alpha 1/2", 2, 34, 50_000, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustNew(t, c, nil)
+			if got := m.PortXoffThreshold(tc.in); got != tc.wantThr {
+				t.Fatalf("threshold %d, want %d", got, tc.wantThr)
+			}
+			for i := 1; i <= tc.wantXoffAt; i++ {
+				r := mustEnq(t, m, i, 1000, tc.in, 0, 3, 0)
+				if (r.PFC.Kind == PFCXoff) != (i == tc.wantXoffAt) {
+					t.Fatalf("frame %d: PFC %v, want XOFF exactly at frame %d", i, r.PFC.Kind, tc.wantXoffAt)
+				}
+			}
+			now := int64(0)
+			for k := 1; k <= tc.wantXonAt; k++ {
+				d := mustDeq(t, m, 0, now)
+				now = d.TxEnd
+				if (d.PFC.Kind == PFCXon) != (k == tc.wantXonAt) {
+					t.Fatalf("dequeue %d: PFC %v, want XON at %d", k, d.PFC.Kind, tc.wantXonAt)
+				}
+			}
+		})
+	}
+	bad := c
+	bad.Ports = append([]PortConfig(nil), c.Ports...)
+	bad.Ports[0].Alpha = -1
+	if _, err := New[int](bad, nil); err == nil {
+		t.Error("a negative port Alpha was accepted")
+	}
+}

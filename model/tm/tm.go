@@ -237,8 +237,9 @@ type pgState struct {
 type port[H any] struct {
 	rate     int64
 	delay    int64
-	headroom int64 // per lossless priority
-	refresh  int64 // ns between XOFF refreshes sent out of this port
+	headroom int64   // per lossless priority
+	alpha    float64 // dynamic XOFF factor of its priority groups
+	refresh  int64   // ns between XOFF refreshes sent out of this port
 
 	nextFree int64 // the shaper: earliest start of the next frame
 	rem      int64 // fractional ns carried (units of 1/rate ns)
@@ -310,6 +311,10 @@ func New[H any](cfg Config, hooks Hooks[H]) (*TM[H], error) {
 		p.rate = pc.RateBps
 		p.delay = pc.PropDelayNs
 		p.headroom = pc.HeadroomBytes
+		p.alpha = c.Alpha
+		if pc.Alpha > 0 {
+			p.alpha = pc.Alpha
+		}
 		p.refresh = max(1, wire.PauseNs(c.PauseQuanta, pc.RateBps)*int64(c.RefreshPercent)/100)
 	}
 	t.buildOrder()
@@ -370,21 +375,29 @@ func (t *TM[H]) checkPortPrio(p, prio int) error {
 
 func (t *TM[H]) lossless(prio int) bool { return t.cfg.Lossless&(1<<prio) != 0 }
 
-// XoffThreshold is the current XOFF threshold of every ingress (port, priority), bytes:
-// static, or Alpha * free shared buffer.
-func (t *TM[H]) XoffThreshold() int64 {
+// XoffThreshold is the current XOFF threshold of every ingress (port, priority)
+// without a port Alpha of its own, bytes: static, or Alpha * free shared buffer.
+func (t *TM[H]) XoffThreshold() int64 { return t.xoffAt(t.cfg.Alpha) }
+
+// PortXoffThreshold is ingress port p's current XOFF threshold (its PortConfig.Alpha).
+func (t *TM[H]) PortXoffThreshold(p int) int64 { return t.xoffAt(t.ports[p].alpha) }
+
+func (t *TM[H]) xoffAt(alpha float64) int64 {
 	if t.cfg.Threshold == ThresholdStatic {
 		return t.cfg.XoffBytes
 	}
-	return int64(t.cfg.Alpha * float64(t.sharedSize-t.sharedUsed))
+	return int64(alpha * float64(t.sharedSize-t.sharedUsed))
 }
 
-// XonThreshold is the current XON level: static XonBytes, or XOFF - ResumeOffsetBytes.
-func (t *TM[H]) XonThreshold() int64 {
+// XonThreshold is the current XON level: static XonBytes, or XOFF - ResumeOffsetBytes
+// (of the ingress ports without an Alpha of their own).
+func (t *TM[H]) XonThreshold() int64 { return t.xonAt(t.cfg.Alpha) }
+
+func (t *TM[H]) xonAt(alpha float64) int64 {
 	if t.cfg.Threshold == ThresholdStatic {
 		return t.cfg.XonBytes
 	}
-	return t.XoffThreshold() - t.cfg.ResumeOffsetBytes
+	return t.xoffAt(alpha) - t.cfg.ResumeOffsetBytes
 }
 
 // Enqueue offers a frame of length bytes that arrived (last bit received) on ingress at
@@ -458,7 +471,7 @@ func (t *TM[H]) Enqueue(h H, length, ingress, egress, prio int, now int64) (Enqu
 	// thresholds shrink as the buffer fills) or anything spilled into headroom.
 	// Under an input hold the upstream is already paused for every lossless priority:
 	// the group goes into XOFF without a frame (the hold's refreshes cover it).
-	if lossless && !g.xoff && (g.headroom > 0 || g.shared >= t.XoffThreshold()) {
+	if lossless && !g.xoff && (g.headroom > 0 || g.shared >= t.xoffAt(ip.alpha)) {
 		g.xoff = true
 		g.xoffSince = now
 		ip.xoffMask |= 1 << prio
@@ -486,7 +499,7 @@ func (t *TM[H]) Enqueue(h H, length, ingress, egress, prio int, now int64) (Enqu
 func (t *TM[H]) admit(n int64, q *queue[H], ip *port[H], g *pgState, prio int) Verdict {
 	if t.lossless(prio) {
 		switch {
-		case t.sharedUsed+n <= t.sharedSize && g.shared+n <= t.XoffThreshold():
+		case t.sharedUsed+n <= t.sharedSize && g.shared+n <= t.xoffAt(ip.alpha):
 			return Accepted
 		case g.headroom+n <= ip.headroom:
 			return AcceptedHeadroom
@@ -683,7 +696,7 @@ func (t *TM[H]) Dequeue(portIdx int, now int64) (d Departure[H], ok bool, err er
 	di.Handle = zero
 
 	// Under an input hold the upstream stays paused: no XON until the hold ends.
-	if g.xoff && g.headroom == 0 && (g.shared == 0 || g.shared <= t.XonThreshold()) {
+	if g.xoff && g.headroom == 0 && (g.shared == 0 || g.shared <= t.xonAt(t.ports[ingress].alpha)) {
 		g.xoff = false
 		g.xoffNs += now - g.xoffSince
 		ip := &t.ports[ingress]

@@ -137,6 +137,11 @@ type SwitchParams struct {
 	// HeadroomHPCC sizes headroom as the HPCC simulator does (3*delay*rate);
 	// false: the round-trip formula of model/tm.
 	HeadroomHPCC bool
+	// AlphaByRate gives each ingress port the HPCC simulator's dynamic XOFF factor
+	// (third.cc's pfc_a_shift): 1/8 at the hosts' link rate, doubled for every
+	// doubling of the port's rate above it, at most 1 (400G fabric ports under 100G
+	// hosts: 1/2). It replaces Alpha; false: Alpha on every port.
+	AlphaByRate bool
 	// QthBytes100G is Qth at 100 Gb/s (spec 01: 100 KB).
 	QthBytes100G int64
 	// DCTCPKBytes100G is DCTCP's marking threshold K at 100 Gb/s (spec 03: 300 KB,

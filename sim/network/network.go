@@ -222,6 +222,18 @@ func New(cfg Config) (*Network, error) {
 	return n, nil
 }
 
+// hpccAlpha is the HPCC simulator's dynamic XOFF factor of a port of rate bps when
+// the hosts' links run at host (third.cc: pfc_a_shift from 3, one less per halving
+// of the rate down to the host rate, not below 0).
+func hpccAlpha(bps, host int64) float64 {
+	shift := 3
+	for bps > host && shift > 0 {
+		shift--
+		bps /= 2
+	}
+	return 1 / float64(int64(1)<<shift)
+}
+
 // buildSwitch makes switch s's pipeline and TM and programs the pipeline.
 func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	cfg := n.cfg
@@ -245,7 +257,11 @@ func (n *Network) buildSwitch(s *Switch, ports []portEnd, rt *routing) error {
 	}
 	s.ports = make([]swPort, len(ports))
 	for i, p := range ports {
-		tc.Ports = append(tc.Ports, tm.PortConfig{RateBps: p.rate, PropDelayNs: p.delay})
+		pc := tm.PortConfig{RateBps: p.rate, PropDelayNs: p.delay}
+		if sp.AlphaByRate && len(n.hosts) > 0 {
+			pc.Alpha = hpccAlpha(p.rate, n.hosts[0].port.rate)
+		}
+		tc.Ports = append(tc.Ports, pc)
 		s.ports[i] = swPort{portEnd: p, armed: -1}
 	}
 	t, err := tm.New[int32](tc, hooks{s})

@@ -546,3 +546,18 @@ func TestAlgorithmModes(t *testing.T) {
 		}
 	}
 }
+
+// The HPCC simulator's pfc_a_shift: 3 at the hosts' rate, one less per doubling.
+func TestHPCCAlpha(t *testing.T) {
+	for _, tc := range []struct {
+		bps, host int64
+		want      float64
+	}{
+		{100e9, 100e9, 0.125}, {25e9, 100e9, 0.125}, {200e9, 100e9, 0.25},
+		{400e9, 100e9, 0.5}, {800e9, 100e9, 1}, {1600e9, 100e9, 1}, {300e9, 100e9, 0.5},
+	} {
+		if got := hpccAlpha(tc.bps, tc.host); got != tc.want {
+			t.Errorf("hpccAlpha(%d, %d) = %v, want %v", tc.bps, tc.host, got, tc.want)
+		}
+	}
+}

@@ -25,6 +25,10 @@ type Totals struct {
 	CheckDrained                uint64
 	CheckCongested              uint64
 	UndeterminedNs              int64
+	PortsPaused                 int   // switch ports that received at least one PAUSE
+	PortsUndetermined           int   // switch ports resumed undetermined at least once
+	PausedNs                    int64 // time switch ports' lossless queues were held by PFC, summed over ports
+	HostPausedNs                int64 // the same for hosts
 	PeakQueueBytes              int64 // largest lossless egress queue of any switch port
 	Events                      uint64
 	EndNs                       int64
@@ -49,11 +53,19 @@ func TotalsOf(r *network.Result) Totals {
 			t.CheckDrained += p.CheckDrained
 			t.CheckCongested += p.CheckCongested
 			t.UndeterminedNs += p.UndeterminedNs
+			t.PausedNs += p.PausedNs
+			if p.Pauses > 0 {
+				t.PortsPaused++
+			}
+			if p.ResumeUndetermined > 0 {
+				t.PortsUndetermined++
+			}
 			t.PeakQueueBytes = max(t.PeakQueueBytes, p.QueueHighWater)
 		}
 	}
 	for _, h := range r.Hosts {
 		t.PFCRxHosts += h.PFCRx
+		t.HostPausedNs += h.PausedNs
 	}
 	for _, f := range r.Flows {
 		t.NPCNPs += f.NPCNPs

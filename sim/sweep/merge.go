@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -286,6 +288,74 @@ func writePointsCSV(w io.Writer, files []File) error {
 	return cw.Error()
 }
 
+// writeCounters writes, per workload and load, every metric with one column
+// per mode (the mean over the seeds that ran): the modes' counters side by side.
+func writeCounters(w io.Writer, s Sweep, files []File) {
+	names := metricNames(files)
+	if len(names) == 0 {
+		return
+	}
+	for _, wl := range s.Workloads {
+		for _, l := range s.Loads {
+			var modes []string
+			sum := map[string]map[string]float64{} // mode -> metric -> sum
+			n := map[string]map[string]int{}
+			seeds := map[uint64]bool{}
+			for _, f := range files {
+				p := f.Point
+				if p.Workload != wl || p.Load != l {
+					continue
+				}
+				if sum[p.Mode] == nil {
+					modes = append(modes, p.Mode)
+					sum[p.Mode], n[p.Mode] = map[string]float64{}, map[string]int{}
+				}
+				seeds[p.Seed] = true
+				for k, v := range f.Metrics {
+					sum[p.Mode][k] += v
+					n[p.Mode][k]++
+				}
+			}
+			if len(modes) == 0 {
+				continue
+			}
+			sort.SliceStable(modes, func(i, j int) bool {
+				return slices.Index(s.Modes, modes[i]) < slices.Index(s.Modes, modes[j])
+			})
+			var sd []string
+			for _, x := range s.Seeds {
+				if seeds[x] {
+					sd = append(sd, strconv.FormatUint(x, 10))
+				}
+			}
+			fmt.Fprintf(w, "\n## %s at load %s: counters by mode\n\nThe mean over seeds %s.\n\n| metric |", wl, FormatLoad(l), strings.Join(sd, ", "))
+			for _, m := range modes {
+				fmt.Fprintf(w, " %s |", m)
+			}
+			fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(modes)))
+			for _, k := range names {
+				fmt.Fprintf(w, "| %s |", k)
+				for _, m := range modes {
+					if n[m][k] == 0 {
+						fmt.Fprintf(w, " - |")
+						continue
+					}
+					fmt.Fprintf(w, " %s |", fmtCounter(sum[m][k]/float64(n[m][k])))
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}
+
+// fmtCounter writes whole numbers in full and others to 6 significant digits.
+func fmtCounter(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
 func writeSummary(w io.Writer, m *Merged, files []File, groups []group) error {
 	bw := bufio.NewWriter(w)
 	s := m.Sweep
@@ -343,6 +413,7 @@ func writeSummary(w io.Writer, m *Merged, files []File, groups []group) error {
 			bw.WriteByte('\n')
 		}
 	}
+	writeCounters(bw, s, files)
 	if names := metricNames(files); len(names) > 0 {
 		fmt.Fprintf(bw, "\n## Metrics per point\n\n| point | flows |")
 		for _, n := range names {

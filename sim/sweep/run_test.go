@@ -219,3 +219,32 @@ func TestTrafficFlows(t *testing.T) {
 		t.Error("hosts with different rates: no error")
 	}
 }
+
+// The summary puts each workload and load's counters side by side, one
+// column per mode, averaged over the seeds.
+func TestMergeCounters(t *testing.T) {
+	dir := t.TempDir()
+	run := func(ctx context.Context, p Point) (Result, error) {
+		m := map[string]float64{"x": float64(p.Index), "pfc": 1e6 / 3, "events": 57522171}
+		if p.Mode == "b" && p.Seed == 3 {
+			delete(m, "pfc")
+		}
+		return Result{Metrics: m}, nil
+	}
+	if err := Run(context.Background(), small, small.Points(), run, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(dir, filepath.Join(dir, "m"), MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "m", "summary.md"))
+	// Mode a ran points 0, 2, 4 and b 1, 3, 5 (seeds 1, 2, 3).
+	for _, want := range []string{
+		"## w at load 0.5: counters by mode\n\nThe mean over seeds 1, 2, 3.\n\n| metric | a | b |\n|---|---|---|\n",
+		"| events | 57522171 | 57522171 |\n| pfc | 333333 | 333333 |\n| x | 2 | 3 |\n",
+	} {
+		if !strings.Contains(string(sum), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+}

@@ -264,3 +264,18 @@ func Merge(lists ...[]hpcc.Flow) []hpcc.Flow {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StartNs < out[j].StartNs })
 	return out
 }
+
+// OfferedLoad is the bytes of flows as a fraction of what hosts links of
+// linkBps carry in durationNs: the load a flow file really offers (with the
+// generator's rule that drops each host's last arrival, a short window of a
+// workload with large flows offers well under its nominal load).
+func OfferedLoad(flows []hpcc.Flow, hosts int, linkBps float64, durationNs int64) float64 {
+	if hosts <= 0 || linkBps <= 0 || durationNs <= 0 {
+		return 0
+	}
+	var bytes int64
+	for _, f := range flows {
+		bytes += f.Size
+	}
+	return float64(bytes) * 8 / (float64(hosts) * linkBps * float64(durationNs) / 1e9)
+}

@@ -88,7 +88,10 @@ func TestPoissonLoadAndCount(t *testing.T) {
 			if math.Abs(bytes-wantB) > z*sd {
 				t.Errorf("%.4g bytes, want %.4g +- %.3g", bytes, wantB, z*sd)
 			}
-			load := bytes * 8 / (float64(w.hosts) * p.LinkBps * float64(w.dur) / 1e9)
+			load := OfferedLoad(flows, w.hosts, p.LinkBps, w.dur)
+			if want := bytes * 8 / (float64(w.hosts) * p.LinkBps * float64(w.dur) / 1e9); math.Abs(load-want) > 1e-12 {
+				t.Errorf("OfferedLoad %v, want %v", load, want)
+			}
 			t.Logf("%d flows, offered load %.4f (nominal %.2f, %.1f arrivals per host)", len(flows), load, w.load, lt)
 		})
 	}
@@ -324,6 +327,28 @@ func TestPoissonErrors(t *testing.T) {
 		mod(&p)
 		if _, err := p.Generate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestOfferedLoad(t *testing.T) {
+	flows := []hpcc.Flow{{Size: 1000}, {Size: 500000}, {Size: 124000}}
+	for _, c := range []struct {
+		name  string
+		hosts int
+		bps   float64
+		durNs int64
+		want  float64
+	}{
+		// 625000 B = 5 Mb over 2 hosts x 100 Gb/s x 1 ms = 200 Mb.
+		{"two hosts", 2, 100e9, 1e6, 0.025},
+		{"one host, 10 Gb/s, 10 ms", 1, 10e9, 10e6, 0.05},
+		{"no host", 0, 100e9, 1e6, 0},
+		{"no window", 2, 100e9, 0, 0},
+		{"no rate", 2, 0, 1e6, 0},
+	} {
+		if got := OfferedLoad(flows, c.hosts, c.bps, c.durNs); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: OfferedLoad = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
