@@ -108,21 +108,23 @@ var (
 	reConstEntries = regexp.MustCompile(`\bconst\s+entries\s*=`)
 )
 
-// matchBrace returns the index just past the '}' that closes the '{' at open.
-func matchBrace(s string, open int) (int, error) {
+// matchClose returns the index just past the bracket that closes the '{' or '(' at open.
+func matchClose(s string, open int) (int, error) {
+	opening := s[open]
+	closing := map[byte]byte{'{': '}', '(': ')'}[opening]
 	depth := 0
 	for i := open; i < len(s); i++ {
 		switch s[i] {
-		case '{':
+		case opening:
 			depth++
-		case '}':
+		case closing:
 			depth--
 			if depth == 0 {
 				return i + 1, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("unbalanced '{' at offset %d", open)
+	return 0, fmt.Errorf("unbalanced '%c' at offset %d", opening, open)
 }
 
 // topLevel returns body with every nested {...} block removed (what is declared
@@ -173,7 +175,7 @@ func parseP4Source(t *testing.T, raw string) *p4Program {
 	}
 	for _, loc := range reTypeDecl.FindAllStringSubmatchIndex(src, -1) {
 		kind, name := src[loc[4]:loc[5]], src[loc[6]:loc[7]]
-		end, err := matchBrace(src, loc[1]-1)
+		end, err := matchClose(src, loc[1]-1)
 		if err != nil {
 			t.Fatalf("%s %s: %v", kind, name, err)
 		}
@@ -205,7 +207,7 @@ func parseP4Source(t *testing.T, raw string) *p4Program {
 	covered := make([]bool, len(src))
 	for _, loc := range reContainer.FindAllStringSubmatchIndex(src, -1) {
 		name := src[loc[4]:loc[5]]
-		end, err := matchBrace(src, loc[1]-1)
+		end, err := matchClose(src, loc[1]-1)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -236,7 +238,7 @@ func parseP4Source(t *testing.T, raw string) *p4Program {
 			c.actions = append(c.actions, a)
 		}
 		for _, tl := range reTableDecl.FindAllStringSubmatchIndex(body, -1) {
-			tend, err := matchBrace(body, tl[1]-1)
+			tend, err := matchClose(body, tl[1]-1)
 			if err != nil {
 				t.Fatalf("table: %v", err)
 			}
@@ -1064,7 +1066,7 @@ func atomicityProblems(src string, extra []string, registers []string) []string 
 	}
 	var controls []span
 	for _, loc := range reContainer.FindAllStringSubmatchIndex(s, -1) {
-		end, err := matchBrace(s, loc[1]-1)
+		end, err := matchClose(s, loc[1]-1)
 		if err != nil {
 			return []string{err.Error()}
 		}

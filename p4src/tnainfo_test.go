@@ -809,7 +809,7 @@ func callPaths(body string) (map[string][][]branchStep, error) {
 			if open < 0 {
 				return nil, fmt.Errorf("%s without a condition at %d", w, i)
 			}
-			end, err := matchParen(body, i+open)
+			end, err := matchClose(body, i+open)
 			if err != nil {
 				return nil, err
 			}
@@ -844,23 +844,6 @@ func callPaths(body string) (map[string][][]branchStep, error) {
 
 func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// matchParen returns the index just past the ')' that closes the '(' at open.
-func matchParen(s string, open int) (int, error) {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i + 1, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("unbalanced '(' at %d", open)
 }
 
 // exclusive reports whether two call paths lie in different branches of one node.
@@ -941,7 +924,7 @@ func TestTNAStatefulUsesExclusive(t *testing.T) {
 		if loc == nil {
 			continue
 		}
-		end, err := matchBrace(c.body, loc[1]-1)
+		end, err := matchClose(c.body, loc[1]-1)
 		if err != nil {
 			t.Fatal(err)
 		}
