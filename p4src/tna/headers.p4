@@ -32,11 +32,22 @@
 #endif
 #endif
 
-// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16.
+// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16,
+// one shift or one addition per statement (a Tofino action does one operation per
+// destination; bf-p4c puts dependent statements in successive actions). DST and TMP
+// are metadata fields, which the compiler does not fold back into one expression.
 #if __TARGET_TOFINO__ == 2
-#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 7) + (((bit<32>)(C)) << 5) + (((bit<32>)(C)) << 4))
+#define CELLS_TO_BYTES_STEPS(DST, TMP, C)                                           \
+    TMP = (bit<32>)(C) << 7;                                                        \
+    DST = (bit<32>)(C) << 5;                                                        \
+    DST = DST + TMP;                                                                \
+    TMP = (bit<32>)(C) << 4;                                                        \
+    DST = DST + TMP;
 #else
-#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 6) + (((bit<32>)(C)) << 4))
+#define CELLS_TO_BYTES_STEPS(DST, TMP, C)                                           \
+    TMP = (bit<32>)(C) << 6;                                                        \
+    DST = (bit<32>)(C) << 4;                                                        \
+    DST = DST + TMP;
 #endif
 
 // The first byte of every packet that reaches egress: what follows.
@@ -61,9 +72,11 @@ const bit<3> DIGEST_TYPE_CNP        = 2;
 // Mirror type of the E2E mirror (egress_intrinsic_metadata_for_deparser_t.mirror_type).
 const MirrorType_t MIRROR_TYPE_E2E = 2;
 
-// The INC slot key's remaining-contributors word when the slot is busy (worker and
-// child ranks are below 31, so no real remaining set has bit 31).
-const bit<32> INC_SLOT_BUSY = 0xFFFFFFFF;
+// slot_key_update's outcome, the stateful ALU's predicate: bit (2 * free + same key)
+// is set, free = "remaining == 0", same key = "fingerprint equal".
+// 0x2 (same key, not free) is this message's slot.
+const bit<32> INC_KEY_BUSY = 0x1;    // another message's slot
+const bit<32> INC_KEY_FREE = 0xC;    // a free slot (with or without a stale equal key)
 
 // ---------------------------------------------------------------------------
 // Bridged metadata, ingress -> egress (the traffic manager keeps it with the packet).
@@ -218,6 +231,22 @@ struct tna_ingress_metadata_t {
 // ---------------------------------------------------------------------------
 // Egress metadata.
 // ---------------------------------------------------------------------------
+// The IPv4 checksum after one 16-bit word of the header grew by K, or shrank by D
+// (no wrap): v1model's ipv4_checksum_replace_word (RFC 1624 eq. 3) evaluated per
+// case, the same value for every checksum (p4src TestTNAChecksumSteps). Each branch
+// is one addition, what a Tofino action can do; the general form is seven
+// dependent operations, which bf-p4c rejects ("action spanning multiple stages"),
+// and a deparser recomputation would not cover IPv4 options.
+#define IPV4_CHECKSUM_AFTER_GROW(CSUM, K)                                           \
+    if (CSUM >= (K)) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }
+#define IPV4_CHECKSUM_AFTER_SHRINK(CSUM, D)                                         \
+    if (CSUM >= 16w0xFFFF - (D)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }
+
+// The flow registers' index: the flow fingerprint's low log2(FLOW_SLOTS) bits (a
+// field, since Tofino takes no "fingerprint & mask" expression as an index; p4src
+// TestTNAFlowSlotWidth checks the width against FLOW_SLOTS).
+typedef bit<12> flow_slot_t;
+
 struct tna_egress_metadata_t {
     bit<1>    l4_is_udp;
     bit<1>    malformed;
@@ -239,6 +268,16 @@ struct tna_egress_metadata_t {
     bit<1>    rx_log2_hit;
     bit<16>   pause_log2_q6;
     bit<16>   rate_log2_q6;
+
+    // Register and counter indices computed from other values: Tofino takes an
+    // index from a field (or a hash), not from an expression.
+    flow_slot_t flow_slot;          // flow fingerprint & (FLOW_SLOTS - 1)
+    bit<32>   cells_tmp;            // CELLS_TO_BYTES_STEPS' partial product
+    bit<32>   qd_bytes;             // deq_qdepth in bytes
+    bit<32>   qlen;                 // bytes: deq_qdepth * CELL + this packet
+    bit<32>   qlen1;                // qlen + 1 (port_check_qlen1's encoding)
+    bit<32>   last_qd_bytes;        // the previous departure's deq_qdepth in bytes
+    bit<32>   dequeued_index;       // port * 8 + priority
 }
 
 #endif  // _FASTCNP_TNA_HEADERS_P4_
