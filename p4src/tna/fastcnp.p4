@@ -1443,6 +1443,61 @@ control FastcnpEgress(inout tna_headers_t hdr,
     }
 
 
+    // ---- Egress arithmetic in steps (docs/tofino.md "Compiling"). A Tofino action
+    // does one operation per destination, and bf-p4c synthesizes consecutive
+    // statements into one action, dependent or not: a chain of operations is a chain
+    // of actions called one after the other (each call is a table of its own). A
+    // gateway compares a field with a constant, so "a < b" of two fields is the sign
+    // bit of a difference computed here (bytes, nanoseconds apart and log2 values
+    // are below 2^31, 2^15).
+    @hidden action e_pkt_bytes() { meta.pkt_bytes = (bit<32>)eg_intr_md.pkt_length; }
+    @hidden action e_tx_add() { tx_add = meta.pkt_bytes; }
+    @hidden action e_tx_add_int() { tx_add = meta.pkt_bytes + (bit<32>)INT_HOP_BYTES; }
+    @hidden action e_tx_carry() { tx_carry_above = ~tx_add; }
+    CELLS_TO_BYTES_ACTIONS(e_qd, qdepth, meta.qd_bytes, meta.qd_tmp, meta.qd_tmp2)
+    @hidden action e_qlen() { meta.qlen = meta.qd_bytes + meta.pkt_bytes; }
+    @hidden action e_qlen_diffs() {
+        meta.qlen1 = meta.qlen + 1;
+        meta.qth_diff = meta.qlen - hdr.bridged_cfg.qth_bytes;
+        meta.kmax_diff = meta.qlen - hdr.bridged_cfg.red_kmax_bytes;
+        meta.kmin_diff = hdr.bridged_cfg.red_kmin_bytes - meta.qlen;
+    }
+    @hidden action e_check_at_new() { check_at_new = now32 + hdr.bridged_cfg.tcheck_ns; }
+    CELLS_TO_BYTES_ACTIONS(e_last_qd, meta.last_qd, meta.last_qd_bytes, meta.last_qd_tmp, meta.last_qd_tmp2)
+    CELLS_TO_BYTES_ACTIONS(e_pfc_qd, meta.last_qd, meta.pfc_qd_bytes, meta.pfc_qd_tmp, meta.pfc_qd_tmp2)
+    @hidden action e_gap() { meta.gap_ns = now32 - meta.last; }
+    @hidden action e_gap_excess() { meta.gap_excess = hdr.bridged_cfg.pause_gap_ns - meta.gap_ns; }
+    @hidden action e_rx_diff() { meta.rx_diff = meta.qlen - meta.last_qd_bytes; }
+    @hidden action e_pause_inferred() { pause_ns = meta.gap_ns; }
+    @hidden action e_pause_framed() { pause_ns = meta.pause_end - meta.pause_start; }
+    @hidden action e_pause_open() { pause_ns = now32 - meta.pause_start; }
+    @hidden action e_beats_sums() {
+        meta.beats_rx = meta.rx_log2_q6 + (bit<16>)LOG2_NS_PER_MS_Q6;
+        meta.beats_diff = meta.rate_log2_q6 + meta.pause_log2_q6;
+    }
+    @hidden action e_beats_diff() { meta.beats_diff = meta.beats_diff - meta.beats_rx; }
+    @hidden action e_check_grew() { meta.check_grew = meta.check_old - meta.qlen1; }
+    @hidden action e_epochs() { epoch_m1 = epoch - 1; epoch_p2 = epoch + 2; }
+    @hidden action e_shares() {
+        meta.flow_data_bytes = meta.flow_share_a + meta.flow_share_b;
+        meta.port_data_bytes = meta.port_share_a + meta.port_share_b;
+    }
+    @hidden action e_red_bytes() {
+        meta.flow_data_bytes = meta.qlen - hdr.bridged_cfg.red_kmin_bytes;
+        meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
+    }
+    @hidden action e_k_sum() { meta.k_diff = meta.k_base + meta.flow_log2_q6; }
+    @hidden action e_k_diff() { meta.k_diff = meta.k_diff - meta.port_log2_q6; }
+    @hidden action e_red_halves() {
+        meta.red_lo = (bit<32>)meta.red_r[15:0];
+        meta.red_hi = (bit<32>)meta.red_r[31:16];
+        meta.red_pmax = (bit<32>)hdr.bridged_cfg.red_pmax_q16;
+    }
+    @hidden action e_red_diffs() {
+        meta.red_lo = meta.red_lo - meta.red_pmax;
+        meta.red_hi = meta.red_hi - meta.window_exp2_bytes;
+    }
+
     apply {
         bit<32> port_cell = (bit<32>)eg_intr_md.egress_port;
         now32 = eg_prsr_md.global_tstamp[31:0];
@@ -1463,12 +1518,13 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bit<32> was = pfc_pause_open.execute(port_cell);
                 pfc_resume_clear.execute(port_cell);
                 if (was == 0) {
-                    bit<32> last_qd = last_qdepth_read.execute(port_cell);
+                    meta.last_qd = last_qdepth_read.execute(port_cell);
+                    CELLS_TO_BYTES_APPLY(e_pfc_qd)
                     meta.mirror.setValid();
                     meta.mirror.flags = RECIRC_EV0;
                     meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
                     meta.mirror.ev1 = 0;
-                    CELLS_TO_BYTES_STEPS(meta.mirror.ev0_queue_bytes, meta.cells_tmp, last_qd)
+                    meta.mirror.ev0_queue_bytes = meta.pfc_qd_bytes;
                     meta.mirror.ev0_ns = hdr.bridged.ingress_ns[31:0];
                     meta.mirror.now_ns = hdr.bridged.ingress_ns;
                     meta.mirror.qlen_bytes = 0;
@@ -1491,17 +1547,20 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
             // ---- Step 7a (INT): the port's byte count, every departure, with the
             // record step 7b adds to a lossless INT packet on a port in mode int.
-            pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
+            // (Arithmetic in steps: a chain of operations is a chain of actions,
+            // "a < b" of two fields the sign of a difference; see e_* above.)
+            e_pkt_bytes();
             if (hdr.bridged_cfg.isValid() && hdr.bridged_cfg.mode == PORT_MODE_INT &&
                 hdr.w.int_header.isValid() && (hdr.w.int_header.flags & INT_FLAG_ECHO) == 0 &&
                 hdr.w.int_header.hop_count < INT_MAX_HOPS) {
                 int_add = true;
             }
-            tx_add = pkt_bytes;
             if (int_add) {
-                tx_add = pkt_bytes + (bit<32>)INT_HOP_BYTES;
+                e_tx_add_int();
+            } else {
+                e_tx_add();
             }
-            tx_carry_above = ~tx_add;
+            e_tx_carry();
             tx_lo = tx_lo_add.execute(port_cell);
             tx_hi = tx_hi_add.execute(port_cell);
 
@@ -1510,47 +1569,55 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // RegisterAction per path, syntactically (a stateful ALU per packet).
             if (hdr.bridged_cfg.isValid()) {
                 qdepth = (bit<32>)eg_intr_md.deq_qdepth;
-                CELLS_TO_BYTES_STEPS(meta.qd_bytes, meta.cells_tmp, qdepth)
-                meta.qlen = meta.qd_bytes + pkt_bytes;
-                meta.qlen1 = meta.qlen + 1;
-                check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
+                CELLS_TO_BYTES_APPLY(e_qd)
+                e_qlen();
+                e_qlen_diffs();
+                e_check_at_new();
 
                 // 1. Departure bookkeeping.
-                bit<32> last = last_dequeue_swap.execute(port_cell);
-                bit<32> last_qd = last_qdepth_swap.execute(port_cell);
-                bit<32> pfc_start = pfc_pause_take.execute(port_cell);
-                bit<32> pfc_end = pfc_resume_take.execute(port_cell);
+                meta.last = last_dequeue_swap.execute(port_cell);
+                meta.last_qd = last_qdepth_swap.execute(port_cell);
+                meta.pause_start = pfc_pause_take.execute(port_cell);
+                meta.pause_end = pfc_resume_take.execute(port_cell);
+                CELLS_TO_BYTES_APPLY(e_last_qd)
+                e_gap();
+                e_gap_excess();
+                e_rx_diff();
 
-                // 2. The pause: framed, or inferred from the gap.
-                bool framed = pfc_start != 0;
-                bool inferred = !framed && last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
-                                now32 - last > hdr.bridged_cfg.pause_gap_ns;
+                // 2. The pause: framed, or inferred from the gap (now - last >
+                // pause_gap: the gap's top bit, or gap_excess = pause_gap - gap < 0).
+                bool framed = meta.pause_start != 0;
+                bool inferred = false;
+                if (!framed && meta.last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
+                    (meta.gap_ns[31:31] == 1 || meta.gap_excess[31:31] == 1)) {
+                    inferred = true;
+                }
                 bool resume = framed || inferred;
                 bit<4> flags = 0;
                 bit<8> event = PORT_EVENT_NONE;
                 bool hold = false;
                 bool congested = false;
-                CELLS_TO_BYTES_STEPS(meta.last_qd_bytes, meta.cells_tmp, last_qd)
+                // qlen >= Qth (qlen and Qth below 2^31: the difference's sign).
+                bool high = meta.qth_diff[31:31] == 0;
                 meta.mirror.ev0 = 0;
                 meta.mirror.ev0_queue_bytes = 0;
                 meta.mirror.ev0_ns = 0;
                 meta.mirror.window_bytes = 0;
                 if (resume) {
-                    bit<32> start = pfc_start;
-                    bit<32> end = now32;
                     if (inferred) {
-                        start = last;
                         flags = RECIRC_EV0;
                         meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
                         meta.mirror.ev0_queue_bytes = meta.last_qd_bytes;
-                        meta.mirror.ev0_ns = last;
-                    } else if (pfc_end != 0) {
-                        end = pfc_end;
+                        meta.mirror.ev0_ns = meta.last;
+                        e_pause_inferred();
+                    } else if (meta.pause_end != 0) {
+                        e_pause_framed();
+                    } else {
+                        e_pause_open();
                     }
-                    pause_ns = end - start;
                     rx = 0;
-                    if (meta.qlen > meta.last_qd_bytes) {
-                        rx = meta.qlen - meta.last_qd_bytes;
+                    if (meta.rx_diff[31:31] == 0) {     // qlen >= last queue
+                        rx = meta.rx_diff;
                     }
                     last_rx_write.execute(port_cell);
                     // spec 01 event 3 with rx > C*T in the log domain.
@@ -1561,11 +1628,14 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     rx_bytes_log2.apply();
                     pause_ns_log2.apply();
                     rate_log2.apply();
-                    bool beats = meta.rx_log2_hit == 1 &&
-                        (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
-                        (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                    e_beats_sums();
+                    e_beats_diff();
+                    bool beats = false;
+                    if (meta.rx_log2_hit == 1 && meta.beats_diff[15:15] == 1) {
+                        beats = true;
+                    }
                     bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
-                    if (meta.qlen < hdr.bridged_cfg.qth_bytes) {
+                    if (!high) {
                         event = PORT_EVENT_RESUME_NOT_CONGESTED;
                     } else if (beats || no_pfc_state) {
                         // The ablation mode (fastcnp-no-pfc-state): never undetermined.
@@ -1579,7 +1649,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         hold = true;
                     } else {
                         check_qlen1_clear.execute(port_cell);
-                        if (meta.qlen >= hdr.bridged_cfg.qth_bytes) {
+                        if (high) {
                             congested = true;
                         }
                     }
@@ -1591,16 +1661,15 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP) {
                         // 3. The state machine (spec 01 event 4).
                         bit<1> due = check_at_due.execute(port_cell);
-                        bool high = meta.qlen >= hdr.bridged_cfg.qth_bytes;
-                        bit<32> old;
                         if (due == 1 && high) {
-                            old = check_qlen1_due_high.execute(port_cell);
+                            meta.check_old = check_qlen1_due_high.execute(port_cell);
                         } else if (due == 1) {
-                            old = check_qlen1_clear.execute(port_cell);
+                            meta.check_old = check_qlen1_clear.execute(port_cell);
                         } else {
-                            old = check_qlen1_read.execute(port_cell);
+                            meta.check_old = check_qlen1_read.execute(port_cell);
                         }
-                        if (old == 0) {
+                        e_check_grew();
+                        if (meta.check_old == 0) {
                             if (high) {                         // DETERMINED
                                 congested = true;
                             }
@@ -1608,7 +1677,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                             hold = true;
                         } else if (!high) {
                             event = PORT_EVENT_CHECK_DRAINED;
-                        } else if (meta.qlen1 > old) {
+                        } else if (meta.check_grew[31:31] == 1) {   // qlen1 > old
                             event = PORT_EVENT_CHECK_CONGESTED;
                             congested = true;
                         }
@@ -1619,7 +1688,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         // The ablation: no state machine; a queue at or above Qth is
                         // congested.
                         check_qlen1_clear.execute(port_cell);
-                        if (meta.qlen >= hdr.bridged_cfg.qth_bytes) {
+                        if (high) {
                             congested = true;
                         }
                     }
@@ -1628,16 +1697,17 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
                 // 4. Departure shares, every lossless departure.
                 epoch = eg_prsr_md.global_tstamp[44:13];
-                epoch_m1 = epoch - 1;
-                epoch_p2 = epoch + 2;
-                bit<32> sum;
-                bit<32> data = 0;
+                e_epochs();
                 bool tracked = false;
                 if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                    sum = port_departed_even_add.execute(port_cell) + port_departed_odd_prev.execute(port_cell);
+                    meta.port_share_a = port_departed_even_add.execute(port_cell);
+                    meta.port_share_b = port_departed_odd_prev.execute(port_cell);
                 } else {
-                    sum = port_departed_odd_add.execute(port_cell) + port_departed_even_prev.execute(port_cell);
+                    meta.port_share_a = port_departed_odd_add.execute(port_cell);
+                    meta.port_share_b = port_departed_even_prev.execute(port_cell);
                 }
+                meta.flow_share_a = 0;
+                meta.flow_share_b = 0;
                 meta.flow_slot = 0;
                 if (hdr.w.ipv4.isValid()) {
                     fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
@@ -1645,9 +1715,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     if (flow_owner_claim.execute(meta.flow_slot) == 1) {
                         tracked = true;
                         if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                            data = flow_departed_even_add.execute(meta.flow_slot) + flow_departed_odd_prev.execute(meta.flow_slot);
+                            meta.flow_share_a = flow_departed_even_add.execute(meta.flow_slot);
+                            meta.flow_share_b = flow_departed_odd_prev.execute(meta.flow_slot);
                         } else {
-                            data = flow_departed_odd_add.execute(meta.flow_slot) + flow_departed_even_prev.execute(meta.flow_slot);
+                            meta.flow_share_a = flow_departed_odd_add.execute(meta.flow_slot);
+                            meta.flow_share_b = flow_departed_even_prev.execute(meta.flow_slot);
                         }
                     } else {
                         flow_collisions.count(port_cell);
@@ -1657,6 +1729,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
                 bool make_cnp = false;
                 bool mark = false;
+                // RED's middle: Kmin < qlen < Kmax.
+                bool red_middle = false;
                 if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
                      hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
                     if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
@@ -1668,21 +1742,19 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         mark = true;
                     }
                 } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
-                    if (meta.qlen >= hdr.bridged_cfg.red_kmax_bytes) {
+                    if (meta.kmax_diff[31:31] == 0) {          // qlen >= Kmax
                         mark = true;
-                    } else if (meta.qlen > hdr.bridged_cfg.red_kmin_bytes) {
-                        // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
-                        // from the window tables, two random halves.
-                        meta.flow_data_bytes = meta.qlen - hdr.bridged_cfg.red_kmin_bytes;
-                        meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
+                    } else if (meta.kmin_diff[31:31] == 1) {   // qlen > Kmin
+                        red_middle = true;
                     }
                 }
                 if (make_cnp) {
-                    meta.flow_data_bytes = data;
-                    meta.port_data_bytes = sum;
+                    e_shares();                         // flow_data, port_data: the two epochs
+                } else if (red_middle) {
+                    // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
+                    // from the window tables, two random halves.
+                    e_red_bytes();
                 }
-                bool red_middle = hdr.bridged_cfg.mode == PORT_MODE_ECN && !mark &&
-                                  meta.qlen > hdr.bridged_cfg.red_kmin_bytes;
                 if (make_cnp || red_middle) {
                     meta.flow_log2_q6 = 0;
                     meta.port_log2_q6 = 0;
@@ -1690,22 +1762,25 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     port_bytes_log2.apply();
                     meta.window_exp2_hit = 0;
                     meta.window_exp2_bytes = 0;
-                    bit<16> k_base = hdr.bridged_cfg.bdp_log2_q6;
+                    meta.k_base = hdr.bridged_cfg.bdp_log2_q6;
                     if (red_middle) {
-                        k_base = (bit<16>)RED_RATIO_K_OFFSET;
+                        meta.k_base = (bit<16>)RED_RATIO_K_OFFSET;
                     }
                     // 16 bits do not overflow: each log2 (q6) is below 2^12.
-                    meta.window_log2_q6 = k_base + meta.flow_log2_q6;
-                    if (meta.window_log2_q6 < meta.port_log2_q6) {
+                    e_k_sum();
+                    e_k_diff();
+                    if (meta.k_diff[15:15] == 1) {
                         meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
                     } else {
-                        meta.window_log2_q6 = meta.window_log2_q6 - meta.port_log2_q6;
+                        meta.window_log2_q6 = meta.k_diff;
                         window_exp2.apply();
                     }
                     if (red_middle) {
-                        bit<32> r = red_random.get();
-                        if (r[15:0] < hdr.bridged_cfg.red_pmax_q16 &&
-                            (bit<32>)r[31:16] < meta.window_exp2_bytes) {
+                        meta.red_r = red_random.get();
+                        e_red_halves();
+                        e_red_diffs();
+                        // r_lo < Pmax and r_hi < exp2 (the ratio): the signs.
+                        if (meta.red_lo[31:31] == 1 && meta.red_hi[31:31] == 1) {
                             mark = true;
                         }
                     }

@@ -32,22 +32,24 @@
 #endif
 #endif
 
-// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16,
-// one shift or one addition per statement (a Tofino action does one operation per
-// destination; bf-p4c puts dependent statements in successive actions). DST and TMP
-// are metadata fields, which the compiler does not fold back into one expression.
+// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16.
+// A Tofino action does one operation per destination, and bf-p4c synthesizes
+// consecutive statements into one action whether or not they depend on each other,
+// so each step is an action (declared in a control whose metadata is `meta`) and
+// CELLS_TO_BYTES_APPLY calls them in order (each call is a table of its own).
 #if __TARGET_TOFINO__ == 2
-#define CELLS_TO_BYTES_STEPS(DST, TMP, C)                                           \
-    TMP = (bit<32>)(C) << 7;                                                        \
-    DST = (bit<32>)(C) << 5;                                                        \
-    DST = DST + TMP;                                                                \
-    TMP = (bit<32>)(C) << 4;                                                        \
-    DST = DST + TMP;
+#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
+    @hidden action NAME##_parts() {                                                 \
+        TMP = (bit<32>)(SRC) << 7; TMP2 = (bit<32>)(SRC) << 5; DST = (bit<32>)(SRC) << 4; \
+    }                                                                               \
+    @hidden action NAME##_sum0() { TMP = TMP + TMP2; }                              \
+    @hidden action NAME##_sum() { DST = DST + TMP; }
+#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum0(); NAME##_sum();
 #else
-#define CELLS_TO_BYTES_STEPS(DST, TMP, C)                                           \
-    TMP = (bit<32>)(C) << 6;                                                        \
-    DST = (bit<32>)(C) << 4;                                                        \
-    DST = DST + TMP;
+#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
+    @hidden action NAME##_parts() { TMP = (bit<32>)(SRC) << 6; DST = (bit<32>)(SRC) << 4; } \
+    @hidden action NAME##_sum() { DST = DST + TMP; }
+#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum();
 #endif
 
 // The first byte of every packet that reaches egress: what follows.
@@ -272,11 +274,45 @@ struct tna_egress_metadata_t {
     // Register and counter indices computed from other values: Tofino takes an
     // index from a field (or a hash), not from an expression.
     flow_slot_t flow_slot;          // flow fingerprint & (FLOW_SLOTS - 1)
-    bit<32>   cells_tmp;            // CELLS_TO_BYTES_STEPS' partial product
+
+    // The egress arithmetic's steps (FastcnpEgress e_* actions): values, and
+    // differences whose sign bit a gateway tests ("a < b" of two fields).
+    bit<32>   pkt_bytes;            // eg_intr_md.pkt_length
     bit<32>   qd_bytes;             // deq_qdepth in bytes
+    bit<32>   qd_tmp;               // its partial products
+    bit<32>   qd_tmp2;
     bit<32>   qlen;                 // bytes: deq_qdepth * CELL + this packet
     bit<32>   qlen1;                // qlen + 1 (port_check_qlen1's encoding)
-    bit<32>   last_qd_bytes;        // the previous departure's deq_qdepth in bytes
+    bit<32>   qth_diff;             // qlen - Qth
+    bit<32>   kmax_diff;            // qlen - Kmax
+    bit<32>   kmin_diff;            // Kmin - qlen
+    bit<32>   last;                 // the port's previous departure, ns
+    bit<32>   last_qd;              // its deq_qdepth, cells
+    bit<32>   last_qd_bytes;        // in bytes
+    bit<32>   last_qd_tmp;
+    bit<32>   last_qd_tmp2;
+    bit<32>   gap_ns;               // now - last
+    bit<32>   gap_excess;           // pause_gap - gap_ns
+    bit<32>   rx_diff;              // qlen - last_qd_bytes
+    bit<32>   pause_start;          // a framed pause's start (0: none)
+    bit<32>   pause_end;            // its end (0: still open)
+    bit<16>   beats_rx;             // log2(rx) + log2(10^6), q6
+    bit<16>   beats_diff;           // log2(rate) + log2(pause) - beats_rx
+    bit<32>   check_old;            // port_check_qlen1 before this departure
+    bit<32>   check_grew;           // check_old - qlen1
+    bit<32>   port_share_a;         // the port's bytes in this epoch and the last
+    bit<32>   port_share_b;
+    bit<32>   flow_share_a;         // the flow's
+    bit<32>   flow_share_b;
+    bit<16>   k_base;               // log2 of the window's base (BDP or RED's 65536)
+    bit<16>   k_diff;               // k_base + log2(flow) - log2(port)
+    bit<32>   red_r;                // RED's random word
+    bit<32>   red_lo;               // its low half - Pmax
+    bit<32>   red_hi;               // its high half - exp2
+    bit<32>   red_pmax;             // Pmax, 32 bits
+    bit<32>   pfc_qd_bytes;         // a PFC event: the last deq_qdepth in bytes
+    bit<32>   pfc_qd_tmp;
+    bit<32>   pfc_qd_tmp2;
     bit<32>   dequeued_index;       // port * 8 + priority
 }
 
