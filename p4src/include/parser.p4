@@ -7,6 +7,8 @@
 // value set must be declared in the top-level parser to keep its P4Info name
 // FastcnpParser.announce_udp_port). It calls the sub-parsers below:
 //   FastcnpFrameParser        Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP
+//                             (its states are the macro FASTCNP_FRAME_STATES, which the
+//                             TNA parsers expand in place to dispatch on the UDP port)
 //   FastcnpRoceParser         BTH, then the CNP extension, the INC header or the INT header
 //   FastcnpAnnouncementParser the 32-byte RDMA-connection announcement
 // A malformed header (IPv4 version != 4 or IHL < 5, an INT hop count above
@@ -23,9 +25,70 @@
 
 #include "headers.p4"
 
-// Ethernet -> [802.1Q] -> MAC control [-> PFC times] | IPv4 -> UDP. Sets
-// l4_is_udp when a UDP header was extracted, so the caller can dispatch on its
-// port, and malformed for a bad IPv4 header.
+// The frame states: Ethernet -> [802.1Q] -> MAC control [-> PFC times] | IPv4 ->
+// UDP, entered at parse_frame_ethernet, leaving to UDP_NEXT after the UDP header.
+// A macro, so that a parser can continue in its own states after UDP: Tofino's parser
+// selects only on bytes extracted on every path into a state, so the dispatch on the
+// UDP port has to sit in the parser that extracted UDP (p4src/tna), not in a caller
+// after a sub-parser returns. HDR is the fastcnp_headers_t, MALFORMED the flag a bad
+// IPv4 header sets, and the parser's packet_in is `pkt`.
+//
+// One tag only: a second 0x8100 is accepted unparsed. MAC control: the opcode and
+// the next 16 bits (PFC class-enable vector / PAUSE pause time) for every opcode, then
+// the 16 bytes of PFC pause times (0x0101); any other opcode (PAUSE 0x0001 included):
+// accept. IPv4 options are forwarded, not parsed: only IHL 5, unfragmented (offset 0)
+// UDP goes further; version != 4 or IHL < 5 is malformed (first match wins).
+#define FASTCNP_FRAME_STATES(HDR, MALFORMED, UDP_NEXT)                              \
+    state parse_frame_ethernet {                                                    \
+        pkt.extract(HDR.ethernet);                                                  \
+        transition select(HDR.ethernet.ether_type) {                                \
+            ETHERTYPE_VLAN:        parse_frame_vlan;                                \
+            ETHERTYPE_IPV4:        parse_frame_ipv4;                                \
+            ETHERTYPE_MAC_CONTROL: parse_frame_mac_control;                         \
+            default:               accept;                                          \
+        }                                                                           \
+    }                                                                               \
+    state parse_frame_vlan {                                                        \
+        pkt.extract(HDR.vlan);                                                      \
+        transition select(HDR.vlan.ether_type) {                                    \
+            ETHERTYPE_IPV4:        parse_frame_ipv4;                                \
+            ETHERTYPE_MAC_CONTROL: parse_frame_mac_control;                         \
+            default:               accept;                                          \
+        }                                                                           \
+    }                                                                               \
+    state parse_frame_mac_control {                                                 \
+        pkt.extract(HDR.mac_control);                                               \
+        transition select(HDR.mac_control.opcode) {                                 \
+            MAC_CONTROL_OPCODE_PFC: parse_frame_pfc_times;                          \
+            default:                accept;                                         \
+        }                                                                           \
+    }                                                                               \
+    state parse_frame_pfc_times {                                                   \
+        pkt.extract(HDR.pfc_times);                                                 \
+        transition accept;                                                          \
+    }                                                                               \
+    state parse_frame_ipv4 {                                                        \
+        pkt.extract(HDR.ipv4);                                                      \
+        transition select(HDR.ipv4.version, HDR.ipv4.ihl, HDR.ipv4.frag_offset, HDR.ipv4.protocol) { \
+            (IPV4_VERSION, IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_frame_udp;         \
+            (IPV4_VERSION, 4w0 &&& 4w0xC, _, _):          parse_frame_ipv4_malformed; /* IHL 0..3 */ \
+            (IPV4_VERSION, 4w4, _, _):                    parse_frame_ipv4_malformed; /* IHL 4 */ \
+            (IPV4_VERSION, _, _, _):                      accept;                   \
+            default:                                      parse_frame_ipv4_malformed; /* version != 4 */ \
+        }                                                                           \
+    }                                                                               \
+    state parse_frame_ipv4_malformed {                                              \
+        MALFORMED = 1;                                                              \
+        transition accept;                                                          \
+    }                                                                               \
+    state parse_frame_udp {                                                         \
+        pkt.extract(HDR.udp);                                                       \
+        transition UDP_NEXT;                                                        \
+    }
+
+// The frame states as a sub-parser (v1model): sets l4_is_udp when a UDP header was
+// extracted, so the caller can dispatch on its port, and malformed for a bad IPv4
+// header.
 parser FastcnpFrameParser(packet_in pkt,
                           inout fastcnp_headers_t hdr,
                           out bit<1> l4_is_udp,
@@ -33,61 +96,12 @@ parser FastcnpFrameParser(packet_in pkt,
     state start {
         l4_is_udp = 0;
         malformed = 0;
-        pkt.extract(hdr.ethernet);
-        transition select(hdr.ethernet.ether_type) {
-            ETHERTYPE_VLAN:        parse_vlan;
-            ETHERTYPE_IPV4:        parse_ipv4;
-            ETHERTYPE_MAC_CONTROL: parse_mac_control;
-            default:               accept;
-        }
+        transition parse_frame_ethernet;
     }
 
-    // One tag only: a second 0x8100 is accepted unparsed.
-    state parse_vlan {
-        pkt.extract(hdr.vlan);
-        transition select(hdr.vlan.ether_type) {
-            ETHERTYPE_IPV4:        parse_ipv4;
-            ETHERTYPE_MAC_CONTROL: parse_mac_control;
-            default:               accept;
-        }
-    }
+    FASTCNP_FRAME_STATES(hdr, malformed, parse_frame_udp_done)
 
-    // The opcode and the next 16 bits (PFC class-enable vector / PAUSE pause
-    // time) for every opcode, then the 16 bytes of PFC pause times (0x0101);
-    // any other opcode (PAUSE 0x0001 included): accept.
-    state parse_mac_control {
-        pkt.extract(hdr.mac_control);
-        transition select(hdr.mac_control.opcode) {
-            MAC_CONTROL_OPCODE_PFC: parse_pfc_times;
-            default:                accept;
-        }
-    }
-
-    state parse_pfc_times {
-        pkt.extract(hdr.pfc_times);
-        transition accept;
-    }
-
-    // Options are forwarded, not parsed: only IHL 5, unfragmented (offset 0)
-    // UDP goes further. Version != 4 or IHL < 5 is malformed (first match wins).
-    state parse_ipv4 {
-        pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (IPV4_VERSION, IPV4_MIN_IHL, 0, IP_PROTO_UDP): parse_udp;
-            (IPV4_VERSION, 4w0 &&& 4w0xC, _, _):          ipv4_malformed;   // IHL 0..3
-            (IPV4_VERSION, 4w4, _, _):                    ipv4_malformed;   // IHL 4
-            (IPV4_VERSION, _, _, _):                      accept;
-            default:                                      ipv4_malformed;   // version != 4
-        }
-    }
-
-    state ipv4_malformed {
-        malformed = 1;
-        transition accept;
-    }
-
-    state parse_udp {
-        pkt.extract(hdr.udp);
+    state parse_frame_udp_done {
         l4_is_udp = 1;
         transition accept;
     }

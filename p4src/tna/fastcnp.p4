@@ -44,13 +44,11 @@ parser FastcnpParser(packet_in pkt,
     // (docs/tofino.md "P4Info"): with Stratum, announcements use ANNOUNCE_UDP_PORT.
     value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
 
-    FastcnpFrameParser()        frame_parser;
     FastcnpRoceParser()         roce_parser;
     FastcnpAnnouncementParser() announcement_parser;
 
     state start {
         pkt.extract(ig_intr_md);
-        meta.l4_is_udp = 0;
         meta.malformed = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1:       parse_resubmit;
@@ -98,13 +96,14 @@ parser FastcnpParser(packet_in pkt,
         transition parse_frame;
     }
 
+    // The frame states in place (not FastcnpFrameParser): Tofino's parser selects
+    // only on bytes extracted on every path, so the UDP dispatch follows the UDP
+    // header in this parser (include/parser.p4).
     state parse_frame {
-        frame_parser.apply(pkt, hdr.w, meta.l4_is_udp, meta.malformed);
-        transition select(meta.malformed, meta.l4_is_udp) {
-            (0, 1):  dispatch_udp;
-            default: accept;
-        }
+        transition parse_frame_ethernet;
     }
+
+    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp)
 
     // RoCEv2 first, then the compile-time announcement port, then the value set.
     state dispatch_udp {
@@ -528,6 +527,11 @@ control FastcnpIngress(inout tna_headers_t hdr,
         hdr.w.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
     }
 
+    // queue_enqueued's index, port * 8 + priority: the port is copied into a 32-bit
+    // field first (a shift of the header field itself would need its alignment).
+    @hidden action enqueued_index_shift() { meta.enqueued_index = meta.enqueued_port << 3; }
+    @hidden action enqueued_index_or() { meta.enqueued_index = meta.enqueued_index | meta.enqueued_prio; }
+
     apply {
         meta.now32 = ig_prsr_md.global_tstamp[31:0];
         meta.in_port = ig_intr_md.ingress_port;
@@ -535,6 +539,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
         meta.count_dropped = 0;
         meta.count_enqueued = 0;
         meta.enqueued_index = 0;
+        meta.enqueued_port = 0;
+        meta.enqueued_prio = 0;
         meta.nexthop_ran = 0;
         meta.conn_hit = 0;
         meta.l2_flood = 0;
@@ -629,7 +635,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
             ig_tm_md.ucast_egress_port = hdr.w.packet_out.egress_port;
             hdr.w.packet_out.setInvalid();
             meta.count_enqueued = 1;
-            meta.enqueued_index = (bit<32>)hdr.w.packet_out.egress_port << 3;
+            meta.enqueued_port = (bit<32>)hdr.w.packet_out.egress_port;
+            meta.enqueued_prio = 0;
             done = true;
         } else if (!done && hdr.w.announcement.isValid()) {
             // ---- Step 3: announcement -> controller, with packet_in; egress is
@@ -663,7 +670,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     switch (l2_forward.apply().action_run) {
                         l2_set_port: {
                             meta.count_enqueued = 1;
-                            meta.enqueued_index = (bit<32>)ig_tm_md.ucast_egress_port << 3;
+                            meta.enqueued_port = (bit<32>)ig_tm_md.ucast_egress_port;
+                            meta.enqueued_prio = 0;
                         }
                         l2_flood: {
                             hdr.bridged.l2_flood = 1;
@@ -1031,7 +1039,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 hdr.bridged_cfg.mode = meta.mode;
             }
             meta.count_enqueued = 1;
-            meta.enqueued_index = ((bit<32>)ig_tm_md.ucast_egress_port << 3) | (bit<32>)meta.priority;
+            meta.enqueued_port = (bit<32>)ig_tm_md.ucast_egress_port;
+            meta.enqueued_prio = (bit<32>)meta.priority;
         }
 
         // ---- The counters counted for several reasons, once each.
@@ -1039,6 +1048,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
             dropped.count((bit<32>)meta.in_port);
         }
         if (meta.count_enqueued == 1) {
+            enqueued_index_shift();         // port * 8 + priority, a step per action
+            enqueued_index_or();
             queue_enqueued.count(meta.enqueued_index);
         }
     }
@@ -1112,12 +1123,10 @@ parser FastcnpEgressParser(packet_in pkt,
                            out tna_headers_t hdr,
                            out tna_egress_metadata_t meta,
                            out egress_intrinsic_metadata_t eg_intr_md) {
-    FastcnpFrameParser()      frame_parser;
     FastcnpEgressRoceParser() roce_parser;
 
     state start {
         pkt.extract(eg_intr_md);
-        meta.l4_is_udp = 0;
         meta.malformed = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             BRIDGE_MIRROR: parse_mirror;
@@ -1147,10 +1156,15 @@ parser FastcnpEgressParser(packet_in pkt,
     }
 
     state parse_frame {
-        frame_parser.apply(pkt, hdr.w, meta.l4_is_udp, meta.malformed);
-        transition select(meta.l4_is_udp, hdr.w.udp.dst_port) {
-            (1, ROCE_UDP_PORT): parse_roce;
-            default:            accept;
+        transition parse_frame_ethernet;
+    }
+
+    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp)
+
+    state dispatch_udp {
+        transition select(hdr.w.udp.dst_port) {
+            ROCE_UDP_PORT: parse_roce;
+            default:       accept;
         }
     }
 
@@ -1450,6 +1464,12 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // gateway compares a field with a constant, so "a < b" of two fields is the sign
     // bit of a difference computed here (bytes, nanoseconds apart and log2 values
     // are below 2^31, 2^15).
+    @hidden action e_deq_parts() {
+        meta.deq_port = (bit<32>)eg_intr_md.egress_port;
+        meta.deq_prio = (bit<32>)hdr.bridged.priority;
+    }
+    @hidden action e_deq_shift() { meta.dequeued_index = meta.deq_port << 3; }
+    @hidden action e_deq_or() { meta.dequeued_index = meta.dequeued_index | meta.deq_prio; }
     @hidden action e_pkt_bytes() { meta.pkt_bytes = (bit<32>)eg_intr_md.pkt_length; }
     @hidden action e_tx_add() { tx_add = meta.pkt_bytes; }
     @hidden action e_tx_add_int() { tx_add = meta.pkt_bytes + (bit<32>)INT_HOP_BYTES; }
@@ -1542,7 +1562,9 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 eg_dprsr_md.drop_ctl = 1;
                 return;
             }
-            meta.dequeued_index = (port_cell << 3) | (bit<32>)hdr.bridged.priority;
+            e_deq_parts();
+            e_deq_shift();
+            e_deq_or();
             queue_dequeued.count(meta.dequeued_index);
 
             // ---- Step 7a (INT): the port's byte count, every departure, with the

@@ -158,7 +158,6 @@ struct tna_headers_t {
 // Ingress metadata.
 // ---------------------------------------------------------------------------
 struct tna_ingress_metadata_t {
-    bit<1>    l4_is_udp;
     bit<1>    malformed;
     resubmit_h resubmit;
     bit<32>   now32;
@@ -168,6 +167,8 @@ struct tna_ingress_metadata_t {
     bit<1>    count_dropped;        // dropped[in_port]
     bit<1>    count_enqueued;       // queue_enqueued[enqueued_index]
     bit<32>   enqueued_index;
+    bit<32>   enqueued_port;        // its parts
+    bit<32>   enqueued_prio;
 
     // traffic_class, port_config.
     bit<3>    priority;
@@ -250,7 +251,6 @@ struct tna_ingress_metadata_t {
 typedef bit<12> flow_slot_t;
 
 struct tna_egress_metadata_t {
-    bit<1>    l4_is_udp;
     bit<1>    malformed;
     bit<32>   now32;
     recirc_h  mirror;               // the mirror header of this packet's E2E copy
@@ -314,6 +314,8 @@ struct tna_egress_metadata_t {
     bit<32>   pfc_qd_tmp;
     bit<32>   pfc_qd_tmp2;
     bit<32>   dequeued_index;       // port * 8 + priority
+    bit<32>   deq_port;             // its parts
+    bit<32>   deq_prio;
 }
 
 #endif  // _FASTCNP_TNA_HEADERS_P4_
