@@ -19,35 +19,47 @@ type Options struct {
 
 // Pipeline is the reference data plane: tables, registers, counters, value set, clone
 // sessions and digest queues, plus the per-packet algorithm. Create it with New.
+//
+// What every packet reads (the profile, the parser's ports, the tables, the
+// registers' and counters' slice headers) comes first and the struct stays small:
+// the register arrays and the decoded port configurations are allocated apart. A
+// simulated fabric runs dozens of pipelines, and a packet's first touches of its
+// switch are cache misses: a few adjacent lines, not lines spread over a megabyte.
 type Pipeline struct {
-	tables                                             []*table
+	prof                                               Profile
+	rng                                                uint64
+	parsePorts                                         []uint16 // the parser's announcement ports: AnnounceUDPPort, then the value set
 	tRoute, tTC, tPortCfg, tConn, tIncGroup, tIncRoute *table
 	tL2, tFlowLog2, tPortLog2, tExp2, tNHG, tIncAging  *table
 	tIncChild                                          *table
-	profiles                                           []*profile
 	regs                                               registers
 	counters                                           [numCounters][]counterCell
-	// announcePorts is the value set announce_udp_port; parsePorts the parser's
-	// announcement ports: AnnounceUDPPort, then the value set.
-	announcePorts, parsePorts []uint16
-	clones                    map[uint32]CloneSession
-	mcast                     map[uint32][]Replica
-	repBuf                    []Replica
-	digests                   [2]digestQueue
-	rng, seed                 uint64
-	prof                      Profile
-	tna                       *tnaState // the TNA program's state (Tofino profiles only)
-	pf                        wire.Frame
-	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
-	cnpRes                    IngressResult
-	incBuf                    []byte
-	intBuf                    []byte
-	// pcCache holds port_config decoded per port, valid while its gen is the
-	// table's: a packet reads one cache line instead of the entry's parameters.
-	pcCache [p4src.NumPorts]struct {
-		gen uint64
-		pc  PortConfig
-	}
+	// pcCache holds port_config decoded per port (NumPorts), valid while its gen
+	// is the table's: a packet reads one cache line instead of the entry's
+	// parameters.
+	pcCache []pcCacheEntry
+	pf      wire.Frame
+
+	tables   []*table
+	profiles []*profile
+	// announcePorts is the value set announce_udp_port.
+	announcePorts []uint16
+	clones        map[uint32]CloneSession
+	mcast         map[uint32][]Replica
+	repBuf        []Replica
+	digests       [2]digestQueue
+	seed          uint64
+	tna           *tnaState // the TNA program's state (Tofino profiles only)
+	cnpBuf        [CNPFrameLen + wire.Dot1QLen]byte
+	cnpRes        IngressResult
+	incBuf        []byte
+	intBuf        []byte
+}
+
+// pcCacheEntry is one port's decoded port_config: 64 bytes.
+type pcCacheEntry struct {
+	gen uint64
+	pc  PortConfig
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -63,6 +75,7 @@ func New(opts Options) *Pipeline {
 		incBuf:        make([]byte, 2048),
 		intBuf:        make([]byte, 2048),
 		regs:          newRegisters(),
+		pcCache:       make([]pcCacheEntry, p4src.NumPorts),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
 		prof:          opts.Profile,

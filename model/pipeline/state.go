@@ -39,9 +39,15 @@ func (p *Pipeline) timeMask() uint64 {
 type registers struct {
 	// port and flow are allocated on their own (New): a large allocation starts on
 	// a page, so every portCells is one cache line and no flowCells straddles two.
-	port                           []portCells            // NumPorts
-	flow                           []flowCells            // FlowSlots
-	portPauseStart, portLastDigest [p4src.NumPorts]uint64 // at a PAUSE and a switch CNP only
+	port []portCells // NumPorts
+	flow []flowCells // FlowSlots
+	*otherRegisters
+}
+
+// otherRegisters are the registers a packet of the congestion-control path does
+// not touch (or only at a PAUSE or a switch CNP), one array each.
+type otherRegisters struct {
+	portPauseStart, portLastDigest [p4src.NumPorts]uint64
 
 	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.IncFlowSlots]uint64
 	incFlowOp                                  [p4src.IncFlowSlots]uint64
@@ -65,7 +71,7 @@ type flowCells struct {
 }
 
 func newRegisters() registers {
-	return registers{port: make([]portCells, p4src.NumPorts), flow: make([]flowCells, p4src.FlowSlots)}
+	return registers{port: make([]portCells, p4src.NumPorts), flow: make([]flowCells, p4src.FlowSlots), otherRegisters: &otherRegisters{}}
 }
 
 // size returns the number of cells of register id (0: no such register).
