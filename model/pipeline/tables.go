@@ -85,19 +85,17 @@ type ternaryRow struct {
 	idx   int32
 }
 
+// table is one table. What a data-path lookup reads comes first (the per-length
+// LPM indexes, 1.3 KB, last): a lookup in a cold table touches few cache lines.
 type table struct {
-	info    *TableInfo
 	entries []entry
-	free    []int32
-	byKey   map[entryKey]int32
-	// LPM: per prefix length, masked value -> entry index; lens lists the lengths in use,
-	// longest first.
-	lpm  [33]flatIndex
-	lens []int32
 	// ternary: entry indexes, highest priority first (stable for equal priorities),
 	// and their keys in that order (setOrder).
-	order []int32
 	tern  []ternaryRow
+	order []int32
+	// LPM: lens lists the prefix lengths in use, longest first; lpm (below) maps
+	// per prefix length the masked value to an entry index.
+	lens []int32
 	// The data path's index of an all-exact table (byKey stays the control plane's):
 	// direct, for one field of at most 16 bits, is indexed by the value (-1: no
 	// entry; allocated at the first insert); packed maps the values packed in 128
@@ -106,12 +104,16 @@ type table struct {
 	packed    flatIndex
 	hasPacked bool
 	lowW      uint // width of field 2 (field 1 is shifted by it in lo)
-
 	defAction uint32
-	defParams [maxParams]uint64
 	// gen changes with every write to the table (entries, default action): caches
 	// of what a lookup returns are valid while it stays the same.
-	gen uint64
+	gen       uint64
+	defParams [maxParams]uint64
+
+	info  *TableInfo
+	free  []int32
+	byKey map[entryKey]int32
+	lpm   [33]flatIndex
 }
 
 func newTable(info *TableInfo) *table {
