@@ -72,7 +72,7 @@ type tnaExtern struct {
 var (
 	reTNAAnnots   = `((?:@\w+\((?:[^()]|\([^()]*\))*\)\s*)*)`
 	reTNACounter  = regexp.MustCompile(reTNAAnnots + `\bCounter\s*<\s*bit\s*<\s*\d+\s*>\s*,\s*bit\s*<\s*\d+\s*>\s*>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;`)
-	reTNARegister = regexp.MustCompile(reTNAAnnots + `\bRegister\s*<\s*(bit\s*<\s*\d+\s*>|\w+)\s*,\s*bit\s*<\s*32\s*>\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
+	reTNARegister = regexp.MustCompile(reTNAAnnots + `\bRegister\s*<\s*(bit\s*<\s*\d+\s*>|\w+)\s*,\s*(?:bit\s*<\s*\d+\s*>|\w+)\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	reTNAProfile  = regexp.MustCompile(reTNAAnnots + `\bActionProfile\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	reTNASelector = regexp.MustCompile(reTNAAnnots + `\bActionSelector\s*\(\s*(\w+)\s*,\s*\w+\s*,\s*SelectorMode_t\.\w+\s*,\s*(\w+)\s*,\s*\w+\s*\)\s*(\w+)\s*;`)
 	reTNADigest   = regexp.MustCompile(reTNAAnnots + `\bDigest\s*<\s*(\w+)\s*>\s*\([^)]*\)\s*(\w+)\s*;`)

@@ -245,31 +245,41 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // A slot's key and the contributors it still waits for: {lo: CRC-32C
     // fingerprint of (INC ID, offset, operation ID), hi: remaining contributors
     // (0: free)}. One RegisterAction claims a free slot, takes a contributor off a
-    // slot of the same key, or leaves another key's slot alone (busy).
+    // slot of the same key, or leaves another key's slot alone (busy). Tofino 1's
+    // stateful ALU has one output word with one source, so the outcome comes out as
+    // the ALU's predicate (INC_KEY_*: which of "same key", "free" held) and the
+    // contributors already seen are kept in inc_slot_seen, the next register.
+    // Because the remaining set is a subset of contributors_mask, "hi & ~bit" is
+    // "hi & inc_remaining_after_claim": two packet inputs, what the ALU takes.
     @id(0x8B000101) @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
     bit<32> inc_fp;
     bit<32> inc_remaining_after_claim;  // contributors_mask without this contributor
-    bit<32> inc_not_bit;                // ~(1 << rank)
     RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_update = {
         void apply(inout pair32_t value, out bit<32> rv) {
+            rv = this.predicate(value.lo == inc_fp, value.hi == 0);
             if (value.hi == 0) {
                 value.lo = inc_fp;
                 value.hi = inc_remaining_after_claim;
-                rv = 0;
             } else if (value.lo == inc_fp) {
-                rv = value.hi;
-                value.hi = value.hi & inc_not_bit;
-            } else {
-                rv = INC_SLOT_BUSY;
+                value.hi = value.hi & inc_remaining_after_claim;
             }
         }
     };
     RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_takeover = {
-        void apply(inout pair32_t value, out bit<32> rv) {
+        void apply(inout pair32_t value) {
             value.lo = inc_fp;
             value.hi = inc_remaining_after_claim;
-            rv = 0;
         }
+    };
+    // The ranks that contributed to the slot's message so far (TNA only: v1model
+    // reads them off inc_slot_key's remaining set in the same action).
+    @id(0x8B000112) @name(".inc_slot_seen") Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_seen;
+    bit<32> inc_rank_bit;               // 1 << rank
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_seen) slot_seen_claim = {
+        void apply(inout bit<32> value) { value = inc_rank_bit; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_seen) slot_seen_add = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value | inc_rank_bit; }
     };
     // When the slot's message claimed it (slot aging; 32-bit ns).
     @id(0x8B000023) @name(".inc_slot_start_ns")
@@ -639,7 +649,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
             bool is_pfc = hdr.w.pfc_times.isValid();
             bool is_pause = hdr.w.mac_control.isValid() &&
                             hdr.w.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE;
-            is_pause_frame = is_pfc || is_pause;
+            if (is_pfc || is_pause) {
+                is_pause_frame = true;
+            }
             if (is_pause_frame) {
                 meta.config_port = ig_intr_md.ingress_port;
             } else if (!hdr.w.ipv4.isValid()) {
@@ -742,10 +754,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                             ig_dprsr_md.drop_ctl = 1;
                             done = true;
                         } else {
-                            hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(
-                                hdr.w.ipv4.hdr_checksum,
-                                hdr.w.ipv4.ttl ++ hdr.w.ipv4.protocol,
-                                (hdr.w.ipv4.ttl - 1) ++ hdr.w.ipv4.protocol);
+                            IPV4_CHECKSUM_AFTER_SHRINK(hdr.w.ipv4.hdr_checksum, 16w0x0100)  // TTL - 1
                             hdr.w.ipv4.ttl = hdr.w.ipv4.ttl - 1;
                             meta.config_port = ig_tm_md.ucast_egress_port;
                             if (cnp_pass) {
@@ -804,11 +813,18 @@ control FastcnpIngress(inout tna_headers_t hdr,
 
         // ---- Step 8: INC aggregation (spec 04 data path 1-3; docs/tofino.md "INC
         // aggregation": one data flow per connection, slot keys by fingerprint).
-        bool inc_contribution = hdr.w.inc_base.isValid() &&
+        // (Booleans are set in branches: Tofino does not store a comparison's result.)
+        bool inc_contribution = false;
+        bool inc_partial = false;
+        if (hdr.w.inc_base.isValid() &&
             (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == 0 &&
-            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0;
-        bool inc_partial = hdr.w.inc_base.isValid() &&
-            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL;
+            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0) {
+            inc_contribution = true;
+        }
+        if (hdr.w.inc_base.isValid() &&
+            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
+            inc_partial = true;
+        }
         if (!done && (inc_contribution || inc_partial)) {
             bool ids_present = hdr.w.inc_ids.isValid();
             bit<32> inc_id = 0;
@@ -872,20 +888,28 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     if (rank[2:2] == 1) { bit_of_rank = bit_of_rank << 4; }
                     if (rank[3:3] == 1) { bit_of_rank = bit_of_rank << 8; }
                     if (rank[4:4] == 1) { bit_of_rank = bit_of_rank << 16; }
-                    inc_not_bit = ~bit_of_rank;
-                    inc_remaining_after_claim = meta.contributors_mask & inc_not_bit;
+                    inc_rank_bit = bit_of_rank;
+                    inc_remaining_after_claim = meta.contributors_mask & ~bit_of_rank;
                     meta.inc_slot_timeout_ns = 0;
                     inc_slot_timeout.apply();
                     bool takeover = ig_intr_md.resubmit_flag == 1 &&
                                     meta.resubmit.type == (bit<8>)RESUBMIT_TAKEOVER;
-                    bit<32> old_remaining;
+                    bit<32> key_outcome = INC_KEY_FREE;
                     if (takeover) {
-                        old_remaining = slot_key_takeover.execute(slot);
+                        slot_key_takeover.execute(slot);
                     } else {
-                        old_remaining = slot_key_update.execute(slot);
+                        key_outcome = slot_key_update.execute(slot);
                     }
-                    bool inc_claim = old_remaining == 0;
-                    bool busy = old_remaining == INC_SLOT_BUSY;
+                    bool inc_claim = (key_outcome & INC_KEY_FREE) != 0;
+                    bool busy = key_outcome == INC_KEY_BUSY;
+                    // What v1model reads off the slot's remaining set: the ranks
+                    // still missing before this packet (for a claim: all of them).
+                    bit<32> old_remaining = meta.contributors_mask;
+                    if (inc_claim) {
+                        slot_seen_claim.execute(slot);
+                    } else if (!busy) {
+                        old_remaining = meta.contributors_mask & ~slot_seen_add.execute(slot);
+                    }
                     bool duplicate = !inc_claim && !busy && (old_remaining & bit_of_rank) == 0;
                     bit<32> slot_start;
                     if (inc_claim) {
@@ -932,8 +956,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         INC_LANE_APPLY(15)
                         inc_contributions.count((bit<32>)meta.in_port);
                         // Complete when no other contributor is left.
-                        bool complete = (inc_claim && inc_remaining_after_claim == 0) ||
-                                        (!inc_claim && (old_remaining & inc_not_bit) == 0);
+                        bool complete = (old_remaining & ~bit_of_rank) == 0;
                         if (complete) {
                             hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
                             if (meta.inc_root == 1) {
@@ -941,8 +964,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                             }
                             if (!ids_present) {
                                 hdr.w.inc_ids.setValid();
-                                hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
-                                    hdr.w.ipv4.total_len, hdr.w.ipv4.total_len + INC_IDS_BYTES);
+                                IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, INC_IDS_BYTES)
                                 hdr.w.ipv4.total_len = hdr.w.ipv4.total_len + INC_IDS_BYTES;
                                 hdr.w.udp.length = hdr.w.udp.length + INC_IDS_BYTES;
                             }
@@ -1066,12 +1088,32 @@ control FastcnpIngressDeparser(packet_out pkt,
 // ===========================================================================
 // Egress parser: a packet (bridged header), a PFC event, or a mirror copy.
 // ===========================================================================
+// Egress reads of a RoCE packet only its BTH and INT header: the INT record this switch
+// adds goes in front of the received ones (wire-formats.md "INT header": newest first),
+// and INC, the CNP extension and the received records stay in the payload. This is
+// also what fits Tofino 1's egress parse depth (160 bytes, bridged headers included):
+// with the shared FastcnpRoceParser the INT path was 258 bytes.
+parser FastcnpEgressRoceParser(packet_in pkt, inout fastcnp_headers_t hdr) {
+    state start {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.resv8a) {
+            INT_BTH_MARK: parse_int_header;
+            default:      accept;
+        }
+    }
+
+    state parse_int_header {
+        pkt.extract(hdr.int_header);
+        transition accept;
+    }
+}
+
 parser FastcnpEgressParser(packet_in pkt,
                            out tna_headers_t hdr,
                            out tna_egress_metadata_t meta,
                            out egress_intrinsic_metadata_t eg_intr_md) {
-    FastcnpFrameParser() frame_parser;
-    FastcnpRoceParser()  roce_parser;
+    FastcnpFrameParser()      frame_parser;
+    FastcnpEgressRoceParser() roce_parser;
 
     state start {
         pkt.extract(eg_intr_md);
@@ -1113,7 +1155,7 @@ parser FastcnpEgressParser(packet_in pkt,
     }
 
     state parse_roce {
-        roce_parser.apply(pkt, hdr.w, meta.malformed);
+        roce_parser.apply(pkt, hdr.w);
         transition accept;
     }
 }
@@ -1143,8 +1185,6 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     bit<32> now32;
     bit<32> qdepth;          // deq_qdepth, cells
-    bit<32> qlen;            // bytes: qdepth * CELL + this packet
-    bit<32> qlen1;           // qlen + 1 (port_check_qlen1's encoding)
     bit<32> pkt_bytes;
     bit<32> epoch;           // now >> WINDOW_EPOCH_SHIFT
     bit<32> epoch_m1;
@@ -1221,7 +1261,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
     @id(0x8B000107) @name(".port_check_qlen1") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_arm = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qlen1; }
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.qlen1; }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_clear = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
@@ -1234,10 +1274,10 @@ control FastcnpEgress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
             if (value != 0) {
-                if (qlen1 > value) {
+                if (meta.qlen1 > value) {
                     value = 0;
                 } else {
-                    value = qlen1;
+                    value = meta.qlen1;
                 }
             }
         }
@@ -1246,11 +1286,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // ---- Departure shares (docs/tofino.md "Per-flow share without a shared counter").
     @id(0x8B000108) @name(".port_departed_even") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
     @id(0x8B000109) @name(".port_departed_odd") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
-    @id(0x8B00010A) @name(".flow_departed_even") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_even;
-    @id(0x8B00010B) @name(".flow_departed_odd") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_departed_odd;
+    @id(0x8B00010A) @name(".flow_departed_even") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_even;
+    @id(0x8B00010B) @name(".flow_departed_odd") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_odd;
 
-#define DEPARTED_ACTIONS(REG)                                                       \
-    RegisterAction<pair32_t, bit<32>, bit<32>>(REG) REG##_add = {                   \
+#define DEPARTED_ACTIONS(REG, INDEX_T)                                                      \
+    RegisterAction<pair32_t, INDEX_T, bit<32>>(REG) REG##_add = {                    \
         void apply(inout pair32_t value, out bit<32> rv) {                          \
             if (value.lo == epoch) {                                                \
                 value.hi = value.hi + pkt_bytes;                                    \
@@ -1261,7 +1301,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
             rv = value.hi;                                                          \
         }                                                                           \
     };                                                                              \
-    RegisterAction<pair32_t, bit<32>, bit<32>>(REG) REG##_prev = {                  \
+    RegisterAction<pair32_t, INDEX_T, bit<32>>(REG) REG##_prev = {                   \
         void apply(inout pair32_t value, out bit<32> rv) {                          \
             rv = 0;                                                                 \
             if (value.lo == epoch_m1) {                                             \
@@ -1269,15 +1309,15 @@ control FastcnpEgress(inout tna_headers_t hdr,
             }                                                                       \
         }                                                                           \
     };
-    DEPARTED_ACTIONS(port_departed_even)
-    DEPARTED_ACTIONS(port_departed_odd)
-    DEPARTED_ACTIONS(flow_departed_even)
-    DEPARTED_ACTIONS(flow_departed_odd)
+    DEPARTED_ACTIONS(port_departed_even, bit<32>)
+    DEPARTED_ACTIONS(port_departed_odd, bit<32>)
+    DEPARTED_ACTIONS(flow_departed_even, flow_slot_t)
+    DEPARTED_ACTIONS(flow_departed_odd, flow_slot_t)
 
     // A flow owns its slot while it departed in this or the previous epoch:
     // {lo: fingerprint, hi: its last epoch + 2 (0: never used)}.
-    @id(0x8B00010C) @name(".flow_owner") Register<pair32_t, bit<32>>(FLOW_SLOTS) flow_owner;
-    RegisterAction<pair32_t, bit<32>, bit<1>>(flow_owner) flow_owner_claim = {
+    @id(0x8B00010C) @name(".flow_owner") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_owner;
+    RegisterAction<pair32_t, flow_slot_t, bit<1>>(flow_owner) flow_owner_claim = {
         void apply(inout pair32_t value, out bit<1> rv) {
             rv = 0;
             if (value.lo == fp || epoch_p2 - value.hi >= 2) {
@@ -1289,8 +1329,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- cnpGap per flow slot, the cnp_digest_t gap per port (32-bit ns).
-    @id(0x8B00000C) @name(".flow_last_cnp_ns") Register<bit<32>, bit<32>>(FLOW_SLOTS) flow_last_cnp_ns;
-    RegisterAction<bit<32>, bit<32>, bit<1>>(flow_last_cnp_ns) cnp_gap_check = {
+    @id(0x8B00000C) @name(".flow_last_cnp_ns") Register<bit<32>, flow_slot_t>(FLOW_SLOTS) flow_last_cnp_ns;
+    RegisterAction<bit<32>, flow_slot_t, bit<1>>(flow_last_cnp_ns) cnp_gap_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
             rv = 0;
             if (value == 0 || (int<32>)(value - cnp_gap_start) <= 0) {
@@ -1402,12 +1442,60 @@ control FastcnpEgress(inout tna_headers_t hdr,
         }
     }
 
-    // CE-mark an ECT packet (incremental checksum, RFC 1624).
-    @hidden action mark_ce() {
-        hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
-            hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ hdr.w.ipv4.ecn,
-            hdr.w.ipv4.version ++ hdr.w.ipv4.ihl ++ hdr.w.ipv4.dscp ++ ECN_CE);
-        hdr.w.ipv4.ecn = ECN_CE;
+
+    // ---- Egress arithmetic in steps (docs/tofino.md "Compiling"). A Tofino action
+    // does one operation per destination, and bf-p4c synthesizes consecutive
+    // statements into one action, dependent or not: a chain of operations is a chain
+    // of actions called one after the other (each call is a table of its own). A
+    // gateway compares a field with a constant, so "a < b" of two fields is the sign
+    // bit of a difference computed here (bytes, nanoseconds apart and log2 values
+    // are below 2^31, 2^15).
+    @hidden action e_pkt_bytes() { meta.pkt_bytes = (bit<32>)eg_intr_md.pkt_length; }
+    @hidden action e_tx_add() { tx_add = meta.pkt_bytes; }
+    @hidden action e_tx_add_int() { tx_add = meta.pkt_bytes + (bit<32>)INT_HOP_BYTES; }
+    @hidden action e_tx_carry() { tx_carry_above = ~tx_add; }
+    CELLS_TO_BYTES_ACTIONS(e_qd, qdepth, meta.qd_bytes, meta.qd_tmp, meta.qd_tmp2)
+    @hidden action e_qlen() { meta.qlen = meta.qd_bytes + meta.pkt_bytes; }
+    @hidden action e_qlen_diffs() {
+        meta.qlen1 = meta.qlen + 1;
+        meta.qth_diff = meta.qlen - hdr.bridged_cfg.qth_bytes;
+        meta.kmax_diff = meta.qlen - hdr.bridged_cfg.red_kmax_bytes;
+        meta.kmin_diff = hdr.bridged_cfg.red_kmin_bytes - meta.qlen;
+    }
+    @hidden action e_check_at_new() { check_at_new = now32 + hdr.bridged_cfg.tcheck_ns; }
+    CELLS_TO_BYTES_ACTIONS(e_last_qd, meta.last_qd, meta.last_qd_bytes, meta.last_qd_tmp, meta.last_qd_tmp2)
+    CELLS_TO_BYTES_ACTIONS(e_pfc_qd, meta.last_qd, meta.pfc_qd_bytes, meta.pfc_qd_tmp, meta.pfc_qd_tmp2)
+    @hidden action e_gap() { meta.gap_ns = now32 - meta.last; }
+    @hidden action e_gap_excess() { meta.gap_excess = hdr.bridged_cfg.pause_gap_ns - meta.gap_ns; }
+    @hidden action e_rx_diff() { meta.rx_diff = meta.qlen - meta.last_qd_bytes; }
+    @hidden action e_pause_inferred() { pause_ns = meta.gap_ns; }
+    @hidden action e_pause_framed() { pause_ns = meta.pause_end - meta.pause_start; }
+    @hidden action e_pause_open() { pause_ns = now32 - meta.pause_start; }
+    @hidden action e_beats_sums() {
+        meta.beats_rx = meta.rx_log2_q6 + (bit<16>)LOG2_NS_PER_MS_Q6;
+        meta.beats_diff = meta.rate_log2_q6 + meta.pause_log2_q6;
+    }
+    @hidden action e_beats_diff() { meta.beats_diff = meta.beats_diff - meta.beats_rx; }
+    @hidden action e_check_grew() { meta.check_grew = meta.check_old - meta.qlen1; }
+    @hidden action e_epochs() { epoch_m1 = epoch - 1; epoch_p2 = epoch + 2; }
+    @hidden action e_shares() {
+        meta.flow_data_bytes = meta.flow_share_a + meta.flow_share_b;
+        meta.port_data_bytes = meta.port_share_a + meta.port_share_b;
+    }
+    @hidden action e_red_bytes() {
+        meta.flow_data_bytes = meta.qlen - hdr.bridged_cfg.red_kmin_bytes;
+        meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
+    }
+    @hidden action e_k_sum() { meta.k_diff = meta.k_base + meta.flow_log2_q6; }
+    @hidden action e_k_diff() { meta.k_diff = meta.k_diff - meta.port_log2_q6; }
+    @hidden action e_red_halves() {
+        meta.red_lo = (bit<32>)meta.red_r[15:0];
+        meta.red_hi = (bit<32>)meta.red_r[31:16];
+        meta.red_pmax = (bit<32>)hdr.bridged_cfg.red_pmax_q16;
+    }
+    @hidden action e_red_diffs() {
+        meta.red_lo = meta.red_lo - meta.red_pmax;
+        meta.red_hi = meta.red_hi - meta.window_exp2_bytes;
     }
 
     apply {
@@ -1430,12 +1518,13 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bit<32> was = pfc_pause_open.execute(port_cell);
                 pfc_resume_clear.execute(port_cell);
                 if (was == 0) {
-                    bit<32> last_qd = last_qdepth_read.execute(port_cell);
+                    meta.last_qd = last_qdepth_read.execute(port_cell);
+                    CELLS_TO_BYTES_APPLY(e_pfc_qd)
                     meta.mirror.setValid();
                     meta.mirror.flags = RECIRC_EV0;
                     meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
                     meta.mirror.ev1 = 0;
-                    meta.mirror.ev0_queue_bytes = CELLS_TO_BYTES(last_qd);
+                    meta.mirror.ev0_queue_bytes = meta.pfc_qd_bytes;
                     meta.mirror.ev0_ns = hdr.bridged.ingress_ns[31:0];
                     meta.mirror.now_ns = hdr.bridged.ingress_ns;
                     meta.mirror.qlen_bytes = 0;
@@ -1453,19 +1542,25 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 eg_dprsr_md.drop_ctl = 1;
                 return;
             }
-            queue_dequeued.count((port_cell << 3) | (bit<32>)hdr.bridged.priority);
+            meta.dequeued_index = (port_cell << 3) | (bit<32>)hdr.bridged.priority;
+            queue_dequeued.count(meta.dequeued_index);
 
             // ---- Step 7a (INT): the port's byte count, every departure, with the
             // record step 7b adds to a lossless INT packet on a port in mode int.
-            pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
-            int_add = hdr.bridged_cfg.isValid() && hdr.bridged_cfg.mode == PORT_MODE_INT &&
-                      hdr.w.int_header.isValid() && (hdr.w.int_header.flags & INT_FLAG_ECHO) == 0 &&
-                      hdr.w.int_header.hop_count < INT_MAX_HOPS;
-            tx_add = pkt_bytes;
-            if (int_add) {
-                tx_add = pkt_bytes + (bit<32>)INT_HOP_BYTES;
+            // (Arithmetic in steps: a chain of operations is a chain of actions,
+            // "a < b" of two fields the sign of a difference; see e_* above.)
+            e_pkt_bytes();
+            if (hdr.bridged_cfg.isValid() && hdr.bridged_cfg.mode == PORT_MODE_INT &&
+                hdr.w.int_header.isValid() && (hdr.w.int_header.flags & INT_FLAG_ECHO) == 0 &&
+                hdr.w.int_header.hop_count < INT_MAX_HOPS) {
+                int_add = true;
             }
-            tx_carry_above = ~tx_add;
+            if (int_add) {
+                e_tx_add_int();
+            } else {
+                e_tx_add();
+            }
+            e_tx_carry();
             tx_lo = tx_lo_add.execute(port_cell);
             tx_hi = tx_hi_add.execute(port_cell);
 
@@ -1474,46 +1569,55 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // RegisterAction per path, syntactically (a stateful ALU per packet).
             if (hdr.bridged_cfg.isValid()) {
                 qdepth = (bit<32>)eg_intr_md.deq_qdepth;
-                qlen = CELLS_TO_BYTES(qdepth) + pkt_bytes;
-                qlen1 = qlen + 1;
-                check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
+                CELLS_TO_BYTES_APPLY(e_qd)
+                e_qlen();
+                e_qlen_diffs();
+                e_check_at_new();
 
                 // 1. Departure bookkeeping.
-                bit<32> last = last_dequeue_swap.execute(port_cell);
-                bit<32> last_qd = last_qdepth_swap.execute(port_cell);
-                bit<32> pfc_start = pfc_pause_take.execute(port_cell);
-                bit<32> pfc_end = pfc_resume_take.execute(port_cell);
+                meta.last = last_dequeue_swap.execute(port_cell);
+                meta.last_qd = last_qdepth_swap.execute(port_cell);
+                meta.pause_start = pfc_pause_take.execute(port_cell);
+                meta.pause_end = pfc_resume_take.execute(port_cell);
+                CELLS_TO_BYTES_APPLY(e_last_qd)
+                e_gap();
+                e_gap_excess();
+                e_rx_diff();
 
-                // 2. The pause: framed, or inferred from the gap.
-                bool framed = pfc_start != 0;
-                bool inferred = !framed && last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
-                                now32 - last > hdr.bridged_cfg.pause_gap_ns;
+                // 2. The pause: framed, or inferred from the gap (now - last >
+                // pause_gap: the gap's top bit, or gap_excess = pause_gap - gap < 0).
+                bool framed = meta.pause_start != 0;
+                bool inferred = false;
+                if (!framed && meta.last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
+                    (meta.gap_ns[31:31] == 1 || meta.gap_excess[31:31] == 1)) {
+                    inferred = true;
+                }
                 bool resume = framed || inferred;
                 bit<4> flags = 0;
                 bit<8> event = PORT_EVENT_NONE;
                 bool hold = false;
                 bool congested = false;
-                bit<32> last_qd_bytes = CELLS_TO_BYTES(last_qd);
+                // qlen >= Qth (qlen and Qth below 2^31: the difference's sign).
+                bool high = meta.qth_diff[31:31] == 0;
                 meta.mirror.ev0 = 0;
                 meta.mirror.ev0_queue_bytes = 0;
                 meta.mirror.ev0_ns = 0;
                 meta.mirror.window_bytes = 0;
                 if (resume) {
-                    bit<32> start = pfc_start;
-                    bit<32> end = now32;
                     if (inferred) {
-                        start = last;
                         flags = RECIRC_EV0;
                         meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
-                        meta.mirror.ev0_queue_bytes = last_qd_bytes;
-                        meta.mirror.ev0_ns = last;
-                    } else if (pfc_end != 0) {
-                        end = pfc_end;
+                        meta.mirror.ev0_queue_bytes = meta.last_qd_bytes;
+                        meta.mirror.ev0_ns = meta.last;
+                        e_pause_inferred();
+                    } else if (meta.pause_end != 0) {
+                        e_pause_framed();
+                    } else {
+                        e_pause_open();
                     }
-                    pause_ns = end - start;
                     rx = 0;
-                    if (qlen > last_qd_bytes) {
-                        rx = qlen - last_qd_bytes;
+                    if (meta.rx_diff[31:31] == 0) {     // qlen >= last queue
+                        rx = meta.rx_diff;
                     }
                     last_rx_write.execute(port_cell);
                     // spec 01 event 3 with rx > C*T in the log domain.
@@ -1524,11 +1628,14 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     rx_bytes_log2.apply();
                     pause_ns_log2.apply();
                     rate_log2.apply();
-                    bool beats = meta.rx_log2_hit == 1 &&
-                        (bit<32>)meta.rx_log2_q6 + LOG2_NS_PER_MS_Q6 >
-                        (bit<32>)meta.rate_log2_q6 + (bit<32>)meta.pause_log2_q6;
+                    e_beats_sums();
+                    e_beats_diff();
+                    bool beats = false;
+                    if (meta.rx_log2_hit == 1 && meta.beats_diff[15:15] == 1) {
+                        beats = true;
+                    }
                     bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
-                    if (qlen < hdr.bridged_cfg.qth_bytes) {
+                    if (!high) {
                         event = PORT_EVENT_RESUME_NOT_CONGESTED;
                     } else if (beats || no_pfc_state) {
                         // The ablation mode (fastcnp-no-pfc-state): never undetermined.
@@ -1542,7 +1649,9 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         hold = true;
                     } else {
                         check_qlen1_clear.execute(port_cell);
-                        congested = qlen >= hdr.bridged_cfg.qth_bytes;
+                        if (high) {
+                            congested = true;
+                        }
                     }
                     flags = flags | RECIRC_EV1;
                     meta.mirror.rx_bytes = rx;
@@ -1552,22 +1661,23 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP) {
                         // 3. The state machine (spec 01 event 4).
                         bit<1> due = check_at_due.execute(port_cell);
-                        bool high = qlen >= hdr.bridged_cfg.qth_bytes;
-                        bit<32> old;
                         if (due == 1 && high) {
-                            old = check_qlen1_due_high.execute(port_cell);
+                            meta.check_old = check_qlen1_due_high.execute(port_cell);
                         } else if (due == 1) {
-                            old = check_qlen1_clear.execute(port_cell);
+                            meta.check_old = check_qlen1_clear.execute(port_cell);
                         } else {
-                            old = check_qlen1_read.execute(port_cell);
+                            meta.check_old = check_qlen1_read.execute(port_cell);
                         }
-                        if (old == 0) {
-                            congested = high;                   // DETERMINED
+                        e_check_grew();
+                        if (meta.check_old == 0) {
+                            if (high) {                         // DETERMINED
+                                congested = true;
+                            }
                         } else if (due == 0) {
                             hold = true;
                         } else if (!high) {
                             event = PORT_EVENT_CHECK_DRAINED;
-                        } else if (qlen1 > old) {
+                        } else if (meta.check_grew[31:31] == 1) {   // qlen1 > old
                             event = PORT_EVENT_CHECK_CONGESTED;
                             congested = true;
                         }
@@ -1578,33 +1688,38 @@ control FastcnpEgress(inout tna_headers_t hdr,
                         // The ablation: no state machine; a queue at or above Qth is
                         // congested.
                         check_qlen1_clear.execute(port_cell);
-                        congested = qlen >= hdr.bridged_cfg.qth_bytes;
+                        if (high) {
+                            congested = true;
+                        }
                     }
                 }
                 meta.mirror.ev1 = (bit<4>)event;
 
                 // 4. Departure shares, every lossless departure.
                 epoch = eg_prsr_md.global_tstamp[44:13];
-                epoch_m1 = epoch - 1;
-                epoch_p2 = epoch + 2;
-                bit<32> sum;
-                bit<32> data = 0;
+                e_epochs();
                 bool tracked = false;
                 if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                    sum = port_departed_even_add.execute(port_cell) + port_departed_odd_prev.execute(port_cell);
+                    meta.port_share_a = port_departed_even_add.execute(port_cell);
+                    meta.port_share_b = port_departed_odd_prev.execute(port_cell);
                 } else {
-                    sum = port_departed_odd_add.execute(port_cell) + port_departed_even_prev.execute(port_cell);
+                    meta.port_share_a = port_departed_odd_add.execute(port_cell);
+                    meta.port_share_b = port_departed_even_prev.execute(port_cell);
                 }
-                bit<32> flow_slot = 0;
+                meta.flow_share_a = 0;
+                meta.flow_share_b = 0;
+                meta.flow_slot = 0;
                 if (hdr.w.ipv4.isValid()) {
                     fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
-                    flow_slot = fp & (FLOW_SLOTS - 1);
-                    if (flow_owner_claim.execute(flow_slot) == 1) {
+                    meta.flow_slot = (flow_slot_t)fp;     // the low bits
+                    if (flow_owner_claim.execute(meta.flow_slot) == 1) {
                         tracked = true;
                         if (eg_prsr_md.global_tstamp[13:13] == 0) {
-                            data = flow_departed_even_add.execute(flow_slot) + flow_departed_odd_prev.execute(flow_slot);
+                            meta.flow_share_a = flow_departed_even_add.execute(meta.flow_slot);
+                            meta.flow_share_b = flow_departed_odd_prev.execute(meta.flow_slot);
                         } else {
-                            data = flow_departed_odd_add.execute(flow_slot) + flow_departed_even_prev.execute(flow_slot);
+                            meta.flow_share_a = flow_departed_odd_add.execute(meta.flow_slot);
+                            meta.flow_share_b = flow_departed_even_prev.execute(meta.flow_slot);
                         }
                     } else {
                         flow_collisions.count(port_cell);
@@ -1614,32 +1729,32 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
                 bool make_cnp = false;
                 bool mark = false;
+                // RED's middle: Kmin < qlen < Kmax.
+                bool red_middle = false;
                 if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
                      hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
                     if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
                         cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
-                        if (cnp_gap_check.execute(flow_slot) == 1) {
+                        if (cnp_gap_check.execute(meta.flow_slot) == 1) {
                             make_cnp = true;
                         }
                     } else {
                         mark = true;
                     }
                 } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
-                    if (qlen >= hdr.bridged_cfg.red_kmax_bytes) {
+                    if (meta.kmax_diff[31:31] == 0) {          // qlen >= Kmax
                         mark = true;
-                    } else if (qlen > hdr.bridged_cfg.red_kmin_bytes) {
-                        // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
-                        // from the window tables, two random halves.
-                        meta.flow_data_bytes = qlen - hdr.bridged_cfg.red_kmin_bytes;
-                        meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
+                    } else if (meta.kmin_diff[31:31] == 1) {   // qlen > Kmin
+                        red_middle = true;
                     }
                 }
                 if (make_cnp) {
-                    meta.flow_data_bytes = data;
-                    meta.port_data_bytes = sum;
+                    e_shares();                         // flow_data, port_data: the two epochs
+                } else if (red_middle) {
+                    // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
+                    // from the window tables, two random halves.
+                    e_red_bytes();
                 }
-                bool red_middle = hdr.bridged_cfg.mode == PORT_MODE_ECN && !mark &&
-                                  qlen > hdr.bridged_cfg.red_kmin_bytes;
                 if (make_cnp || red_middle) {
                     meta.flow_log2_q6 = 0;
                     meta.port_log2_q6 = 0;
@@ -1647,20 +1762,25 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     port_bytes_log2.apply();
                     meta.window_exp2_hit = 0;
                     meta.window_exp2_bytes = 0;
-                    bit<16> k_base = hdr.bridged_cfg.bdp_log2_q6;
+                    meta.k_base = hdr.bridged_cfg.bdp_log2_q6;
                     if (red_middle) {
-                        k_base = (bit<16>)RED_RATIO_K_OFFSET;
+                        meta.k_base = (bit<16>)RED_RATIO_K_OFFSET;
                     }
-                    if ((bit<32>)k_base + (bit<32>)meta.flow_log2_q6 < (bit<32>)meta.port_log2_q6) {
+                    // 16 bits do not overflow: each log2 (q6) is below 2^12.
+                    e_k_sum();
+                    e_k_diff();
+                    if (meta.k_diff[15:15] == 1) {
                         meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
                     } else {
-                        meta.window_log2_q6 = k_base + meta.flow_log2_q6 - meta.port_log2_q6;
+                        meta.window_log2_q6 = meta.k_diff;
                         window_exp2.apply();
                     }
                     if (red_middle) {
-                        bit<32> r = red_random.get();
-                        if (r[15:0] < hdr.bridged_cfg.red_pmax_q16 &&
-                            (bit<32>)r[31:16] < meta.window_exp2_bytes) {
+                        meta.red_r = red_random.get();
+                        e_red_halves();
+                        e_red_diffs();
+                        // r_lo < Pmax and r_hi < exp2 (the ratio): the signs.
+                        if (meta.red_lo[31:31] == 1 && meta.red_hi[31:31] == 1) {
                             mark = true;
                         }
                     }
@@ -1688,26 +1808,30 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
                     hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
                     hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
-                    hdr.w.int_new_hop.queue_bytes = CELLS_TO_BYTES(qdepth);
+                    hdr.w.int_new_hop.queue_bytes = meta.qd_bytes;
                     hdr.w.int_new_hop.rate_bytes_per_ms = hdr.bridged_cfg.rate_bytes_per_ms;
                     hdr.w.int_header.hop_count = hdr.w.int_header.hop_count + 1;
-                    bit<16> int_total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
-                    hdr.w.ipv4.hdr_checksum = ipv4_checksum_replace_word(hdr.w.ipv4.hdr_checksum,
-                        hdr.w.ipv4.total_len, int_total_len);
-                    hdr.w.ipv4.total_len = int_total_len;
+                    IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, INT_HOP_BYTES)
+                    hdr.w.ipv4.total_len = hdr.w.ipv4.total_len + INT_HOP_BYTES;
                     hdr.w.udp.length = hdr.w.udp.length + INT_HOP_BYTES;
                 }
 
                 if (mark && hdr.w.ipv4.isValid() &&
                     (hdr.w.ipv4.ecn == ECN_ECT0 || hdr.w.ipv4.ecn == ECN_ECT1)) {
-                    mark_ce();
+                    // CE-mark: the word with the ECN bits grows by CE - ECT.
+                    if (hdr.w.ipv4.ecn == ECN_ECT0) {
+                        IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, 16w1)
+                    } else {
+                        IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, 16w2)
+                    }
+                    hdr.w.ipv4.ecn = ECN_CE;
                     ecn_marked.count(port_cell);
                 }
 
                 if (flags != 0) {
                     meta.mirror.setValid();
                     meta.mirror.flags = flags;
-                    meta.mirror.qlen_bytes = qlen;
+                    meta.mirror.qlen_bytes = meta.qlen;
                     meta.mirror.now_ns = eg_prsr_md.global_tstamp;
                 }
             }

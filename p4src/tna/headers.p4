@@ -33,10 +33,23 @@
 #endif
 
 // deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16.
+// A Tofino action does one operation per destination, and bf-p4c synthesizes
+// consecutive statements into one action whether or not they depend on each other,
+// so each step is an action (declared in a control whose metadata is `meta`) and
+// CELLS_TO_BYTES_APPLY calls them in order (each call is a table of its own).
 #if __TARGET_TOFINO__ == 2
-#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 7) + (((bit<32>)(C)) << 5) + (((bit<32>)(C)) << 4))
+#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
+    @hidden action NAME##_parts() {                                                 \
+        TMP = (bit<32>)(SRC) << 7; TMP2 = (bit<32>)(SRC) << 5; DST = (bit<32>)(SRC) << 4; \
+    }                                                                               \
+    @hidden action NAME##_sum0() { TMP = TMP + TMP2; }                              \
+    @hidden action NAME##_sum() { DST = DST + TMP; }
+#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum0(); NAME##_sum();
 #else
-#define CELLS_TO_BYTES(C) ((((bit<32>)(C)) << 6) + (((bit<32>)(C)) << 4))
+#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
+    @hidden action NAME##_parts() { TMP = (bit<32>)(SRC) << 6; DST = (bit<32>)(SRC) << 4; } \
+    @hidden action NAME##_sum() { DST = DST + TMP; }
+#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum();
 #endif
 
 // The first byte of every packet that reaches egress: what follows.
@@ -61,9 +74,11 @@ const bit<3> DIGEST_TYPE_CNP        = 2;
 // Mirror type of the E2E mirror (egress_intrinsic_metadata_for_deparser_t.mirror_type).
 const MirrorType_t MIRROR_TYPE_E2E = 2;
 
-// The INC slot key's remaining-contributors word when the slot is busy (worker and
-// child ranks are below 31, so no real remaining set has bit 31).
-const bit<32> INC_SLOT_BUSY = 0xFFFFFFFF;
+// slot_key_update's outcome, the stateful ALU's predicate: bit (2 * free + same key)
+// is set, free = "remaining == 0", same key = "fingerprint equal".
+// 0x2 (same key, not free) is this message's slot.
+const bit<32> INC_KEY_BUSY = 0x1;    // another message's slot
+const bit<32> INC_KEY_FREE = 0xC;    // a free slot (with or without a stale equal key)
 
 // ---------------------------------------------------------------------------
 // Bridged metadata, ingress -> egress (the traffic manager keeps it with the packet).
@@ -218,6 +233,22 @@ struct tna_ingress_metadata_t {
 // ---------------------------------------------------------------------------
 // Egress metadata.
 // ---------------------------------------------------------------------------
+// The IPv4 checksum after one 16-bit word of the header grew by K, or shrank by D
+// (no wrap): v1model's ipv4_checksum_replace_word (RFC 1624 eq. 3) evaluated per
+// case, the same value for every checksum (p4src TestTNAChecksumSteps). Each branch
+// is one addition, what a Tofino action can do; the general form is seven
+// dependent operations, which bf-p4c rejects ("action spanning multiple stages"),
+// and a deparser recomputation would not cover IPv4 options.
+#define IPV4_CHECKSUM_AFTER_GROW(CSUM, K)                                           \
+    if (CSUM >= (K)) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }
+#define IPV4_CHECKSUM_AFTER_SHRINK(CSUM, D)                                         \
+    if (CSUM >= 16w0xFFFF - (D)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }
+
+// The flow registers' index: the flow fingerprint's low log2(FLOW_SLOTS) bits (a
+// field, since Tofino takes no "fingerprint & mask" expression as an index; p4src
+// TestTNAFlowSlotWidth checks the width against FLOW_SLOTS).
+typedef bit<12> flow_slot_t;
+
 struct tna_egress_metadata_t {
     bit<1>    l4_is_udp;
     bit<1>    malformed;
@@ -239,6 +270,50 @@ struct tna_egress_metadata_t {
     bit<1>    rx_log2_hit;
     bit<16>   pause_log2_q6;
     bit<16>   rate_log2_q6;
+
+    // Register and counter indices computed from other values: Tofino takes an
+    // index from a field (or a hash), not from an expression.
+    flow_slot_t flow_slot;          // flow fingerprint & (FLOW_SLOTS - 1)
+
+    // The egress arithmetic's steps (FastcnpEgress e_* actions): values, and
+    // differences whose sign bit a gateway tests ("a < b" of two fields).
+    bit<32>   pkt_bytes;            // eg_intr_md.pkt_length
+    bit<32>   qd_bytes;             // deq_qdepth in bytes
+    bit<32>   qd_tmp;               // its partial products
+    bit<32>   qd_tmp2;
+    bit<32>   qlen;                 // bytes: deq_qdepth * CELL + this packet
+    bit<32>   qlen1;                // qlen + 1 (port_check_qlen1's encoding)
+    bit<32>   qth_diff;             // qlen - Qth
+    bit<32>   kmax_diff;            // qlen - Kmax
+    bit<32>   kmin_diff;            // Kmin - qlen
+    bit<32>   last;                 // the port's previous departure, ns
+    bit<32>   last_qd;              // its deq_qdepth, cells
+    bit<32>   last_qd_bytes;        // in bytes
+    bit<32>   last_qd_tmp;
+    bit<32>   last_qd_tmp2;
+    bit<32>   gap_ns;               // now - last
+    bit<32>   gap_excess;           // pause_gap - gap_ns
+    bit<32>   rx_diff;              // qlen - last_qd_bytes
+    bit<32>   pause_start;          // a framed pause's start (0: none)
+    bit<32>   pause_end;            // its end (0: still open)
+    bit<16>   beats_rx;             // log2(rx) + log2(10^6), q6
+    bit<16>   beats_diff;           // log2(rate) + log2(pause) - beats_rx
+    bit<32>   check_old;            // port_check_qlen1 before this departure
+    bit<32>   check_grew;           // check_old - qlen1
+    bit<32>   port_share_a;         // the port's bytes in this epoch and the last
+    bit<32>   port_share_b;
+    bit<32>   flow_share_a;         // the flow's
+    bit<32>   flow_share_b;
+    bit<16>   k_base;               // log2 of the window's base (BDP or RED's 65536)
+    bit<16>   k_diff;               // k_base + log2(flow) - log2(port)
+    bit<32>   red_r;                // RED's random word
+    bit<32>   red_lo;               // its low half - Pmax
+    bit<32>   red_hi;               // its high half - exp2
+    bit<32>   red_pmax;             // Pmax, 32 bits
+    bit<32>   pfc_qd_bytes;         // a PFC event: the last deq_qdepth in bytes
+    bit<32>   pfc_qd_tmp;
+    bit<32>   pfc_qd_tmp2;
+    bit<32>   dequeued_index;       // port * 8 + priority
 }
 
 #endif  // _FASTCNP_TNA_HEADERS_P4_
