@@ -19,35 +19,47 @@ type Options struct {
 
 // Pipeline is the reference data plane: tables, registers, counters, value set, clone
 // sessions and digest queues, plus the per-packet algorithm. Create it with New.
+//
+// What every packet reads (the profile, the parser's ports, the tables, the
+// registers' and counters' slice headers) comes first and the struct stays small:
+// the register arrays and the decoded port configurations are allocated apart. A
+// simulated fabric runs dozens of pipelines, and a packet's first touches of its
+// switch are cache misses: a few adjacent lines, not lines spread over a megabyte.
 type Pipeline struct {
-	tables                                             []*table
+	prof                                               Profile
+	rng                                                uint64
+	parsePorts                                         []uint16 // the parser's announcement ports: AnnounceUDPPort, then the value set
 	tRoute, tTC, tPortCfg, tConn, tIncGroup, tIncRoute *table
 	tL2, tFlowLog2, tPortLog2, tExp2, tNHG, tIncAging  *table
 	tIncChild                                          *table
-	profiles                                           []*profile
 	regs                                               registers
 	counters                                           [numCounters][]counterCell
-	// announcePorts is the value set announce_udp_port; parsePorts the parser's
-	// announcement ports: AnnounceUDPPort, then the value set.
-	announcePorts, parsePorts []uint16
-	clones                    map[uint32]CloneSession
-	mcast                     map[uint32][]Replica
-	repBuf                    []Replica
-	digests                   [2]digestQueue
-	rng, seed                 uint64
-	prof                      Profile
-	tna                       *tnaState // the TNA program's state (Tofino profiles only)
-	pf                        wire.Frame
-	cnpBuf                    [CNPFrameLen + wire.Dot1QLen]byte
-	cnpRes                    IngressResult
-	incBuf                    []byte
-	intBuf                    []byte
-	// pcCache holds port_config decoded per port, valid while its gen is the
-	// table's: a packet reads one cache line instead of the entry's parameters.
-	pcCache [p4src.NumPorts]struct {
-		gen uint64
-		pc  PortConfig
-	}
+	// pcCache holds port_config decoded per port (NumPorts), valid while its gen
+	// is the table's: a packet reads one cache line instead of the entry's
+	// parameters.
+	pcCache []pcCacheEntry
+	pf      wire.Frame
+
+	tables   []*table
+	profiles []*profile
+	// announcePorts is the value set announce_udp_port.
+	announcePorts []uint16
+	clones        map[uint32]CloneSession
+	mcast         map[uint32][]Replica
+	repBuf        []Replica
+	digests       [2]digestQueue
+	seed          uint64
+	tna           *tnaState // the TNA program's state (Tofino profiles only)
+	cnpBuf        [CNPFrameLen + wire.Dot1QLen]byte
+	cnpRes        IngressResult
+	incBuf        []byte
+	intBuf        []byte
+}
+
+// pcCacheEntry is one port's decoded port_config: 64 bytes.
+type pcCacheEntry struct {
+	gen uint64
+	pc  PortConfig
 }
 
 // New returns a pipeline with empty tables, program default actions, zero registers
@@ -62,6 +74,8 @@ func New(opts Options) *Pipeline {
 		parsePorts:    append(make([]uint16, 0, 1+p4src.AnnounceUDPPorts), p4src.AnnounceUDPPort),
 		incBuf:        make([]byte, 2048),
 		intBuf:        make([]byte, 2048),
+		regs:          newRegisters(),
+		pcCache:       make([]pcCacheEntry, p4src.NumPorts),
 		rng:           opts.Seed*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 		seed:          opts.Seed,
 		prof:          opts.Profile,
@@ -531,19 +545,20 @@ func (p *Pipeline) macControl(f *wire.Frame, port uint16, now uint64, rawNow int
 	}
 	q := uint64(q16)
 	r := &p.regs
+	pc := &r.port[port]
 	if q > 0 {
 		p.count(p4src.CounterPFCPauseRx, port, acct)
-		if r.portPaused[port] == 0 {
-			r.portPaused[port], r.portPauseStart[port], r.portRxBytes[port] = 1, now, 0
+		if pc.paused == 0 {
+			pc.paused, r.portPauseStart[port], pc.rxBytes = 1, now, 0
 			p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventPause,
-				QueueBytes: uint32(r.portQueueBytes[port]), TimestampNs: now}, rawNow)
+				QueueBytes: uint32(pc.queueBytes), TimestampNs: now}, rawNow)
 		}
-		r.portPauseExpire[port] = (now + q*uint64(cfg.PauseQuantumPs)/1000) & mask48
+		pc.pauseExpire = (now + q*uint64(cfg.PauseQuantumPs)/1000) & mask48
 		return
 	}
 	p.count(p4src.CounterPFCResumeRx, port, acct)
-	if r.portPaused[port] == 1 {
-		d := p.resume(port, now, &cfg, uint32(r.portQueueBytes[port]))
+	if pc.paused == 1 {
+		d := p.resume(port, now, &cfg, uint32(pc.queueBytes))
 		p.emit(out.Digests[:], &out.NumDigests, d, rawNow)
 	}
 }
@@ -551,23 +566,24 @@ func (p *Pipeline) macControl(f *wire.Frame, port uint16, now uint64, rawNow int
 // resume is RESUME(p) with qlen the queue length it examines; it returns the digest.
 func (p *Pipeline) resume(port uint16, now uint64, cfg *PortConfig, qlen uint32) Digest {
 	r := &p.regs
+	pc := &r.port[port]
 	t := (now - r.portPauseStart[port]) & mask48
-	r.portPaused[port] = 0
-	rx := r.portRxBytes[port]
+	pc.paused = 0
+	rx := pc.rxBytes
 	var ev uint8
 	// rx_bytes * 1e6 > rate_bytes_per_ms * T, exact (P4: the same in 64-bit limbs, controls.p4).
 	lhsHi, lhsLo := bits.Mul64(rx, 1_000_000)
 	rhsHi, rhsLo := bits.Mul64(uint64(cfg.RateBytesPerMs), t)
 	switch {
 	case qlen < cfg.QthBytes:
-		r.portUndetermined[port], ev = 0, p4src.PortEventResumeNotCongested
+		pc.undetermined, ev = 0, p4src.PortEventResumeNotCongested
 	case cfg.Mode == p4src.PortModeFastcnpNoPFCState || lhsHi > rhsHi || lhsHi == rhsHi && lhsLo > rhsLo:
 		// The ablation mode has no undetermined state: a queue over Qth is congested.
-		r.portUndetermined[port], ev = 0, p4src.PortEventResumeCongested
+		pc.undetermined, ev = 0, p4src.PortEventResumeCongested
 	default:
-		r.portUndetermined[port], ev = 1, p4src.PortEventResumeUndetermined
-		r.portQSnapshot[port] = uint64(qlen)
-		r.portCheckAt[port] = (now + uint64(cfg.TcheckNs)) & mask48
+		pc.undetermined, ev = 1, p4src.PortEventResumeUndetermined
+		pc.qSnapshot = uint64(qlen)
+		pc.checkAt = (now + uint64(cfg.TcheckNs)) & mask48
 	}
 	return Digest{DigestID: p4src.DigestPortState, Port: port, Event: ev, QueueBytes: qlen, RxBytes: uint32(rx), TimestampNs: now}
 }

@@ -22,10 +22,10 @@ func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
 		return
 	}
 	port, n := meta.EgressPort, uint64(meta.AcctLen)
-	r := &p.regs
-	r.portQueueBytes[port] = (r.portQueueBytes[port] + n) & 0xFFFFFFFF
-	if r.portPaused[port] == 1 {
-		r.portRxBytes[port] = (r.portRxBytes[port] + n) & 0xFFFFFFFF
+	pc := &p.regs.port[port]
+	pc.queueBytes = (pc.queueBytes + n) & 0xFFFFFFFF
+	if pc.paused == 1 {
+		pc.rxBytes = (pc.rxBytes + n) & 0xFFFFFFFF
 	}
 	if !meta.HasIPv4 {
 		return
@@ -33,9 +33,10 @@ func (p *Pipeline) OnEnqueue(meta *PacketMeta) {
 	h := FlowHash(meta.SrcAddr, meta.DstAddr)
 	s := h & (p4src.FlowSlots - 1)
 	meta.FlowHash, meta.FlowSlot = h, uint16(s)
-	if r.flowBytes[s] == 0 || r.flowKey[s] == uint64(h) {
-		r.flowKey[s] = uint64(h)
-		r.flowBytes[s] = (r.flowBytes[s] + n) & 0xFFFFFFFF
+	fc := &p.regs.flow[s]
+	if fc.bytes == 0 || fc.key == uint64(h) {
+		fc.key = uint64(h)
+		fc.bytes = (fc.bytes + n) & 0xFFFFFFFF
 		meta.Tracked = true
 		return
 	}
@@ -56,10 +57,11 @@ func (p *Pipeline) Egress(frame []byte, port uint16, now int64, meta *PacketMeta
 	// 7a. The port's byte count, with the record step 7b adds (the TNA program
 	// keeps it in two 32-bit registers with a carry: the same 64-bit count).
 	add := intAdds(frame, meta)
-	tx := p.regs.portTxBytes[port]
-	p.regs.portTxBytes[port] = tx + uint64(meta.AcctLen)
+	pc := &p.regs.port[port]
+	tx := pc.txBytes
+	pc.txBytes = tx + uint64(meta.AcctLen)
 	if add {
-		p.regs.portTxBytes[port] += wire.INTHopLen
+		pc.txBytes += wire.INTHopLen
 	}
 	if p.prof.Tofino() {
 		p.tnaEgress(frame, port, uint64(now)&mask48, now, meta, out, add, tx)
@@ -94,20 +96,21 @@ func intAdds(frame []byte, meta *PacketMeta) bool {
 
 func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, meta *PacketMeta, out *EgressResult, intAdd bool, tx uint64) {
 	r := &p.regs
+	pc := &r.port[port]
 	cfg := &meta.PortCfg
 	n := uint64(meta.AcctLen)
 	// 1. Dequeue accounting.
-	qlen := r.portQueueBytes[port]
-	r.portQueueBytes[port] = (qlen - n) & 0xFFFFFFFF // bit<32>, as in P4
+	qlen := pc.queueBytes
+	pc.queueBytes = (qlen - n) & 0xFFFFFFFF // bit<32>, as in P4
 	var data uint64
-	s := meta.FlowSlot % p4src.FlowSlots
+	fc := &r.flow[meta.FlowSlot%p4src.FlowSlots]
 	if meta.Tracked {
-		data = r.flowBytes[s]
-		r.flowBytes[s] = (data - n) & 0xFFFFFFFF
+		data = fc.bytes
+		fc.bytes = (data - n) & 0xFFFFFFFF
 	}
 	// 2. Pause expiry. RESUME reads port_queue_bytes: this packet already left.
-	if r.portPaused[port] == 1 && now >= r.portPauseExpire[port] {
-		p.emitEgress(out, p.resume(port, now, cfg, uint32(r.portQueueBytes[port])), rawNow)
+	if pc.paused == 1 && now >= pc.pauseExpire {
+		p.emitEgress(out, p.resume(port, now, cfg, uint32(pc.queueBytes)), rawNow)
 	}
 	switch cfg.Mode {
 	case p4src.PortModeFastcnp, p4src.PortModeFastcnpNoPFCState:
@@ -116,34 +119,34 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 		congested := false
 		switch {
 		case cfg.Mode == p4src.PortModeFastcnpNoPFCState:
-			r.portUndetermined[port] = 0
+			pc.undetermined = 0
 			congested = qlen >= uint64(cfg.QthBytes)
-		case r.portUndetermined[port] == 0:
+		case pc.undetermined == 0:
 			congested = qlen >= uint64(cfg.QthBytes)
-		case now < r.portCheckAt[port]:
+		case now < pc.checkAt:
 			return // protect victims: no CNP, no mark
 		case qlen < uint64(cfg.QthBytes):
-			r.portUndetermined[port] = 0
+			pc.undetermined = 0
 			p.emitEgress(out, Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventCheckDrained,
-				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
-		case qlen > r.portQSnapshot[port]:
-			r.portUndetermined[port] = 0
+				QueueBytes: uint32(qlen), RxBytes: uint32(pc.rxBytes), TimestampNs: now}, rawNow)
+		case qlen > pc.qSnapshot:
+			pc.undetermined = 0
 			congested = true
 			p.emitEgress(out, Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventCheckCongested,
-				QueueBytes: uint32(qlen), RxBytes: uint32(r.portRxBytes[port]), TimestampNs: now}, rawNow)
+				QueueBytes: uint32(qlen), RxBytes: uint32(pc.rxBytes), TimestampNs: now}, rawNow)
 		default:
-			r.portQSnapshot[port] = qlen
-			r.portCheckAt[port] = (now + uint64(cfg.TcheckNs)) & mask48
+			pc.qSnapshot = qlen
+			pc.checkAt = (now + uint64(cfg.TcheckNs)) & mask48
 		}
 		if !congested {
 			return
 		}
 		if meta.ConnHit && meta.ConnFlags&p4src.ConnFlagCNPTarget != 0 && meta.Tracked && meta.HasBTH {
-			last := r.flowLastCNP[s]
+			last := fc.lastCNP
 			if last != 0 && (now-last)&mask48 < uint64(cfg.CNPGapNs) {
 				return // inside the gap: nothing
 			}
-			r.flowLastCNP[s] = now
+			fc.lastCNP = now
 			digest := false
 			if last := r.portLastDigest[port]; last == 0 || (now-last)&mask48 >= p4src.DigestMinGapNs {
 				r.portLastDigest[port] = now
@@ -157,7 +160,7 @@ func (p *Pipeline) egress(frame []byte, port uint16, now uint64, rawNow int64, m
 		// 7b. The HPCC hop record, in front of the others.
 		if intAdd {
 			out.Frame = p.addINTRecord(frame, meta, wire.INTHop{TimestampNs: now, Port: port, TxBytes: tx,
-				QueueBytes: uint32(r.portQueueBytes[port]), RateBytesPerMs: cfg.RateBytesPerMs})
+				QueueBytes: uint32(pc.queueBytes), RateBytesPerMs: cfg.RateBytesPerMs})
 		}
 	case p4src.PortModeECN:
 		// 4. RED.

@@ -54,11 +54,11 @@ func FuzzPipeline(f *testing.F) {
 		}
 		out := append([]byte(nil), ir.Frame...)
 		m := ir.Meta
-		before := p.regs.portQueueBytes[m.EgressPort]
+		before := p.regs.port[m.EgressPort].queueBytes
 		p.OnEnqueue(&m)
 		var er EgressResult
 		mustOK(t, p.Egress(out, m.EgressPort, now+1, &m, &er))
-		if after := p.regs.portQueueBytes[m.EgressPort]; after != before {
+		if after := p.regs.port[m.EgressPort].queueBytes; after != before {
 			t.Fatalf("queue %d -> %d after enqueue+dequeue", before, after)
 		}
 		if er.CNP {

@@ -13,9 +13,11 @@ type flatIndex struct {
 	shift uint // 64 - log2(len(slots))
 }
 
+// flatSlot is 32 bytes, so that a slot never straddles two cache lines.
 type flatSlot struct {
 	hi, lo uint64
 	v      int32 // entry index + 1; 0: empty
+	_      [12]byte
 }
 
 func (x *flatIndex) home(hi, lo uint64) int {

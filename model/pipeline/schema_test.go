@@ -227,7 +227,7 @@ func TestSchemaIDsUnique(t *testing.T) {
 	p := New(Options{})
 	for _, x := range s.Registers {
 		add(x.ID, x.Name)
-		if got := len(p.regs.slice(x.ID)); got != x.Size {
+		if got := p.regs.size(x.ID); got != x.Size {
 			t.Errorf("register %s: %d cells, want %d", x.Name, got, x.Size)
 		}
 	}

@@ -30,10 +30,25 @@ func (p *Pipeline) timeMask() uint64 {
 
 // registers holds every register array, one uint64 per cell, masked to the register's
 // width on every write (as a bit<W> register would wrap).
+//
+// The port_* and flow_* cells a packet reads at enqueue and dequeue are laid out by
+// index, one struct per port and per flow slot, instead of one array per register:
+// in a simulated fabric of many switches they are cache misses, and a packet then
+// reads one cache line of its port and one of its flow slot rather than one line
+// per register. ReadRegister and WriteRegister reach the same cells (cell).
 type registers struct {
-	portPaused, portPauseStart, portPauseExpire, portRxBytes, portUndetermined,
-	portQSnapshot, portCheckAt, portQueueBytes, portLastDigest, portTxBytes [p4src.NumPorts]uint64
-	flowBytes, flowKey, flowLastCNP            [p4src.FlowSlots]uint64
+	// port and flow are allocated on their own (New): a large allocation starts on
+	// a page, so every portCells is one cache line and no flowCells straddles two.
+	port []portCells // NumPorts
+	flow []flowCells // FlowSlots
+	*otherRegisters
+}
+
+// otherRegisters are the registers a packet of the congestion-control path does
+// not touch (or only at a PAUSE or a switch CNP), one array each.
+type otherRegisters struct {
+	portPauseStart, portLastDigest [p4src.NumPorts]uint64
+
 	incFlowIncID, incFlowFirstPSN, incFlowLen  [p4src.IncFlowSlots]uint64
 	incFlowOp                                  [p4src.IncFlowSlots]uint64
 	incFlowNextWay                             [p4src.ConnTableSize]uint64
@@ -42,61 +57,99 @@ type registers struct {
 	incSlotValue                               [p4src.IncVectorLen][p4src.IncSlots]uint64
 }
 
-func (r *registers) slice(id uint32) []uint64 {
+// portCells is one port's cell of port_queue_bytes, port_paused, port_tx_bytes,
+// port_undetermined, port_rx_bytes, port_pause_expire, port_check_at and
+// port_q_snapshot: 64 bytes.
+type portCells struct {
+	queueBytes, paused, txBytes, undetermined, rxBytes, pauseExpire, checkAt, qSnapshot uint64
+}
+
+// flowCells is one slot's cell of flow_key, flow_bytes and flow_last_cnp, padded to
+// 32 bytes.
+type flowCells struct {
+	key, bytes, lastCNP, _ uint64
+}
+
+func newRegisters() registers {
+	return registers{port: make([]portCells, p4src.NumPorts), flow: make([]flowCells, p4src.FlowSlots), otherRegisters: &otherRegisters{}}
+}
+
+// size returns the number of cells of register id (0: no such register).
+func (r *registers) size(id uint32) int {
 	switch id {
-	case p4src.RegPortPaused:
-		return r.portPaused[:]
-	case p4src.RegPortPauseStart:
-		return r.portPauseStart[:]
-	case p4src.RegPortPauseExpire:
-		return r.portPauseExpire[:]
-	case p4src.RegPortRxBytes:
-		return r.portRxBytes[:]
-	case p4src.RegPortUndetermined:
-		return r.portUndetermined[:]
-	case p4src.RegPortQSnapshot:
-		return r.portQSnapshot[:]
-	case p4src.RegPortCheckAt:
-		return r.portCheckAt[:]
-	case p4src.RegPortQueueBytes:
-		return r.portQueueBytes[:]
-	case p4src.RegPortLastDigest:
-		return r.portLastDigest[:]
-	case p4src.RegPortTxBytes:
-		return r.portTxBytes[:]
-	case p4src.RegFlowBytes:
-		return r.flowBytes[:]
-	case p4src.RegFlowKey:
-		return r.flowKey[:]
-	case p4src.RegFlowLastCNP:
-		return r.flowLastCNP[:]
-	case p4src.RegIncFlowIncID:
-		return r.incFlowIncID[:]
-	case p4src.RegIncFlowFirstPSN:
-		return r.incFlowFirstPSN[:]
-	case p4src.RegIncFlowLen:
-		return r.incFlowLen[:]
-	case p4src.RegIncSlotIncID:
-		return r.incSlotIncID[:]
-	case p4src.RegIncSlotOffset:
-		return r.incSlotOffset[:]
-	case p4src.RegIncSlotBitmap:
-		return r.incSlotBitmap[:]
-	case p4src.RegIncSlotStart:
-		return r.incSlotStart[:]
-	case p4src.RegIncFlowOp:
-		return r.incFlowOp[:]
+	case p4src.RegPortPaused, p4src.RegPortPauseStart, p4src.RegPortPauseExpire, p4src.RegPortRxBytes,
+		p4src.RegPortUndetermined, p4src.RegPortQSnapshot, p4src.RegPortCheckAt, p4src.RegPortQueueBytes,
+		p4src.RegPortLastDigest, p4src.RegPortTxBytes:
+		return p4src.NumPorts
+	case p4src.RegFlowBytes, p4src.RegFlowKey, p4src.RegFlowLastCNP:
+		return p4src.FlowSlots
+	case p4src.RegIncFlowIncID, p4src.RegIncFlowFirstPSN, p4src.RegIncFlowLen, p4src.RegIncFlowOp:
+		return p4src.IncFlowSlots
 	case p4src.RegIncFlowNextWay:
-		return r.incFlowNextWay[:]
-	case p4src.RegIncSlotOp:
-		return r.incSlotOp[:]
-	case p4src.RegIncSlotDone:
-		return r.incSlotDone[:]
+		return p4src.ConnTableSize
+	case p4src.RegIncSlotIncID, p4src.RegIncSlotOffset, p4src.RegIncSlotBitmap, p4src.RegIncSlotStart,
+		p4src.RegIncSlotOp, p4src.RegIncSlotDone:
+		return p4src.IncSlots
 	}
 	if id >= p4src.RegIncSlotValue0 && id < p4src.RegIncSlotValue0+p4src.IncVectorLen {
-		return r.incSlotValue[id-p4src.RegIncSlotValue0][:]
+		return p4src.IncSlots
 	}
-	return nil
+	return 0
+}
+
+// cell returns cell i (0 <= i < size(id)) of register id.
+func (r *registers) cell(id uint32, i int) *uint64 {
+	switch id {
+	case p4src.RegPortPaused:
+		return &r.port[i].paused
+	case p4src.RegPortPauseStart:
+		return &r.portPauseStart[i]
+	case p4src.RegPortPauseExpire:
+		return &r.port[i].pauseExpire
+	case p4src.RegPortRxBytes:
+		return &r.port[i].rxBytes
+	case p4src.RegPortUndetermined:
+		return &r.port[i].undetermined
+	case p4src.RegPortQSnapshot:
+		return &r.port[i].qSnapshot
+	case p4src.RegPortCheckAt:
+		return &r.port[i].checkAt
+	case p4src.RegPortQueueBytes:
+		return &r.port[i].queueBytes
+	case p4src.RegPortLastDigest:
+		return &r.portLastDigest[i]
+	case p4src.RegPortTxBytes:
+		return &r.port[i].txBytes
+	case p4src.RegFlowBytes:
+		return &r.flow[i].bytes
+	case p4src.RegFlowKey:
+		return &r.flow[i].key
+	case p4src.RegFlowLastCNP:
+		return &r.flow[i].lastCNP
+	case p4src.RegIncFlowIncID:
+		return &r.incFlowIncID[i]
+	case p4src.RegIncFlowFirstPSN:
+		return &r.incFlowFirstPSN[i]
+	case p4src.RegIncFlowLen:
+		return &r.incFlowLen[i]
+	case p4src.RegIncSlotIncID:
+		return &r.incSlotIncID[i]
+	case p4src.RegIncSlotOffset:
+		return &r.incSlotOffset[i]
+	case p4src.RegIncSlotBitmap:
+		return &r.incSlotBitmap[i]
+	case p4src.RegIncSlotStart:
+		return &r.incSlotStart[i]
+	case p4src.RegIncFlowOp:
+		return &r.incFlowOp[i]
+	case p4src.RegIncFlowNextWay:
+		return &r.incFlowNextWay[i]
+	case p4src.RegIncSlotOp:
+		return &r.incSlotOp[i]
+	case p4src.RegIncSlotDone:
+		return &r.incSlotDone[i]
+	}
+	return &r.incSlotValue[id-p4src.RegIncSlotValue0][i]
 }
 
 // CounterValue is one counter cell (unit BOTH).
@@ -184,18 +237,18 @@ func (p *Pipeline) WriteCounter(id uint32, index int, packets, bytes uint64) err
 // ReadRegister appends to dst cell index of register id, or every cell when index < 0.
 // Errors: ErrInvalidArgument (unknown ID, index out of range).
 func (p *Pipeline) ReadRegister(id uint32, index int, dst []RegisterValue) ([]RegisterValue, error) {
-	s := p.regs.slice(id)
-	if s == nil {
+	n := p.regs.size(id)
+	if n == 0 {
 		return dst, fmt.Errorf("read register: ID %#x: %w", id, ErrInvalidArgument)
 	}
-	if index >= len(s) {
-		return dst, fmt.Errorf("read register %#x: index %d >= %d: %w", id, index, len(s), ErrInvalidArgument)
+	if index >= n {
+		return dst, fmt.Errorf("read register %#x: index %d >= %d: %w", id, index, n, ErrInvalidArgument)
 	}
 	if index >= 0 {
-		return append(dst, RegisterValue{index, s[index]}), nil
+		return append(dst, RegisterValue{index, *p.regs.cell(id, index)}), nil
 	}
-	for i, v := range s {
-		dst = append(dst, RegisterValue{i, v})
+	for i := range n {
+		dst = append(dst, RegisterValue{i, *p.regs.cell(id, i)})
 	}
 	return dst, nil
 }
@@ -203,23 +256,23 @@ func (p *Pipeline) ReadRegister(id uint32, index int, dst []RegisterValue) ([]Re
 // WriteRegister sets cell index of register id (every cell when index < 0). The value
 // must fit the register's width. Errors: ErrInvalidArgument.
 func (p *Pipeline) WriteRegister(id uint32, index int, value uint64) error {
-	s := p.regs.slice(id)
-	if s == nil {
+	n := p.regs.size(id)
+	if n == 0 {
 		return fmt.Errorf("write register: ID %#x: %w", id, ErrInvalidArgument)
 	}
 	ri, _ := schema.Register(id)
 	if value&^widthMask(ri.Bitwidth) != 0 {
 		return fmt.Errorf("write register %s: value %#x wider than %d bits: %w", ri.Name, value, ri.Bitwidth, ErrInvalidArgument)
 	}
-	if index >= len(s) {
-		return fmt.Errorf("write register %s: index %d >= %d: %w", ri.Name, index, len(s), ErrInvalidArgument)
+	if index >= n {
+		return fmt.Errorf("write register %s: index %d >= %d: %w", ri.Name, index, n, ErrInvalidArgument)
 	}
 	if index >= 0 {
-		s[index] = value
+		*p.regs.cell(id, index) = value
 		return nil
 	}
-	for i := range s {
-		s[i] = value
+	for i := range n {
+		*p.regs.cell(id, i) = value
 	}
 	return nil
 }

@@ -72,19 +72,30 @@ type entry struct {
 	em     [maxKeys]uint64 // effective match masks: all ones for exact fields
 	key    entryKey
 	used   bool
+	// 256 bytes in all: an entry starts on a cache line (Go places the slice on a
+	// 64-byte boundary), so the action and its first seven parameters are one line.
+	_ [24]byte
 }
 
+// ternaryRow is what a ternary lookup compares, for one entry in priority order:
+// the scan reads these rows one after the other instead of each entry's key
+// fields (a line or two of a 256-byte entry each).
+type ternaryRow struct {
+	em, v [maxKeys]uint64
+	idx   int32
+}
+
+// table is one table. What a data-path lookup reads comes first (the per-length
+// LPM indexes, 1.3 KB, last): a lookup in a cold table touches few cache lines.
 type table struct {
-	info    *TableInfo
 	entries []entry
-	free    []int32
-	byKey   map[entryKey]int32
-	// LPM: per prefix length, masked value -> entry index; lens lists the lengths in use,
-	// longest first.
-	lpm  [33]flatIndex
-	lens []int32
-	// ternary: entry indexes, highest priority first (stable for equal priorities).
+	// ternary: entry indexes, highest priority first (stable for equal priorities),
+	// and their keys in that order (setOrder).
+	tern  []ternaryRow
 	order []int32
+	// LPM: lens lists the prefix lengths in use, longest first; lpm (below) maps
+	// per prefix length the masked value to an entry index.
+	lens []int32
 	// The data path's index of an all-exact table (byKey stays the control plane's):
 	// direct, for one field of at most 16 bits, is indexed by the value (-1: no
 	// entry; allocated at the first insert); packed maps the values packed in 128
@@ -93,12 +104,16 @@ type table struct {
 	packed    flatIndex
 	hasPacked bool
 	lowW      uint // width of field 2 (field 1 is shifted by it in lo)
-
 	defAction uint32
-	defParams [maxParams]uint64
 	// gen changes with every write to the table (entries, default action): caches
 	// of what a lookup returns are valid while it stays the same.
-	gen uint64
+	gen       uint64
+	defParams [maxParams]uint64
+
+	info  *TableInfo
+	free  []int32
+	byKey map[entryKey]int32
+	lpm   [33]flatIndex
 }
 
 func newTable(info *TableInfo) *table {
@@ -434,7 +449,7 @@ func (p *Pipeline) InsertEntry(e *TableEntry) error {
 			}
 			return 1
 		})
-		t.order = slices.Insert(t.order, pos, idx)
+		t.setOrder(slices.Insert(t.order, pos, idx))
 	}
 	return nil
 }
@@ -502,7 +517,7 @@ func (p *Pipeline) DeleteEntry(e *TableEntry) error {
 			t.lens = slices.DeleteFunc(t.lens, func(l int32) bool { return l == plen })
 		}
 	case t.info.NeedsPriority():
-		t.order = slices.DeleteFunc(t.order, func(i int32) bool { return i == idx })
+		t.setOrder(slices.DeleteFunc(t.order, func(i int32) bool { return i == idx }))
 	}
 	t.gen++
 	t.entries[idx] = entry{}
@@ -693,11 +708,22 @@ func (t *table) lookupLPM(v uint32) (uint32, *[maxParams]uint64, bool) {
 }
 
 func (t *table) lookupTernary(v0, v1, v2 uint64) (uint32, *[maxParams]uint64, bool) {
-	for _, idx := range t.order {
-		en := &t.entries[idx]
-		if v0&en.em[0] == en.key.v[0] && v1&en.em[1] == en.key.v[1] && v2&en.em[2] == en.key.v[2] {
-			return t.hitOrDefault(idx, true)
+	for i := range t.tern {
+		r := &t.tern[i]
+		if v0&r.em[0] == r.v[0] && v1&r.em[1] == r.v[1] && v2&r.em[2] == r.v[2] {
+			return t.hitOrDefault(r.idx, true)
 		}
 	}
 	return t.hitOrDefault(0, false)
+}
+
+// setOrder sets the ternary order (entry indexes, highest priority first) and the
+// rows lookupTernary scans.
+func (t *table) setOrder(order []int32) {
+	t.order = order
+	t.tern = t.tern[:0]
+	for _, idx := range order {
+		en := &t.entries[idx]
+		t.tern = append(t.tern, ternaryRow{em: en.em, v: en.key.v, idx: idx})
+	}
 }

@@ -58,18 +58,20 @@ func (q *Heap) Pop() (Event, bool) {
 		if first >= n {
 			break
 		}
-		c := first
-		end := min(first+arity, n)
-		for k := first + 1; k < end; k++ {
-			if before(&h[k], &h[c]) {
-				c = k
+		// The earliest child, its key kept in registers (a pop is mostly these
+		// comparisons: before's loads and bounds checks cost twice as much).
+		ch := h[first:min(first+arity, n)]
+		c, at, seq := 0, ch[0].At, ch[0].seq
+		for k := 1; k < len(ch); k++ {
+			if a := ch[k].At; a < at || a == at && ch[k].seq < seq {
+				c, at, seq = k, a, ch[k].seq
 			}
 		}
-		if !before(&h[c], &last) {
+		if at > last.At || at == last.At && seq > last.seq {
 			break
 		}
-		h[i] = h[c]
-		i = c
+		h[i] = ch[c]
+		i = first + c
 	}
 	h[i] = last
 	return top, true

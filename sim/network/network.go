@@ -56,6 +56,10 @@ type Network struct {
 	// laneOf[node] + port is the engine lane of the frames arriving at that port
 	// (nil: no lanes, every arrival is scheduled on its own).
 	laneOf []int
+	// startLane is the engine lane of the flow starts (-1: none): they are
+	// scheduled at once, mostly in time order, and would otherwise all wait in
+	// the event queue, making every operation on it deeper.
+	startLane int
 }
 
 type nodeRef struct {
@@ -179,8 +183,9 @@ func New(cfg Config) (*Network, error) {
 		n.laneOf[id] = lanes
 		lanes += len(ports[id])
 	}
-	if err := n.eng.SetLanes(lanes); err != nil {
-		n.laneOf = nil // too many ports: every arrival on its own
+	n.startLane = lanes
+	if err := n.eng.SetLanes(lanes + 1); err != nil {
+		n.laneOf, n.startLane = nil, -1 // too many ports: every event on its own
 	}
 	rt, err := n.routes(ports, isSwitch)
 	if err != nil {
@@ -209,7 +214,12 @@ func New(cfg Config) (*Network, error) {
 		sport[f.Src]++
 		fs.stats.StandaloneNs = rt.standalone(n, f)
 		n.flows = append(n.flows, fs)
-		n.schedule(engine.Event{At: f.StartNs, Kind: evFlowStart, A: int32(i)})
+		ev := engine.Event{At: f.StartNs, Kind: evFlowStart, A: int32(i)}
+		if n.startLane < 0 {
+			n.schedule(ev)
+		} else if err := n.eng.ScheduleLane(n.startLane, ev); err != nil {
+			return nil, fmt.Errorf("%w: flow %d: %w", ErrConfig, i, err)
+		}
 	}
 	if cfg.INC != nil {
 		if err := n.incSetup(ports); err != nil {

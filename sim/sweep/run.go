@@ -93,6 +93,11 @@ func Run(ctx context.Context, s Sweep, points []Point, run RunFunc, opt Options)
 		go func() {
 			defer wg.Done()
 			for p := range jobs {
+				// The feeder's select may hand out a point after the context
+				// ended (both cases ready): a cancelled sweep starts no new run.
+				if ctx.Err() != nil {
+					continue
+				}
 				res, err := run(ctx, p)
 				if err == nil {
 					err = writePoint(dir, s, p, res)
