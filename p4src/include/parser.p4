@@ -6,9 +6,9 @@
 // recirculated or resubmitted packets, and the `announce_udp_port` value set (a
 // value set must be declared in the top-level parser to keep its P4Info name
 // FastcnpParser.announce_udp_port). It calls the sub-parsers below:
-//   FastcnpFrameParser        Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP
-//                             (its states are the macro FASTCNP_FRAME_STATES, which the
-//                             TNA parsers expand in place to dispatch on the UDP port)
+//   FASTCNP_FRAME_STATES      Ethernet, 802.1Q, MAC control (PFC/PAUSE), IPv4, UDP: a
+//                             macro of parser states, expanded in place by each top-level
+//                             parser so that it dispatches on the UDP port after UDP
 //   FastcnpRoceParser         BTH, then the CNP extension, the INC header or the INT header
 //   FastcnpAnnouncementParser the 32-byte RDMA-connection announcement
 // A malformed header (IPv4 version != 4 or IHL < 5, an INT hop count above
@@ -31,14 +31,16 @@
 // selects only on bytes extracted on every path into a state, so the dispatch on the
 // UDP port has to sit in the parser that extracted UDP (p4src/tna), not in a caller
 // after a sub-parser returns. HDR is the fastcnp_headers_t, MALFORMED the flag a bad
-// IPv4 header sets, and the parser's packet_in is `pkt`.
+// IPv4 header sets, BAD_NEXT the state after it (v1model: its parser error; TNA:
+// accept), and the parser's packet_in is `pkt`. Both architectures expand it in their
+// top-level parsers.
 //
 // One tag only: a second 0x8100 is accepted unparsed. MAC control: the opcode and
 // the next 16 bits (PFC class-enable vector / PAUSE pause time) for every opcode, then
 // the 16 bytes of PFC pause times (0x0101); any other opcode (PAUSE 0x0001 included):
 // accept. IPv4 options are forwarded, not parsed: only IHL 5, unfragmented (offset 0)
 // UDP goes further; version != 4 or IHL < 5 is malformed (first match wins).
-#define FASTCNP_FRAME_STATES(HDR, MALFORMED, UDP_NEXT)                              \
+#define FASTCNP_FRAME_STATES(HDR, MALFORMED, UDP_NEXT, BAD_NEXT)                              \
     state parse_frame_ethernet {                                                    \
         pkt.extract(HDR.ethernet);                                                  \
         transition select(HDR.ethernet.ether_type) {                                \
@@ -79,33 +81,12 @@
     }                                                                               \
     state parse_frame_ipv4_malformed {                                              \
         MALFORMED = 1;                                                              \
-        transition accept;                                                          \
+        transition BAD_NEXT;                                                        \
     }                                                                               \
     state parse_frame_udp {                                                         \
         pkt.extract(HDR.udp);                                                       \
         transition UDP_NEXT;                                                        \
     }
-
-// The frame states as a sub-parser (v1model): sets l4_is_udp when a UDP header was
-// extracted, so the caller can dispatch on its port, and malformed for a bad IPv4
-// header.
-parser FastcnpFrameParser(packet_in pkt,
-                          inout fastcnp_headers_t hdr,
-                          out bit<1> l4_is_udp,
-                          out bit<1> malformed) {
-    state start {
-        l4_is_udp = 0;
-        malformed = 0;
-        transition parse_frame_ethernet;
-    }
-
-    FASTCNP_FRAME_STATES(hdr, malformed, parse_frame_udp_done)
-
-    state parse_frame_udp_done {
-        l4_is_udp = 1;
-        transition accept;
-    }
-}
 
 // After UDP destination port 4791: the BTH; opcode 0x81 (CNP) -> the 16-byte
 // fastcnp extension; else BTH byte 4 == INC_BTH_MARK -> the INC header

@@ -96,14 +96,14 @@ parser FastcnpParser(packet_in pkt,
         transition parse_frame;
     }
 
-    // The frame states in place (not FastcnpFrameParser): Tofino's parser selects
-    // only on bytes extracted on every path, so the UDP dispatch follows the UDP
-    // header in this parser (include/parser.p4).
+    // The frame states in place: Tofino's parser selects only on bytes extracted on
+    // every path, so the UDP dispatch follows the UDP header in this parser
+    // (include/parser.p4).
     state parse_frame {
         transition parse_frame_ethernet;
     }
 
-    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp)
+    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp, accept)
 
     // RoCEv2 first, then the compile-time announcement port, then the value set.
     state dispatch_udp {
@@ -1159,7 +1159,7 @@ parser FastcnpEgressParser(packet_in pkt,
         transition parse_frame_ethernet;
     }
 
-    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp)
+    FASTCNP_FRAME_STATES(hdr.w, meta.malformed, dispatch_udp, accept)
 
     state dispatch_udp {
         transition select(hdr.w.udp.dst_port) {

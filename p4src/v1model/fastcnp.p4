@@ -55,7 +55,6 @@ parser FastcnpParser(packet_in pkt,
     // ANNOUNCE_UDP_PORT (defines.p4, default 4792) is recognised without it.
     @id(0x03000001) value_set<bit<16>>(ANNOUNCE_UDP_PORTS) announce_udp_port;
 
-    FastcnpFrameParser()        frame_parser;
     FastcnpRoceParser()         roce_parser;
     FastcnpAnnouncementParser() announcement_parser;
 
@@ -82,13 +81,11 @@ parser FastcnpParser(packet_in pkt,
     }
 
     state parse_frame {
-        frame_parser.apply(pkt, hdr, meta.l4_is_udp, meta.malformed);
-        transition select(meta.malformed, meta.l4_is_udp) {
-            (1, _):  malformed;
-            (0, 1):  dispatch_udp;
-            default: accept;
-        }
+        meta.malformed = 0;
+        transition parse_frame_ethernet;
     }
+
+    FASTCNP_FRAME_STATES(hdr, meta.malformed, dispatch_udp, malformed)
 
     // A malformed header: BMv2 sets parser_error and runs ingress (step 1).
     state malformed {

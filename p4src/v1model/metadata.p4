@@ -19,7 +19,6 @@
 // ---------------------------------------------------------------------------
 struct fastcnp_metadata_t {
     // Parser.
-    bit<1>    l4_is_udp;            // a UDP header was parsed (dispatch on its port)
     bit<1>    malformed;            // a shared sub-parser found a malformed header
 
     // Time and length (dataplane.md "Per-packet algorithm").
