@@ -533,7 +533,8 @@ func writeRun(dir string, j *job) error {
 			Flows                       []network.FlowResult
 			Switches                    []network.SwitchResult
 			Hosts                       []network.HostStats
-		}{j.sc.Name, string(j.mode), j.sc.Description, scenario.TotalsOf(r), r.Classes, r.Flows, r.Switches, r.Hosts}
+			LosslessDrops               []network.LosslessDrop `json:",omitempty"`
+		}{j.sc.Name, string(j.mode), j.sc.Description, scenario.TotalsOf(r), r.Classes, r.Flows, r.Switches, r.Hosts, r.LosslessDrops}
 		for i := range summary.Flows {
 			summary.Flows[i].RTTs = nil
 		}

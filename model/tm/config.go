@@ -60,9 +60,9 @@ const (
 type HeadroomMode int
 
 const (
-	// HeadroomRoundTrip is ceil(2*delay*rate/8) + 2*MaxWireFrame + PFC frame + processing
-	// allowance: what can arrive between the crossing of XOFF and the last bit the
-	// upstream sends after it obeys the PAUSE (see docs/traffic-manager.md).
+	// HeadroomRoundTrip is ceil(2*delay*rate/8) + 3*MaxWireFrame + PFC frame + processing
+	// allowance: the frame that crossed XOFF and what can arrive after it, up to the
+	// last bit the upstream sends before it obeys the PAUSE (see docs/traffic-manager.md).
 	HeadroomRoundTrip HeadroomMode = iota
 	// HeadroomHPCC is ceil(3*delay*rate/8), as the HPCC ns-3 simulator sizes it.
 	HeadroomHPCC
@@ -157,16 +157,18 @@ func SerializationNs(bytes int, rateBps int64) int64 {
 
 // HeadroomRoundTripBytes is the HeadroomRoundTrip formula:
 //
-//	ceil(2*delay*rate/8) + 2*(maxFrame+20) + (64+20) + ceil(procNs*rate/8)
+//	ceil(2*delay*rate/8) + 3*(maxFrame+20) + (64+20) + ceil(procNs*rate/8)
 //
-// It covers, from the instant an arrival crosses XOFF: our own frame in transmission
-// that the PAUSE waits behind (one max wire frame), the PAUSE's serialisation, its
-// propagation (delay), the upstream's response time (procNs), the upstream's frame in
-// transmission that it finishes (one max wire frame), and the data already on the wire
-// (delay) — i.e. rate * (2*delay + procNs) + 2 frames + one PFC frame.
+// It covers the frame that crossed XOFF, which is itself held in headroom when it
+// did not fit under XOFF (one max frame), and what arrives after it: our own frame
+// in transmission that the PAUSE waits behind (one max wire frame), the PAUSE's
+// serialisation, its propagation (delay), the upstream's response time (procNs),
+// the upstream's frame in transmission that it finishes (one max wire frame), and
+// the data already on the wire (delay) — i.e. rate * (2*delay + procNs) + 3 frames
+// + one PFC frame (TestHeadroomCoversWorstCase).
 func HeadroomRoundTripBytes(rateBps, delayNs int64, maxFrame int, procNs int64) int64 {
 	wireFrame := int64(maxFrame + wire.PreambleIFGBytes)
-	return mulDivCeil(2*delayNs, rateBps, 8e9) + 2*wireFrame + wire.PFCFrameBytes + wire.PreambleIFGBytes +
+	return mulDivCeil(2*delayNs, rateBps, 8e9) + 3*wireFrame + wire.PFCFrameBytes + wire.PreambleIFGBytes +
 		mulDivCeil(procNs, rateBps, 8e9)
 }
 

@@ -666,3 +666,86 @@ func TestPortAlpha(t *testing.T) {
 		t.Error("a negative port Alpha was accepted")
 	}
 }
+
+// TestHeadroomCoversWorstCase builds the most a priority group can receive after
+// XOFF and checks that the computed headroom holds it: the frame that crosses XOFF
+// does not fit under it (so it is held in headroom itself), the PAUSE waits behind a
+// max frame that port has just started, and the upstream, back-to-back max frames,
+// starts its last one 1 ns before the PAUSE's last bit reaches it. Every frame it
+// started before then arrives, and none may be a lossless drop. Where marked, the
+// same case overflows a headroom of one frame less (the formula before this test:
+// fastcnp-sim's S3 dropped a lossless frame so), so the test fails when the formula
+// loses a frame.
+func TestHeadroomCoversWorstCase(t *testing.T) {
+	const frame = DefaultMaxFrameBytes
+	for _, tc := range []struct {
+		name         string
+		rate, delay  int64
+		wireOverhead bool
+		// needsAll: one frame less of headroom overflows. At 400G over 1 us the
+		// preamble and gap of the ~66 frames on the wire (20 B each, counted by the
+		// formula's rate*delay, not held in the buffer) leave room for one more.
+		needsAll bool
+	}{
+		{"100G 1us", 100 * gbps, 1000, true, true},
+		{"400G 1us", 400 * gbps, 1000, true, false},
+		{"25G 2us", 25 * gbps, 2000, true, true},
+		{"100G 1us no preamble", 100 * gbps, 1000, false, true},
+		{"1G 1us", gbps, 1000, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Port 0: the data's egress (never dequeued here); port 1: the upstream's link.
+			xoff := int64(10*frame + frame/2) // the 11th frame does not fit under XOFF
+			cfg := Config{Ports: ports(2, tc.rate, tc.delay), BufferBytes: 1 << 24, Lossless: 1 << 3,
+				Threshold: ThresholdStatic, XoffBytes: xoff, WireOverhead: tc.wireOverhead}
+			m := mustNew(t, cfg, nil)
+			headroom := m.Config().Ports[1].HeadroomBytes
+			wireFrame := int64(frame)
+			if tc.wireOverhead {
+				wireFrame += 20
+			}
+			ser := func(b int64) int64 { return SerializationNs(int(b), tc.rate) }
+			for i := range 10 {
+				mustEnq(t, m, i, frame, 1, 0, 3, 0)
+			}
+			// t0: port 1 starts a max frame towards the upstream, and the crossing frame arrives.
+			t0 := int64(1_000_000)
+			mustEnq(t, m, 100, frame, 0, 1, 0, t0)
+			mustDeq(t, m, 1, t0)
+			r := mustEnq(t, m, 10, frame, 1, 0, 3, t0)
+			if r.Verdict != AcceptedHeadroom || r.PFC.Kind != PFCXoff {
+				t.Fatalf("crossing frame: %v, PFC %v; want it in headroom with an XOFF", r.Verdict, r.PFC.Kind)
+			}
+			// The upstream started the crossing frame at s0 (its last bit arrived at t0)
+			// and obeys the PAUSE at r.PFC.DeliverAt; back to back since s0, aligned so
+			// that its last start is 1 ns before the PAUSE arrives.
+			s0 := t0 - tc.delay - ser(frame)
+			obeys := r.PFC.DeliverAt
+			// Start i is i periods (wireFrame at rate, exact) before obeys-1; the
+			// earliest may start one period after s0.
+			bits := wireFrame * 8 * 1e9
+			var starts []int64
+			for i := int64(0); (obeys-1-s0)*tc.rate >= (i+1)*bits; i++ {
+				starts = append(starts, obeys-1-i*bits/tc.rate)
+			}
+			held := int64(frame) // the crossing frame
+			for k := len(starts) - 1; k >= 0; k-- {
+				at := starts[k] + ser(frame) + tc.delay
+				res, err := m.Enqueue(11+k, frame, 1, 0, 3, at)
+				if err != nil || !res.Verdict.IsAccepted() {
+					t.Fatalf("frame started %d ns after the crossing one: %v, %v (headroom %d B, %d B held in it)",
+						starts[k]-s0, res.Verdict, err, headroom, held)
+				}
+				held += frame
+			}
+			g := m.Snapshot(obeys + tc.delay).Ports[1].Ingress[3]
+			if g.HeadroomHighWater != held || held > headroom {
+				t.Fatalf("headroom high-water %d B, held %d B, reserved %d B", g.HeadroomHighWater, held, headroom)
+			}
+			if tc.needsAll && held <= headroom-wireFrame {
+				t.Errorf("worst case %d B fits a headroom of one frame less (%d B): the case is not the worst", held, headroom-wireFrame)
+			}
+			t.Logf("worst case %d B (%d frames after the crossing one) in a headroom of %d B", held, len(starts), headroom)
+		})
+	}
+}

@@ -157,14 +157,14 @@ func TestHeadroomFormula(t *testing.T) {
 		serialise  int64 // ns for the frame at rate, no preamble
 		pause65535 int64 // ns of a maximal pause at rate
 	}{
-		// 2*1000*1e9/8e9 = 250; 2*(1522+20) = 3084; PFC 84 -> 3418. HPCC: 375.
-		{"1G 1us", gbps, 1000, 1522, 0, 3418, 375, 12176, 33553920},
-		// 2*1000*100e9/8e9 = 25000; +3084 +84 = 28168. HPCC: 37500.
-		{"100G 1us", 100 * gbps, 1000, 1522, 0, 28168, 37500, 122, 335540},
+		// 2*1000*1e9/8e9 = 250; 3*(1522+20) = 4626; PFC 84 -> 4960. HPCC: 375.
+		{"1G 1us", gbps, 1000, 1522, 0, 4960, 375, 12176, 33553920},
+		// 2*1000*100e9/8e9 = 25000; +4626 +84 = 29710. HPCC: 37500.
+		{"100G 1us", 100 * gbps, 1000, 1522, 0, 29710, 37500, 122, 335540},
 		// with a 500 ns response allowance at 100G: +6250.
-		{"100G 1us proc 500ns", 100 * gbps, 1000, 1522, 500, 34418, 37500, 122, 335540},
-		// 4096-B RoCE MTU frames at 400G, 2 us: 200000 + 2*4136 + 84 = 208356.
-		{"400G 2us 4136B", 400 * gbps, 2000, 4136, 0, 208396, 300000, 83, 83885},
+		{"100G 1us proc 500ns", 100 * gbps, 1000, 1522, 500, 35960, 37500, 122, 335540},
+		// 4096-B RoCE MTU frames at 400G, 2 us: 200000 + 3*(4136+20) + 84 = 212552.
+		{"400G 2us 4136B", 400 * gbps, 2000, 4136, 0, 212552, 300000, 83, 83885},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,11 +184,11 @@ func TestHeadroomFormula(t *testing.T) {
 	}
 	// New fills the computed headroom in.
 	m := mustNew(t, Config{Ports: ports(1, gbps, 1000), BufferBytes: 1 << 20, Lossless: 1<<3 | 1<<4}, nil)
-	if got := m.Config().Ports[0].HeadroomBytes; got != 3418 {
-		t.Fatalf("computed headroom %d, want 3418", got)
+	if got := m.Config().Ports[0].HeadroomBytes; got != 4960 {
+		t.Fatalf("computed headroom %d, want 4960", got)
 	}
-	if got := m.Snapshot(0).Buffer.SharedBytes; got != 1<<20-2*3418 {
-		t.Fatalf("shared pool %d, want %d (two lossless priorities reserve headroom)", got, 1<<20-2*3418)
+	if got := m.Snapshot(0).Buffer.SharedBytes; got != 1<<20-2*4960 {
+		t.Fatalf("shared pool %d, want %d (two lossless priorities reserve headroom)", got, 1<<20-2*4960)
 	}
 }
 
@@ -424,7 +424,7 @@ func TestSnapshotCounters(t *testing.T) {
 	}
 	in := s.Ports[1].Ingress[3]
 	if in.ReceivedPkts != 2 || in.ReceivedBytes != 1500 || in.SharedBytes != 500 || in.HighWater != 1500 ||
-		in.HeadroomReserved != 3084+84 {
+		in.HeadroomReserved != 3*1542+84 {
 		t.Fatalf("ingress 1/3: %+v", in)
 	}
 	if s.Buffer.UsedBytes != 700 || s.Buffer.HighWater != 1700 || s.TotalEnqueuedPkts != 3 || s.TotalDequeuedPkts != 1 {
@@ -489,7 +489,7 @@ func TestLossyDynamicCap(t *testing.T) {
 
 func TestHeadroomFormulaNoOverflow(t *testing.T) {
 	// 1 s at 400 Gb/s: 2*1e9 ns * 400e9 b/s overflows int64; the result is 1e11 B.
-	if got, want := HeadroomRoundTripBytes(400*gbps, 1e9, 1522, 0), int64(1e11+3084+84); got != want {
+	if got, want := HeadroomRoundTripBytes(400*gbps, 1e9, 1522, 0), int64(1e11+4626+84); got != want {
 		t.Fatalf("got %d, want %d", got, want)
 	}
 	if got, want := HeadroomHPCCBytes(400*gbps, 1e9), int64(15e10); got != want {

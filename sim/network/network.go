@@ -40,6 +40,7 @@ type Network struct {
 	acct     accounting
 	err      error
 	pfcLog   []hpcc.PFC
+	llDrops  []LosslessDrop // the first maxLosslessDrops
 	finished int
 	// rdma_connection indexes (fastcnp modes)
 	connFree []uint16

@@ -561,3 +561,61 @@ func TestHPCCAlpha(t *testing.T) {
 		}
 	}
 }
+
+// TestLosslessDropRecorded: a sender that ignores PAUSE (copies of its data frames
+// injected at the switch while the switch's egress to the receiver is paused and the
+// sender itself has been sent XOFF) overruns the headroom: the lossless drops are
+// counted per port and in the lossless class's account, and the first ones are
+// recorded with where and when they happened and the ingress group's state.
+func TestLosslessDropRecorded(t *testing.T) {
+	tp := topo(2, 1, topoLink{0, 2, 100}, topoLink{1, 2, 100})
+	cfg := baseConfig(tp, ModeDCQCN, flow(0, 1, 2_000_000, 1000))
+	cfg.Switch.BufferBytes = 1 << 20
+	cfg.UntilNs = 200_000
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inject(t, n, 2, 1, 0xFFFF, 1000) // the switch's port to the receiver: paused 335 us
+	const copies = 1000
+	replayed := false
+	n.onTx = func(node, port int, at int64, frame []byte) {
+		if node != 0 || replayed || !isData(frame) {
+			return
+		}
+		replayed = true
+		for k := range copies { // back to back at 100 Gb/s, after the host's own frame
+			i := n.pool.get(len(frame))
+			copy(n.pool.buf(i), frame)
+			n.pool.s(i).n, n.pool.s(i).cls = int32(len(frame)), losslessPriority
+			n.acct.made(losslessPriority, len(frame))
+			n.send(2, 0, i, at+2000+int64(k)*90)
+		}
+	}
+	r, err := n.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := r.Switches[0].Ports
+	if ps[1].LosslessDrops == 0 {
+		t.Fatalf("no lossless drop: the case does not overrun the headroom (port stats %+v)", ps)
+	}
+	want := min(int(ps[1].LosslessDrops), maxLosslessDrops)
+	if len(r.LosslessDrops) != want {
+		t.Fatalf("%d drops recorded, want %d (of %d counted)", len(r.LosslessDrops), want, ps[1].LosslessDrops)
+	}
+	if d := r.Classes[losslessPriority].Dropped.Frames; d != ps[1].LosslessDrops || !r.Classes[losslessPriority].Balanced() {
+		t.Errorf("lossless class dropped %d frames, the port counted %d; account %+v", d, ps[1].LosslessDrops, r.Classes[losslessPriority])
+	}
+	for k, d := range r.LosslessDrops {
+		if d.Node != 2 || d.IngressPort != 1 || d.EgressPort != 2 || d.Priority != losslessPriority || d.Upstream != 0 ||
+			!d.Xoff || d.HeadroomBytes+int64(d.FrameBytes) <= d.HeadroomReserved || d.SharedBytes == 0 ||
+			(k > 0 && d.AtNs < r.LosslessDrops[k-1].AtNs) {
+			t.Fatalf("drop %d: %+v", k, d)
+		}
+	}
+	t.Logf("%d lossless drops, the first %+v", ps[1].LosslessDrops, r.LosslessDrops[0])
+	if d := r.LosslessDrops[0]; !d.UpstreamPaused {
+		t.Errorf("first drop %+v: the sender should have been paused by then (it was sent XOFF)", d)
+	}
+}

@@ -133,6 +133,32 @@ type SwitchResult struct {
 	Ports []PortStats
 }
 
+// LosslessDrop is a frame of a lossless class that a switch's traffic manager
+// refused (spec 06: there must be none): where and when, and the state of its
+// ingress priority group and upstream then, which is what tells an undersized
+// headroom from an upstream that kept sending while paused.
+type LosslessDrop struct {
+	AtNs        int64 `json:"at_ns"`
+	Node        int   `json:"node"`
+	IngressPort int   `json:"ingress_port"` // 1-based, as in pfc.txt
+	EgressPort  int   `json:"egress_port"`
+	Priority    int   `json:"priority"`
+	FrameBytes  int   `json:"frame_bytes"` // as charged: its size on the wire
+	// The ingress group's buffer: shared and headroom bytes held, the headroom
+	// reserved, whether it is in XOFF.
+	SharedBytes      int64 `json:"shared_bytes"`
+	HeadroomBytes    int64 `json:"headroom_bytes"`
+	HeadroomReserved int64 `json:"headroom_reserved"`
+	Xoff             bool  `json:"xoff"`
+	// The upstream (the node at the other end of the ingress link) and whether it
+	// was held by PFC for this priority at the drop.
+	Upstream       int  `json:"upstream"`
+	UpstreamPaused bool `json:"upstream_paused"`
+}
+
+// maxLosslessDrops bounds Result.LosslessDrops (the counters count them all).
+const maxLosslessDrops = 64
+
 // FlowResult is one flow.
 type FlowResult struct {
 	ID    int
@@ -159,6 +185,9 @@ type Result struct {
 	QueueSamples  []hpcc.QlenSample
 	RateSamples   []RateSample
 	ConnTableFull uint64
+	// LosslessDrops are the first maxLosslessDrops lossless drops, in time order
+	// (PortStats.LosslessDrops counts every one).
+	LosslessDrops []LosslessDrop `json:",omitempty"`
 	// INC is the INC part of the run (Config.INC), nil without.
 	INC *INCResult `json:",omitempty"`
 	// MaxBufferBytes is the largest buffer use of any switch.
@@ -171,7 +200,7 @@ type Result struct {
 func (n *Network) result() *Result {
 	r := &Result{Mode: n.cfg.Mode, EndNs: n.eng.Now(), Events: n.eng.Events(), Finished: n.finished,
 		RTTBaseNs: int64(n.rttBase), Classes: n.acct.cls, PFC: n.pfcLog, QueueSamples: n.queueSamp,
-		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull, EventsByKind: map[string]uint64{}}
+		RateSamples: n.rateSamp, ConnTableFull: n.acct.ConnTableFull, LosslessDrops: n.llDrops, EventsByKind: map[string]uint64{}}
 	for k, name := range []string{evArrive: "arrive", evSwitchTx: "switch-tx", evHostTx: "host-tx",
 		evSwitchTimer: "switch-timer", evFlowStart: "flow-start", evSample: "sample", evINC: "inc"} {
 		if name != "" && n.kindCount[k] > 0 {

@@ -220,6 +220,7 @@ func (s *Switch) enqueue(i int32, in, eg int, now int64) {
 		st.Drops++
 		if res.Verdict == tm.DroppedLossless {
 			st.LosslessDrops++
+			s.recordLosslessDrop(in, eg, prio, length, now)
 		}
 		s.pl.CountQueueDrop(m.EgressPort, uint8(prio), m.AcctLen)
 		n.acct.dropped(n.pool.s(i).cls, int(n.pool.s(i).n))
@@ -231,6 +232,24 @@ func (s *Switch) enqueue(i int32, in, eg int, now int64) {
 		s.sendPFC(&res.PFC)
 	}
 	s.kick(eg, now)
+}
+
+// recordLosslessDrop keeps the details of a lossless drop (rare: it may be slow).
+func (s *Switch) recordLosslessDrop(in, eg, prio, length int, now int64) {
+	n := s.net
+	if len(n.llDrops) >= maxLosslessDrops {
+		return
+	}
+	g := s.tm.Snapshot(now).Ports[in].Ingress[prio]
+	d := LosslessDrop{AtNs: now, Node: s.node, IngressPort: in + 1, EgressPort: eg + 1, Priority: prio, FrameBytes: length,
+		SharedBytes: g.SharedBytes, HeadroomBytes: g.HeadroomBytes, HeadroomReserved: g.HeadroomReserved, Xoff: g.Xoff,
+		Upstream: s.ports[in].peer}
+	if r := n.kind[d.Upstream]; r.sw {
+		d.UpstreamPaused, _ = n.switches[r.idx].tm.EgressPaused(s.ports[in].peerPort, prio, now)
+	} else {
+		d.UpstreamPaused = n.hosts[r.idx].gate.Paused(uint8(prio), dur(now))
+	}
+	n.llDrops = append(n.llDrops, d)
 }
 
 // kick transmits on port p now if it is free, or arms its next departure.
