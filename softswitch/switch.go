@@ -191,7 +191,7 @@ func tmConfig(c *Config, maxFrame int) tm.Config {
 		tc.Ports = append(tc.Ports, tm.PortConfig{RateBps: p.RateBps, PropDelayNs: c.LinkDelay.Nanoseconds(), HeadroomBytes: p.HeadroomBytes})
 	}
 	tc.MaxFrameBytes = max(tm.DefaultMaxFrameBytes, maxFrame+fcsBytes)
-	// The CPU port has no link and no peer to pause: two frames of headroom.
+	// The CPU port has no link and no peer to pause: the formula gives three frames of headroom.
 	tc.Ports = append(tc.Ports, tm.PortConfig{RateBps: cpuTMPortRate,
 		HeadroomBytes: tm.HeadroomRoundTripBytes(cpuTMPortRate, 0, tc.MaxFrameBytes, 0)})
 	return tc
