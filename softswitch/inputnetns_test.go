@@ -75,7 +75,7 @@ func genSwitchSink(ctx context.Context, t *testing.T, tb *netns.Testbed) (gen, s
 // TestInputBurstPFC: a sender bursts lossless frames into a switch port (sendmmsg
 // batches of 256) much faster than the switch forwards them, and sends more than
 // the port's receive queue could ever hold. The switch must turn its input backlog
-// into PFC: XOFF out of that port when the queue fills a quarter of its buffer, XON
+// into PFC: XOFF out of that port when the queue fills an eighth of its buffer, XON
 // once it has drained. The sender obeys PAUSE (checked before each batch), so nothing
 // is lost: 0 input drops (the kernel's, at the switch's socket), 0 lossless drops, 0
 // drops anywhere, every frame delivered. Counts only, no timing.
@@ -117,14 +117,15 @@ func runInputBurst(t *testing.T, final bool) (lapsed int, lost uint64) {
 	// 1 Gb/s ports: a 65535-quanta PAUSE lasts 33.5 ms (the switch refreshes it every
 	// 16.8 ms while held); the egress is no bottleneck for 64-byte frames (1.8 Mpps).
 	const linkBps = 1_000_000_000
-	// A 2.5 MiB receive buffer (the kernel grants twice that, 5 MiB): XOFF at a
-	// quarter of it is reached within a few thousand frames even when the switch
-	// nearly keeps up with the sender, which it does with larger buffers on a fast
-	// host (2026-12-01: 8 MiB, the queue peaked at 17% and 22% of its 16 MiB, below
-	// XOFF, in 2 of 2 runs; 4 MiB, too few holds in 3 of 5; 2.5 MiB, 47-67% of 5 MiB
-	// with 19-31 holds in 6 of 6).
-	sw, ctl := nsSwitch(t, swNS, 11, Config{DefaultRateBps: linkBps,
-		PortOptions: afpacket.Options{RecvBuffer: 5 << 19},
+	// An 8 MiB receive buffer (the kernel grants twice that) with XOFF at an eighth of
+	// it (2 MiB): reached within a few thousand frames even when the switch nearly
+	// keeps up with the sender, as it does on an idle host without -race (2026-12-01:
+	// the queue peaked at 2.9-3.6 MB, below the default quarter, 4 MiB, in 2 of 2
+	// runs; with the 32 MiB default one run peaked at 11.7 MB without crossing its
+	// XOFF), while a switch slowed down by -race and a loaded host still stops its
+	// sender long before 16 MiB (peaks of 6.0-6.5 MB with XOFF at 4 MiB).
+	sw, ctl := nsSwitch(t, swNS, 11, Config{DefaultRateBps: linkBps, InputXoff: 0.125,
+		PortOptions: afpacket.Options{RecvBuffer: 8 << 20},
 		Ports:       []PortConfig{{Num: 1, Ifname: "p1"}, {Num: 2, Ifname: "p2"}}})
 	ctl.route(netip.MustParsePrefix("10.0.2.0/24"), 2, swMAC2, hostMAC2)
 	ctl.trafficClass(26, 3, true)
@@ -136,9 +137,9 @@ func runInputBurst(t *testing.T, final bool) (lapsed int, lost uint64) {
 	rx0, err := devRxPackets(sink, "eth0")
 	must(err)
 
-	// Batches of 256 (about 210 KB of receive buffer each): after XOFF the sender
-	// sends at most the batches already under way, far less than the 3.75 MiB of room
-	// left above the XOFF threshold.
+	// Batches of 256 (about 210 KB of receive buffer each): after XOFF the queue
+	// grows until the switch has sent the PAUSE and the sender has seen it (2-5 MB
+	// above XOFF in the runs above), far less than the 14 MiB of room left.
 	const total, burst, size = 250_000, 256, 64
 	// The sender: 64-byte RoCEv2 frames, DSCP 26 (priority 3, lossless), in sendmmsg
 	// batches; it reads the PFC frames the switch sends and checks the pause
