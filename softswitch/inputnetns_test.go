@@ -120,7 +120,7 @@ func runInputBurst(t *testing.T, final bool) (lapsed int, lost uint64) {
 	// An 8 MiB receive buffer (the kernel grants twice that) with XOFF at an eighth of
 	// it (2 MiB): reached within a few thousand frames even when the switch nearly
 	// keeps up with the sender, as it does on an idle host without -race (2026-12-01:
-	// the queue peaked at 2.9-3.6 MB, below the default quarter, 4 MiB, in 2 of 2
+	// the queue peaked at 2.9-3.7 MB, below the default quarter, 4 MiB, in 2 of 2
 	// runs; with the 32 MiB default one run peaked at 11.7 MB without crossing its
 	// XOFF), while a switch slowed down by -race and a loaded host still stops its
 	// sender long before 16 MiB (peaks of 6.0-6.5 MB with XOFF at 4 MiB).
