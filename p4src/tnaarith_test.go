@@ -23,16 +23,19 @@ func replaceWord(checksum, oldWord, newWord uint16) uint16 {
 	return ^uint16(sum)
 }
 
-// afterGrow and afterShrink are the two macros, branch for branch.
+// afterGrow and afterShrink are the two macros, branch for branch: their
+// conditions are spelt by bytes (a Tofino gateway's 12 range bits take no 16-bit
+// comparison), for K < 256 and D a multiple of 256.
 func afterGrow(csum, k uint16) uint16 {
-	if csum >= k {
+	if csum>>8 != 0 || uint8(csum) >= uint8(k) {
 		return csum - k
 	}
 	return csum - (k + 1)
 }
 
 func afterShrink(csum, d uint16) uint16 {
-	if csum >= 0xFFFF-d {
+	hi, lo, dHi := uint8(csum>>8), uint8(csum), uint8(d>>8)
+	if hi > 0xFF-dHi || (hi == 0xFF-dHi && lo == 0xFF) {
 		return csum + (d + 1)
 	}
 	return csum + d
@@ -41,8 +44,8 @@ func afterShrink(csum, d uint16) uint16 {
 func TestTNAChecksumSteps(t *testing.T) {
 	src := strings.Join(strings.Fields(readRepoFile(t, "p4src/tna/headers.p4")), " ")
 	for _, want := range []string{
-		`#define IPV4_CHECKSUM_AFTER_GROW(CSUM, K) \ if (CSUM >= (K)) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }`,
-		`#define IPV4_CHECKSUM_AFTER_SHRINK(CSUM, D) \ if (CSUM >= 16w0xFFFF - (D)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }`,
+		`#define IPV4_CHECKSUM_AFTER_GROW(CSUM, K) \ if (CSUM[15:8] != 0 || CSUM[7:0] >= (K)[7:0]) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }`,
+		`#define IPV4_CHECKSUM_AFTER_SHRINK(CSUM, D) \ if (CSUM[15:8] > 8w0xFF - (D)[15:8] || (CSUM[15:8] == 8w0xFF - (D)[15:8] && CSUM[7:0] == 8w0xFF)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }`,
 	} {
 		if !strings.Contains(src, want) {
 			t.Fatalf("tna/headers.p4 no longer has the transcribed macro %q", want)
@@ -62,6 +65,10 @@ func TestTNAChecksumSteps(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// The byte-wise conditions hold for these constants only.
+			if c.delta > 0 && c.delta >= 256 || c.delta < 0 && (-c.delta)%256 != 0 {
+				t.Fatalf("word change %+d: the macros take K < 256 and D a multiple of 256", c.delta)
+			}
 			n := 0
 			for old := range c.oldWords {
 				// Every checksum for a spread of old words (all of them is 2^32 pairs).
@@ -119,21 +126,91 @@ func wordsFrom(min int) func(func(uint16) bool) {
 	}
 }
 
-// TestTNAFlowSlotWidth: the flow registers' index type (flow_slot_t, the
-// fingerprint's low bits) is log2(FLOW_SLOTS) bits wide.
-func TestTNAFlowSlotWidth(t *testing.T) {
+// TestTNAIndexWidths: the TNA program's index types are as wide as the arrays they
+// index: flow_slot_t (the flow fingerprint's low bits) is log2(FLOW_SLOTS) bits, and
+// queue_index_t (the identity hash of port ++ priority) is log2(NUM_QUEUES) bits,
+// a port's 9 bits and a priority's 3.
+func TestTNAIndexWidths(t *testing.T) {
 	hdr := readRepoFile(t, "p4src/tna/headers.p4")
-	m := regexp.MustCompile(`typedef\s+bit<(\d+)>\s+flow_slot_t\s*;`).FindStringSubmatch(hdr)
-	if m == nil {
-		t.Fatal("tna/headers.p4 has no typedef bit<W> flow_slot_t")
+	defines := readRepoFile(t, "p4src/include/defines.p4")
+	for _, tc := range []struct{ typ, size string }{
+		{"flow_slot_t", "FLOW_SLOTS"},
+		{"queue_index_t", "NUM_QUEUES"},
+	} {
+		m := regexp.MustCompile(`typedef\s+bit<(\d+)>\s+` + tc.typ + `\s*;`).FindStringSubmatch(hdr)
+		if m == nil {
+			t.Errorf("tna/headers.p4 has no typedef bit<W> %s", tc.typ)
+			continue
+		}
+		d := regexp.MustCompile(`#define\s+` + tc.size + `\s+(\d+)`).FindStringSubmatch(defines)
+		if d == nil {
+			t.Errorf("include/defines.p4 has no %s", tc.size)
+			continue
+		}
+		w, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(d[1])
+		if 1<<w != n {
+			t.Errorf("%s is bit<%d>, %s is %d: want 2^width = %s", tc.typ, w, tc.size, n, tc.size)
+		}
 	}
-	d := regexp.MustCompile(`#define\s+FLOW_SLOTS\s+(\d+)`).FindStringSubmatch(readRepoFile(t, "p4src/include/defines.p4"))
-	if d == nil {
-		t.Fatal("include/defines.p4 has no FLOW_SLOTS")
+	if m := regexp.MustCompile(`typedef\s+bit<(\d+)>\s+port_id_t\s*;`).FindStringSubmatch(readRepoFile(t, "p4src/include/headers.p4")); m == nil || m[1] != "9" {
+		t.Errorf("port_id_t is not bit<9> (%v): queue_index_t = port ++ 3-bit priority assumes it", m)
 	}
-	w, _ := strconv.Atoi(m[1])
-	slots, _ := strconv.Atoi(d[1])
-	if 1<<w != slots {
-		t.Errorf("flow_slot_t is bit<%d>, FLOW_SLOTS is %d: want 2^width = FLOW_SLOTS", w, slots)
+}
+
+// unsignedGE is tna/headers.p4's UNSIGNED_GE_32, branch for branch: a >= b for
+// unsigned 32-bit values from the top bits of a and b and the sign of a - b.
+func unsignedGE(a, b uint32) bool {
+	diff := a - b
+	result := false
+	if a>>31 == 1 {
+		if b>>31 == 0 {
+			result = true
+		} else if diff>>31 == 0 {
+			result = true
+		}
+	} else if b>>31 == 0 {
+		if diff>>31 == 0 {
+			result = true
+		}
+	}
+	return result
+}
+
+// TestTNAUnsignedGE: UNSIGNED_GE_32 (how the TNA program compares two fields, which
+// a Tofino gateway cannot) is a >= b for every pair of a spread of 32-bit values
+// around 0, 2^31 and 2^32, and for random pairs.
+func TestTNAUnsignedGE(t *testing.T) {
+	src := strings.Join(strings.Fields(readRepoFile(t, "p4src/tna/headers.p4")), " ")
+	want := `#define UNSIGNED_GE_32(RESULT, A, B, DIFF) \ RESULT = false; \ if (A[31:31] == 1) { \ if (B[31:31] == 0) { RESULT = true; } else if (DIFF[31:31] == 0) { RESULT = true; } \ } else if (B[31:31] == 0) { \ if (DIFF[31:31] == 0) { RESULT = true; } \ }`
+	if !strings.Contains(src, want) {
+		t.Fatalf("tna/headers.p4 no longer has the transcribed macro %q", want)
+	}
+	var values []uint32
+	for _, base := range []uint32{0, 1 << 31, 0xFFFFFFFF} {
+		for d := uint32(0); d < 3; d++ {
+			values = append(values, base+d, base-d)
+		}
+	}
+	rng := uint32(2463534242)
+	for i := 0; i < 2000; i++ {
+		rng ^= rng << 13
+		rng ^= rng >> 17
+		rng ^= rng << 5
+		values = append(values, rng)
+	}
+	n := 0
+	for _, a := range values {
+		for _, b := range values[:40] {
+			for _, pair := range [][2]uint32{{a, b}, {b, a}} {
+				if got, want := unsignedGE(pair[0], pair[1]), pair[0] >= pair[1]; got != want {
+					t.Fatalf("UNSIGNED_GE_32(%#x, %#x) = %v, want %v", pair[0], pair[1], got, want)
+				}
+				n++
+			}
+		}
+	}
+	if n < 10000 {
+		t.Fatalf("only %d pairs checked", n)
 	}
 }

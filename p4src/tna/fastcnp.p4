@@ -203,6 +203,21 @@ control FastcnpIngress(inout tna_headers_t hdr,
     Hash<bit<16>>(HashAlgorithm_t.CUSTOM, crc16_arc) inc_bucket_hash;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) icrc_cnp_hash;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) icrc_inc_hash;
+    // queue_enqueued's index, port * 8 + priority: the identity hash of the two
+    // fields is their concatenation, built by the hash unit from wherever the PHV
+    // holds them (a shift and an OR would be two actions and three sources).
+    Hash<queue_index_t>(HashAlgorithm_t.IDENTITY) enqueued_index_hash;
+    // Header fields that enter 32-bit INC arithmetic come through identity hashes
+    // (zero-extended): an ALU copy would tie the arithmetic's containers to the
+    // headers' layout (the PSN shares its word with ack_req and resv7), for which
+    // PHV allocation finds no slicing.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) inc_psn_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) inc_ids_id_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) inc_ids_offset_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) inc_ids_op_hash;
+    // And back into the IDS part of a result: the offset and the flow length.
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) inc_ids_first_psn_out_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) inc_ids_flow_len_out_hash;
 
     // ---- INC registers (spec 04; docs/tofino.md "INC aggregation").
     // The data flow of each connection (one way: docs/tofino.md). Names are
@@ -274,6 +289,15 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // reads them off inc_slot_key's remaining set in the same action).
     @id(0x8B000112) @name(".inc_slot_seen") Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_seen;
     bit<32> inc_rank_bit;               // 1 << rank
+    bit<32> psn32;                      // the BTH PSN, zero-extended
+    bit<32> inc_offset;                 // PSN - first PSN, mod 2^24
+    // Comparisons of two values as gateways of one field and constants: the
+    // differences and masks, each computed by an action.
+    bit<32> inc_offset_excess;          // offset - flow_len
+    bit<32> inc_slot_age;               // now - the slot's start
+    bit<32> inc_age_excess;             // age - the timeout
+    bit<32> inc_seen_mask;              // old_remaining & bit_of_rank
+    bit<32> inc_left_mask;              // old_remaining & ~bit_of_rank
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_seen) slot_seen_claim = {
         void apply(inout bit<32> value) { value = inc_rank_bit; }
     };
@@ -327,6 +351,11 @@ control FastcnpIngress(inout tna_headers_t hdr,
     @id(0x01000003) action set_traffic_class(bit<3> priority, bit<1> lossless) {
         meta.priority = priority;
         meta.lossless = lossless;
+        // The queue (step 10) from action data: copied from meta.priority, qid and
+        // ingress_cos (one container) would take it twice, at two rotations.
+        // A miss sets queue 0 (step 6).
+        ig_tm_md.qid = (QueueId_t)priority;
+        ig_tm_md.ingress_cos = priority;
     }
 
     @id(0x01000004) action set_port_config(bit<32> rate_bytes_per_ms,
@@ -527,10 +556,55 @@ control FastcnpIngress(inout tna_headers_t hdr,
         hdr.w.icrc.value_lsb_first = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
     }
 
-    // queue_enqueued's index, port * 8 + priority: the port is copied into a 32-bit
-    // field first (a shift of the header field itself would need its alignment).
-    @hidden action enqueued_index_shift() { meta.enqueued_index = meta.enqueued_port << 3; }
-    @hidden action enqueued_index_or() { meta.enqueued_index = meta.enqueued_index | meta.enqueued_prio; }
+    // packet_in's port moves from ig_intr_md's low 9 bits to the high 9 of its
+    // word, beside a constant reason: a rotated source with a constant is more than
+    // an action can write, so the constant and the copy are two actions (tables).
+    @hidden action packet_in_reason() {
+        hdr.w.packet_in.setValid();
+        hdr.w.packet_in.reason = PUNT_REASON_ANNOUNCEMENT;
+    }
+    // The switch CNP's rewrite: its constants are one action, its copies actions of
+    // their own, so that no container takes a constant beside a rotated source.
+    @hidden action cnp_swap_addresses() {
+        ipv4_addr_t flow_src_addr = hdr.w.ipv4.src_addr;
+        hdr.w.ipv4.src_addr = hdr.w.ipv4.dst_addr;
+        hdr.w.ipv4.dst_addr = flow_src_addr;
+    }
+    @hidden action cnp_dest_qp() { hdr.w.bth.dest_qp = meta.sender_qpn; }
+    @hidden action cnp_ext_from_recirc() {
+        hdr.w.cnp_ext.window_bytes = hdr.recirc.window_bytes;
+        hdr.w.cnp_ext.port = hdr.recirc.port_pad ++ hdr.recirc.port;   // one container
+        hdr.w.cnp_ext.queue_bytes = hdr.recirc.qlen_bytes;
+    }
+    @hidden action packet_in_port() { hdr.w.packet_in.ingress_port = ig_intr_md.ingress_port; }
+    // A contribution's offset in its data flow, in two actions (one operation each).
+    @hidden action inc_offset_sub(bit<32> first_psn) { inc_offset = psn32 - first_psn; }
+    // The identity hashes and the INC hashes, an action each (an action takes 32
+    // bits from the hash units).
+    @hidden action inc_ids_id(out bit<32> v) { v = inc_ids_id_hash.get({ hdr.w.inc_ids.group_id, hdr.w.inc_ids.message_id }); }
+    @hidden action inc_ids_offset(out bit<32> v) { v = inc_ids_offset_hash.get({ hdr.w.inc_ids.first_psn }); }
+    @hidden action inc_ids_op(out bit<32> v) { v = inc_ids_op_hash.get({ hdr.w.inc_ids.operation_id }); }
+    @hidden action inc_ids_first_psn_out(bit<32> off) {
+        hdr.w.inc_ids.first_psn = inc_ids_first_psn_out_hash.get({ off[23:0] });
+    }
+    @hidden action inc_ids_flow_len_out(bit<32> len) {
+        hdr.w.inc_ids.flow_len = inc_ids_flow_len_out_hash.get({ len });
+    }
+    @hidden action inc_psn() { psn32 = inc_psn_hash.get({ hdr.w.bth.psn }); }
+    @hidden action inc_slot_of(out bit<32> slot, bit<32> id, bit<32> off) { slot = inc_slot_hash.get({ id, off }); }
+    @hidden action inc_slot_mask(inout bit<32> slot) { slot = slot & (INC_SLOTS - 1); }
+    @hidden action inc_key_of(bit<32> id, bit<32> off, bit<32> op) { inc_fp = inc_key_hash.get({ id, off, op[15:0] }); }
+    @hidden action inc_key_mark() { inc_fp = inc_fp | 1; }
+    @hidden action inc_offset_mod() { inc_offset = inc_offset & 0x00FFFFFF; }
+    @hidden action inc_offset_vs_len(bit<32> o, bit<32> len) { inc_offset_excess = o - len; }
+    @hidden action inc_age(bit<32> start) { inc_slot_age = meta.now32 - start; }
+    @hidden action inc_age_vs_timeout() { inc_age_excess = inc_slot_age - meta.inc_slot_timeout_ns; }
+    @hidden action inc_masks(bit<32> old_remaining, bit<32> bit_of_rank) {
+        inc_seen_mask = old_remaining & bit_of_rank;
+    }
+    @hidden action inc_left(bit<32> old_remaining, bit<32> bit_of_rank) {
+        inc_left_mask = old_remaining & ~bit_of_rank;
+    }
 
     apply {
         meta.now32 = ig_prsr_md.global_tstamp[31:0];
@@ -538,9 +612,6 @@ control FastcnpIngress(inout tna_headers_t hdr,
         meta.drop_ran = 0;
         meta.count_dropped = 0;
         meta.count_enqueued = 0;
-        meta.enqueued_index = 0;
-        meta.enqueued_port = 0;
-        meta.enqueued_prio = 0;
         meta.nexthop_ran = 0;
         meta.conn_hit = 0;
         meta.l2_flood = 0;
@@ -560,6 +631,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
         hdr.bridged.cnp_target = 0;
         hdr.bridged.has_bth = 0;
         hdr.bridged.pfc_pause = 0;
+        hdr.bridged.flags_pad = 0;
+        hdr.bridged.port_pad = 0;
+        hdr.bridged.priority_pad = 0;
         hdr.bridged.priority = 0;
         hdr.bridged.pad = 0;
 
@@ -634,9 +708,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
             // ---- Step 2: packet-out (priority 0).
             ig_tm_md.ucast_egress_port = hdr.w.packet_out.egress_port;
             hdr.w.packet_out.setInvalid();
-            meta.count_enqueued = 1;
-            meta.enqueued_port = (bit<32>)hdr.w.packet_out.egress_port;
-            meta.enqueued_prio = 0;
+            meta.count_enqueued = 1;        // queue (egress_port, 0): priority is 0 here
             done = true;
         } else if (!done && hdr.w.announcement.isValid()) {
             // ---- Step 3: announcement -> controller, with packet_in; egress is
@@ -645,9 +717,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
             ig_tm_md.ucast_egress_port = TNA_CPU_PORT;
             ig_tm_md.bypass_egress = 1;
             hdr.bridged.setInvalid();
-            hdr.w.packet_in.setValid();
-            hdr.w.packet_in.ingress_port = ig_intr_md.ingress_port;
-            hdr.w.packet_in.reason = PUNT_REASON_ANNOUNCEMENT;
+            packet_in_reason();
+            packet_in_port();
             done = true;
         }
 
@@ -669,9 +740,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 } else {
                     switch (l2_forward.apply().action_run) {
                         l2_set_port: {
-                            meta.count_enqueued = 1;
-                            meta.enqueued_port = (bit<32>)ig_tm_md.ucast_egress_port;
-                            meta.enqueued_prio = 0;
+                            meta.count_enqueued = 1;    // queue (port, 0)
                         }
                         l2_flood: {
                             hdr.bridged.l2_flood = 1;
@@ -694,9 +763,6 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         ig_dprsr_md.drop_ctl = 1;
                         done = true;
                     } else {
-                        ipv4_addr_t flow_src_addr = hdr.w.ipv4.src_addr;
-                        hdr.w.ipv4.src_addr = hdr.w.ipv4.dst_addr;
-                        hdr.w.ipv4.dst_addr = flow_src_addr;
                         hdr.w.ipv4.dscp = CNP_DSCP;
                         hdr.w.ipv4.ecn = ECN_NOT_ECT;
                         hdr.w.ipv4.ttl = IPV4_DEFAULT_TTL;
@@ -712,7 +778,6 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         hdr.w.bth.pad_count = 0;
                         hdr.w.bth.transport_version = 0;
                         hdr.w.bth.resv8a = 0;
-                        hdr.w.bth.dest_qp = meta.sender_qpn;
                         hdr.w.bth.ack_req = 0;
                         hdr.w.bth.resv7 = 0;
                         hdr.w.bth.psn = 0;
@@ -720,10 +785,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         hdr.w.cnp_ext.version = CNP_EXT_VERSION;
                         hdr.w.cnp_ext.flags = CNP_EXT_FLAG_WINDOW_VALID | CNP_EXT_FLAG_BY_SWITCH;
                         hdr.w.cnp_ext.reserved0 = 0;
-                        hdr.w.cnp_ext.window_bytes = hdr.recirc.window_bytes;
-                        hdr.w.cnp_ext.port = (bit<16>)hdr.recirc.port;
-                        hdr.w.cnp_ext.queue_bytes = hdr.recirc.qlen_bytes;
                         hdr.w.cnp_ext.reserved1 = 0;
+                        cnp_swap_addresses();
+                        cnp_dest_qp();
+                        cnp_ext_from_recirc();
                         hdr.w.inc_base.setInvalid();
                         hdr.w.inc_ids.setInvalid();
                         hdr.w.inc_vector.setInvalid();
@@ -740,7 +805,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 }
                 if (!done) {
                     // ---- Step 6: class, route, TTL.
-                    traffic_class.apply();
+                    if (!traffic_class.apply().hit) {
+                        ig_tm_md.qid = 0;           // set_traffic_class sets the queue
+                        ig_tm_md.ingress_cos = 0;
+                    }
                     if (hdr.w.ipv4.ttl <= 1) {
                         meta.count_dropped = 1;
                         ig_dprsr_md.drop_ctl = 1;
@@ -853,9 +921,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     ig_dprsr_md.drop_ctl = 1;
                     done = true;
                 }
-                inc_id = hdr.w.inc_ids.group_id ++ hdr.w.inc_ids.message_id;
-                offset = (bit<32>)hdr.w.inc_ids.first_psn;
-                op = (bit<32>)hdr.w.inc_ids.operation_id;
+                inc_ids_id(inc_id);
+                inc_ids_offset(offset);
+                inc_ids_op(op);
                 flow_len = hdr.w.inc_ids.flow_len;
                 rank = meta.inc_child_rank;
             } else {
@@ -875,11 +943,20 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     flow_len = flow_len_read.execute(ci);
                     op = flow_op_read.execute(ci);
                 }
-                bit<24> offset24 = hdr.w.bth.psn - first_psn[23:0];     // mod 2^24
-                offset = (bit<32>)offset24;
+                // The offset, PSN - first PSN mod 2^24: a step per action.
+                inc_psn();
+                inc_offset_sub(first_psn);
+                inc_offset_mod();
+                offset = inc_offset;
                 rank = meta.worker_rank;
             }
-            if (!done && (flow_len == 0 || offset >= flow_len)) {
+            // Past the flow's end (offset >= flow_len, unsigned), or no flow.
+            bool past_end = true;
+            if (flow_len != 0) {
+                inc_offset_vs_len(offset, flow_len);
+                UNSIGNED_GE_32(past_end, offset, flow_len, inc_offset_excess)
+            }
+            if (!done && past_end) {
                 meta.count_dropped = 1;
                 ig_dprsr_md.drop_ctl = 1;
                 done = true;
@@ -887,8 +964,11 @@ control FastcnpIngress(inout tna_headers_t hdr,
             if (!done) {
                 meta.inc_lookup_group = inc_id[31:16];
                 if (inc_group.apply().hit) {
-                    bit<32> slot = inc_slot_hash.get({ inc_id, offset }) & (INC_SLOTS - 1);
-                    inc_fp = inc_key_hash.get({ inc_id, offset, op[15:0] }) | 1;
+                    bit<32> slot;
+                    inc_slot_of(slot, inc_id, offset);
+                    inc_slot_mask(slot);
+                    inc_key_of(inc_id, offset, op);
+                    inc_key_mark();
                     bit<32> bit_of_rank = 32w1;
                     // 1 << rank by table-free shifts (no run-time shift amount on Tofino).
                     if (rank[0:0] == 1) { bit_of_rank = bit_of_rank << 1; }
@@ -918,7 +998,11 @@ control FastcnpIngress(inout tna_headers_t hdr,
                     } else if (!busy) {
                         old_remaining = meta.contributors_mask & ~slot_seen_add.execute(slot);
                     }
-                    bool duplicate = !inc_claim && !busy && (old_remaining & bit_of_rank) == 0;
+                    inc_masks(old_remaining, bit_of_rank);
+                    bool duplicate = false;
+                    if (!inc_claim && !busy && inc_seen_mask == 0) {
+                        duplicate = true;
+                    }
                     bit<32> slot_start;
                     if (inc_claim) {
                         slot_start = slot_start_claim.execute(slot);
@@ -926,8 +1010,14 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         slot_start = slot_start_read.execute(slot);
                     }
                     if (busy) {
-                        if (meta.inc_slot_timeout_ns != 0 &&
-                            meta.now32 - slot_start >= meta.inc_slot_timeout_ns) {
+                        // Abandoned when a timeout is set and now - start >= it.
+                        bool expired = false;
+                        if (meta.inc_slot_timeout_ns != 0) {
+                            inc_age(slot_start);
+                            inc_age_vs_timeout();
+                            UNSIGNED_GE_32(expired, inc_slot_age, meta.inc_slot_timeout_ns, inc_age_excess)
+                        }
+                        if (expired) {
                             // Abandoned: claim it in a second pass.
                             ig_dprsr_md.resubmit_type = RESUBMIT_TAKEOVER;
                             meta.resubmit.setValid();
@@ -964,8 +1054,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
                         INC_LANE_APPLY(15)
                         inc_contributions.count((bit<32>)meta.in_port);
                         // Complete when no other contributor is left.
-                        bool complete = (old_remaining & ~bit_of_rank) == 0;
-                        if (complete) {
+                        inc_left(old_remaining, bit_of_rank);
+                        if (inc_left_mask == 0) {
                             hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
                             if (meta.inc_root == 1) {
                                 hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
@@ -980,10 +1070,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
                             hdr.w.inc_ids.group_id = inc_id[31:16];
                             hdr.w.inc_ids.message_id = inc_id[15:0];
                             hdr.w.inc_ids.reserved0 = 0;
-                            hdr.w.inc_ids.first_psn = offset[23:0];
+                            inc_ids_first_psn_out(offset);
                             hdr.w.inc_ids.operation_id = op[15:0];
                             hdr.w.inc_ids.reserved1 = 0;
-                            hdr.w.inc_ids.flow_len = flow_len;
+                            inc_ids_flow_len_out(flow_len);
                             icrc_inc();
                             inc_results.count((bit<32>)meta.in_port);
                         } else {
@@ -1014,11 +1104,15 @@ control FastcnpIngress(inout tna_headers_t hdr,
         // ---- Step 10 (docs/tofino.md): the packet goes to its queue (port,
         // priority); lossless ones carry the egress port's configuration.
         if (!done) {
-            ig_tm_md.qid = (QueueId_t)meta.priority;
-            ig_tm_md.ingress_cos = meta.priority;
+            // The flags by constants in branches, the priority by itself (the
+            // bridged header's layout: tna/headers.p4).
             hdr.bridged.priority = meta.priority;
-            hdr.bridged.lossless = meta.lossless;
-            hdr.bridged.has_bth = (bit<1>)hdr.w.bth.isValid();
+            if (meta.lossless == 1) {
+                hdr.bridged.lossless = 1;
+            }
+            if (hdr.w.bth.isValid()) {
+                hdr.bridged.has_bth = 1;
+            }
             if (meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_CNP_TARGET) != 0) {
                 hdr.bridged.cnp_target = 1;
             }
@@ -1039,8 +1133,6 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 hdr.bridged_cfg.mode = meta.mode;
             }
             meta.count_enqueued = 1;
-            meta.enqueued_port = (bit<32>)ig_tm_md.ucast_egress_port;
-            meta.enqueued_prio = (bit<32>)meta.priority;
         }
 
         // ---- The counters counted for several reasons, once each.
@@ -1048,9 +1140,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
             dropped.count((bit<32>)meta.in_port);
         }
         if (meta.count_enqueued == 1) {
-            enqueued_index_shift();         // port * 8 + priority, a step per action
-            enqueued_index_or();
-            queue_enqueued.count(meta.enqueued_index);
+            // Every path that enqueues set ucast_egress_port; meta.priority is 0
+            // on those that do not classify (packet-out, L2).
+            meta.enqueued_index = enqueued_index_hash.get({ ig_tm_md.ucast_egress_port, meta.priority });
+            queue_enqueued.count((bit<32>)meta.enqueued_index);
         }
     }
 }
@@ -1177,6 +1270,43 @@ parser FastcnpEgressParser(packet_in pkt,
 // ===========================================================================
 // Egress (docs/tofino.md "Egress, per lossless departure"; docs/dataplane.md Egress).
 // ===========================================================================
+// Spec 01 "The explicit window": include/controls.p4's ExplicitWindowClamp,
+// window = min(bdp_bytes, max(mtu_bytes, exp2)), with its two comparisons of
+// fields as differences and UNSIGNED_GE_32 (a Tofino gateway compares a field
+// with constants only).
+control TnaExplicitWindowClamp(in bit<1>   exp2_hit,
+                               in bit<32>  exp2_bytes,
+                               in bit<32>  bdp_bytes,
+                               in bit<16>  mtu_bytes,
+                               out bit<32> window_bytes) {
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) mtu_hash;
+    bit<32> mtu32;
+    bit<32> w;
+    bit<32> w_minus_mtu;
+    bit<32> bdp_minus_w;
+    @hidden action window_vs_mtu() { w_minus_mtu = w - mtu32; }
+    @hidden action bdp_vs_window() { bdp_minus_w = bdp_bytes - w; }
+    apply {
+        mtu32 = mtu_hash.get({ mtu_bytes });
+        w = bdp_bytes;
+        if (exp2_hit == 1) {
+            w = exp2_bytes;
+        }
+        bool ge;
+        window_vs_mtu();
+        UNSIGNED_GE_32(ge, w, mtu32, w_minus_mtu)
+        if (!ge) {
+            w = mtu32;
+        }
+        bdp_vs_window();
+        UNSIGNED_GE_32(ge, bdp_bytes, w, bdp_minus_w)
+        if (!ge) {
+            w = bdp_bytes;
+        }
+        window_bytes = w;
+    }
+}
+
 control FastcnpEgress(inout tna_headers_t hdr,
                       inout tna_egress_metadata_t meta,
                       in egress_intrinsic_metadata_t eg_intr_md,
@@ -1194,13 +1324,30 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_ieee;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) flow_hash;
+    // queue_dequeued's index, port * 8 + priority, as ingress's enqueued_index_hash.
+    Hash<queue_index_t>(HashAlgorithm_t.IDENTITY) dequeued_index_hash;
+    // Values of the intrinsic metadata that enter 32-bit arithmetic come through
+    // identity hashes, each in an action of its own (an action takes 32 bits from
+    // the hash units):
+    //    // identity hashes: a copy by the ALU would tie the arithmetic's containers to
+    // the intrinsic layout (deq_qdepth straddles two 16-bit containers, the epoch
+    // is the timestamp's bits 44..13) and PHV allocation finds no slicing for both.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qdepth_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) epoch_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) pkt_bytes_hash;
+    // The departure time, in two parts, so that no ALU copy of the timestamp ties
+    // its containers to the epoch's slice [44:13].
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_lo_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) now_hi_hash;
     Random<bit<32>>() red_random;
-    ExplicitWindowClamp() window_clamp;
+    TnaExplicitWindowClamp() window_clamp;
 
     bit<32> now32;
     bit<32> qdepth;          // deq_qdepth, cells
     bit<32> pkt_bytes;
     bit<32> epoch;           // now >> WINDOW_EPOCH_SHIFT
+    bit<32> now_lo;          // the departure time's bits 31..0
+    bit<16> now_hi;          // and 47..32
     bit<32> epoch_m1;
     bit<32> epoch_p2;
     bit<32> fp;              // the flow's CRC-32 fingerprint
@@ -1464,13 +1611,11 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // gateway compares a field with a constant, so "a < b" of two fields is the sign
     // bit of a difference computed here (bytes, nanoseconds apart and log2 values
     // are below 2^31, 2^15).
-    @hidden action e_deq_parts() {
-        meta.deq_port = (bit<32>)eg_intr_md.egress_port;
-        meta.deq_prio = (bit<32>)hdr.bridged.priority;
-    }
-    @hidden action e_deq_shift() { meta.dequeued_index = meta.deq_port << 3; }
-    @hidden action e_deq_or() { meta.dequeued_index = meta.dequeued_index | meta.deq_prio; }
-    @hidden action e_pkt_bytes() { meta.pkt_bytes = (bit<32>)eg_intr_md.pkt_length; }
+    @hidden action e_now_lo() { now_lo = now_lo_hash.get({ eg_prsr_md.global_tstamp[31:0] }); }
+    @hidden action e_now_hi() { now_hi = now_hi_hash.get({ eg_prsr_md.global_tstamp[47:32] }); }
+    @hidden action e_qdepth() { qdepth = qdepth_hash.get({ eg_intr_md.deq_qdepth }); }
+    @hidden action e_epoch() { epoch = epoch_hash.get({ eg_prsr_md.global_tstamp[44:13] }); }
+    @hidden action e_pkt_bytes() { meta.pkt_bytes = pkt_bytes_hash.get({ eg_intr_md.pkt_length }); }
     @hidden action e_tx_add() { tx_add = meta.pkt_bytes; }
     @hidden action e_tx_add_int() { tx_add = meta.pkt_bytes + (bit<32>)INT_HOP_BYTES; }
     @hidden action e_tx_carry() { tx_carry_above = ~tx_add; }
@@ -1520,7 +1665,9 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     apply {
         bit<32> port_cell = (bit<32>)eg_intr_md.egress_port;
-        now32 = eg_prsr_md.global_tstamp[31:0];
+        e_now_lo();
+        e_now_hi();
+        now32 = now_lo;
         meta.mirror.setInvalid();
         int_add = false;
 
@@ -1562,10 +1709,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 eg_dprsr_md.drop_ctl = 1;
                 return;
             }
-            e_deq_parts();
-            e_deq_shift();
-            e_deq_or();
-            queue_dequeued.count(meta.dequeued_index);
+            meta.dequeued_index = dequeued_index_hash.get({ eg_intr_md.egress_port, hdr.bridged.priority });
+            queue_dequeued.count((bit<32>)meta.dequeued_index);
 
             // ---- Step 7a (INT): the port's byte count, every departure, with the
             // record step 7b adds to a lossless INT packet on a port in mode int.
@@ -1590,7 +1735,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // in the branch a PFC event does not take: each register has one
             // RegisterAction per path, syntactically (a stateful ALU per packet).
             if (hdr.bridged_cfg.isValid()) {
-                qdepth = (bit<32>)eg_intr_md.deq_qdepth;
+                e_qdepth();
                 CELLS_TO_BYTES_APPLY(e_qd)
                 e_qlen();
                 e_qlen_diffs();
@@ -1718,10 +1863,10 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 meta.mirror.ev1 = (bit<4>)event;
 
                 // 4. Departure shares, every lossless departure.
-                epoch = eg_prsr_md.global_tstamp[44:13];
+                e_epoch();
                 e_epochs();
                 bool tracked = false;
-                if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                if (epoch[0:0] == 0) {   // an even epoch
                     meta.port_share_a = port_departed_even_add.execute(port_cell);
                     meta.port_share_b = port_departed_odd_prev.execute(port_cell);
                 } else {
@@ -1736,7 +1881,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     meta.flow_slot = (flow_slot_t)fp;     // the low bits
                     if (flow_owner_claim.execute(meta.flow_slot) == 1) {
                         tracked = true;
-                        if (eg_prsr_md.global_tstamp[13:13] == 0) {
+                        if (epoch[0:0] == 0) {   // an even epoch
                             meta.flow_share_a = flow_departed_even_add.execute(meta.flow_slot);
                             meta.flow_share_b = flow_departed_odd_prev.execute(meta.flow_slot);
                         } else {
@@ -1827,7 +1972,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
                 if (int_add) {
                     hdr.w.int_new_hop.setValid();
-                    hdr.w.int_new_hop.timestamp_ns = eg_prsr_md.global_tstamp;
+                    hdr.w.int_new_hop.timestamp_ns = now_hi ++ now_lo;
                     hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
                     hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
                     hdr.w.int_new_hop.queue_bytes = meta.qd_bytes;
@@ -1854,7 +1999,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     meta.mirror.setValid();
                     meta.mirror.flags = flags;
                     meta.mirror.qlen_bytes = meta.qlen;
-                    meta.mirror.now_ns = eg_prsr_md.global_tstamp;
+                    meta.mirror.now_ns = now_hi ++ now_lo;
                 }
             }
         }
@@ -1863,6 +2008,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
         if (meta.mirror.isValid()) {
             meta.mirror.kind = BRIDGE_MIRROR;
             meta.mirror.pad = 0;
+            meta.mirror.port_pad = 0;
             meta.mirror.port = eg_intr_md.egress_port;
             meta.mirror.reserved = 0;
             meta.mirror.ether_type = FASTCNP_RECIRC_ETHERTYPE;

@@ -83,6 +83,12 @@ const bit<32> INC_KEY_FREE = 0xC;    // a free slot (with or without a stale equ
 // ---------------------------------------------------------------------------
 // Bridged metadata, ingress -> egress (the traffic manager keeps it with the packet).
 // ---------------------------------------------------------------------------
+// Laid out for Tofino's action constraints (docs/tofino.md "Compiling"): a container
+// an action writes takes one PHV source with constants, or two PHV sources without,
+// and a source with constants must sit at its destination's bit offset. So the
+// flags, which only constants set, share a byte with nothing copied; the port sits in
+// the low 9 bits of 16 as ig_intr_md.ingress_port and eg_intr_md.egress_port do;
+// the priority, copied from metadata, has a byte of its own.
 header bridged_h {
     bit<8>    kind;           // BRIDGE_PACKET / BRIDGE_PFC_EVENT
     bit<1>    lossless;
@@ -90,10 +96,13 @@ header bridged_h {
     bit<1>    cnp_target;     // rdma_connection hit with CONN_FLAG_CNP_TARGET
     bit<1>    has_bth;
     bit<1>    pfc_pause;      // BRIDGE_PFC_EVENT: PAUSE (1) or XON (0)
-    bit<3>    priority;
-    bit<7>    pad;
+    bit<3>    flags_pad;
+    bit<7>    port_pad;
     port_id_t ingress_port;
     bit<48>   ingress_ns;     // BRIDGE_PFC_EVENT: the frame's arrival time
+    bit<5>    priority_pad;
+    bit<3>    priority;
+    bit<8>    pad;
 }
 
 // The egress port's port_config (an ingress table, FastcnpIngress.port_config),
@@ -125,10 +134,11 @@ header recirc_h {
     bit<4>    flags;            // RECIRC_*
     bit<4>    ev0;              // PORT_EVENT_* (a PAUSE)
     bit<4>    ev1;              // PORT_EVENT_* (RESUME_*, CHECK_*)
-    bit<3>    pad;
+    bit<4>    pad;
+    bit<7>    port_pad;         // the port in the low 9 bits of 16, as eg_intr_md's
     port_id_t port;             // the egress port the events and the CNP concern
     bit<48>   now_ns;           // the departure (or PFC frame) time
-    bit<16>   reserved;         // 0 (puts ether_type at bytes 12-13)
+    bit<8>    reserved;         // 0 (puts ether_type at bytes 12-13)
     bit<16>   ether_type;       // FASTCNP_RECIRC_ETHERTYPE
     bit<32>   qlen_bytes;       // ev1's queue_bytes, the CNP's and its digest's
     bit<32>   rx_bytes;         // ev1's rx_bytes
@@ -154,6 +164,10 @@ struct tna_headers_t {
     fastcnp_headers_t w;        // the wire headers (include/headers.p4)
 }
 
+// The queue counters' index, port * 8 + priority (NUM_QUEUES entries): the identity
+// hash of { port, priority }, 9 + 3 bits (p4src TestTNAIndexWidths).
+typedef bit<12> queue_index_t;
+
 // ---------------------------------------------------------------------------
 // Ingress metadata.
 // ---------------------------------------------------------------------------
@@ -166,9 +180,7 @@ struct tna_ingress_metadata_t {
     // ingress (a counter is one table's: its uses must exclude each other).
     bit<1>    count_dropped;        // dropped[in_port]
     bit<1>    count_enqueued;       // queue_enqueued[enqueued_index]
-    bit<32>   enqueued_index;
-    bit<32>   enqueued_port;        // its parts
-    bit<32>   enqueued_prio;
+    queue_index_t enqueued_index;   // port * 8 + priority
 
     // traffic_class, port_config.
     bit<3>    priority;
@@ -240,10 +252,27 @@ struct tna_ingress_metadata_t {
 // is one addition, what a Tofino action can do; the general form is seven
 // dependent operations, which bf-p4c rejects ("action spanning multiple stages"),
 // and a deparser recomputation would not cover IPv4 options.
+// A gateway compares bytes with constants and has 12 bits for a range, so the
+// 16-bit "CSUM >= constant" is spelt by bytes: GROW takes K < 256 (CSUM >= K when
+// its high byte is not 0 or its low byte is >= K), SHRINK takes D a multiple of
+// 256 (CSUM >= 0xFFFF - D when the high byte is above 0xFF - D/256, or equal to
+// it with a low byte of 0xFF).
 #define IPV4_CHECKSUM_AFTER_GROW(CSUM, K)                                           \
-    if (CSUM >= (K)) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }
+    if (CSUM[15:8] != 0 || CSUM[7:0] >= (K)[7:0]) { CSUM = CSUM - (K); } else { CSUM = CSUM - ((K) + 1); }
 #define IPV4_CHECKSUM_AFTER_SHRINK(CSUM, D)                                         \
-    if (CSUM >= 16w0xFFFF - (D)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }
+    if (CSUM[15:8] > 8w0xFF - (D)[15:8] || (CSUM[15:8] == 8w0xFF - (D)[15:8] && CSUM[7:0] == 8w0xFF)) { CSUM = CSUM + ((D) + 1); } else { CSUM = CSUM + (D); }
+
+// RESULT = (A >= B), unsigned 32-bit, given DIFF = A - B computed by an action: a
+// gateway tests single bits against constants, never two fields. With equal top
+// bits the difference's sign decides; otherwise the top bits do (p4src
+// TestTNAUnsignedGE). RESULT is a bool set in branches.
+#define UNSIGNED_GE_32(RESULT, A, B, DIFF)                                          \
+    RESULT = false;                                                                 \
+    if (A[31:31] == 1) {                                                            \
+        if (B[31:31] == 0) { RESULT = true; } else if (DIFF[31:31] == 0) { RESULT = true; } \
+    } else if (B[31:31] == 0) {                                                     \
+        if (DIFF[31:31] == 0) { RESULT = true; }                                    \
+    }
 
 // The flow registers' index: the flow fingerprint's low log2(FLOW_SLOTS) bits (a
 // field, since Tofino takes no "fingerprint & mask" expression as an index; p4src
@@ -313,9 +342,7 @@ struct tna_egress_metadata_t {
     bit<32>   pfc_qd_bytes;         // a PFC event: the last deq_qdepth in bytes
     bit<32>   pfc_qd_tmp;
     bit<32>   pfc_qd_tmp2;
-    bit<32>   dequeued_index;       // port * 8 + priority
-    bit<32>   deq_port;             // its parts
-    bit<32>   deq_prio;
+    queue_index_t dequeued_index;   // port * 8 + priority
 }
 
 #endif  // _FASTCNP_TNA_HEADERS_P4_
