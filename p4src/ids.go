@@ -16,8 +16,10 @@ func QueueIndex(port uint16, priority uint8) uint16 {
 	return (port&(NumPorts-1))<<3 | uint16(priority&7)
 }
 
-// P4Info IDs of the program's objects, pinned with @id in p4src/ (docs/dataplane.md
-// "Objects"); TestIDsMatchP4Info checks each against the committed P4Info.
+// P4Info IDs of the v1model program's objects, pinned with @id in p4src/v1model
+// (docs/dataplane.md "Objects"); TestIDsMatchP4Info checks each against the committed
+// P4Info. The TNA program's tables and actions have the same IDs; its extern objects
+// have bf-p4c's (docs/tofino.md "P4Info"), which fastcnpd finds by name.
 const (
 	// PacketInID and PacketOutID are not pinned: p4c derives them from the header
 	// type names packet_in_h and packet_out_h (docs/dataplane.md "Controller

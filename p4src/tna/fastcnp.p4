@@ -128,9 +128,10 @@ parser FastcnpParser(packet_in pkt,
 
 // One INC lane (spec 04 step 3): a register per lane, set by a claim, added to by a
 // contribution; each returns the slot's new sum into the packet (used when it
-// becomes the aggregate). Names and IDs are v1model's (top-level there).
-#define INC_LANE_REGISTER(i, ID, NAME)                                              \
-    @id(ID) @name(NAME)                                                             \
+// becomes the aggregate). Names are v1model's (top-level there); IDs are
+// bf-p4c's, from the names (docs/tofino.md "P4Info").
+#define INC_LANE_REGISTER(i, NAME)                                                  \
+    @name(NAME)                                                                     \
     Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_value_##i;                       \
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
         void apply(inout bit<32> value, out bit<32> rv) {                           \
@@ -163,34 +164,34 @@ control FastcnpIngress(inout tna_headers_t hdr,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     // ---- Counters indexed by port (docs/dataplane.md "Counters").
-    @id(0x83000003) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_pause_rx;
-    @id(0x83000004) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_resume_rx;
-    @id(0x83000005) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) dropped;
-    @id(0x83000006) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
-    @id(0x83000008) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) announcements;
-    @id(0x83000009) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_contributions;
-    @id(0x8300000A) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_duplicates;
-    @id(0x8300000B) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_results;
-    @id(0x8300000C) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_busy;
-    @id(0x83000012) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_takeovers;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_pause_rx;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) pfc_resume_rx;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) dropped;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) announcements;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_contributions;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_duplicates;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_results;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_busy;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) inc_slot_takeovers;
     // Filled by the target, never by the program (BMv2 and Tofino leave it at 0).
-    @id(0x83000013) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) input_dropped;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) input_dropped;
     // Switch CNPs: v1model counts them in egress; here the CNP is built in the
     // recirculated ingress pass, where it exists. Same P4Info name.
-    @id(0x83000001) @name(".FastcnpEgress.switch_cnp_sent")
+    @name(".FastcnpEgress.switch_cnp_sent")
     Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) switch_cnp_sent;
     // ---- Counters indexed by queue, port * 8 + priority.
-    @id(0x8300000D) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_enqueued;
+    Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_enqueued;
     // Filled by a traffic manager that can, never by the program (Tofino: 0).
-    @id(0x83000010) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xoff_sent;
-    @id(0x83000011) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xon_sent;
+    Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xoff_sent;
+    Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) pfc_xon_sent;
 
     // ---- ECMP: the action profile keeps v1model's P4Info name and ID; TNA needs a
     // selector next to it (its max group size appears in the P4Info).
-    @id(0x81000001) @name("next_hop_selector")
+    @name("next_hop_selector")
     ActionProfile(NEXT_HOP_GROUP_MEMBERS) next_hop_profile;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) next_hop_hash;
-    @id(0x82000001) ActionSelector(next_hop_profile, next_hop_hash, SelectorMode_t.FAIR,
+    ActionSelector(next_hop_profile, next_hop_hash, SelectorMode_t.FAIR,
                    NEXT_HOP_GROUP_MEMBERS, NEXT_HOP_GROUPS) next_hop_selector_sel;
 
     // ---- Hashes (docs/dataplane.md "Hashes"): CRC-32/IEEE and CRC-16/ARC as BMv2's.
@@ -222,13 +223,13 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // ---- INC registers (spec 04; docs/tofino.md "INC aggregation").
     // The data flow of each connection (one way: docs/tofino.md). Names are
     // v1model's; v1model keeps INC_FLOW_WAYS flows per connection.
-    @id(0x8B00000D) @name(".inc_flow_inc_id")
+    @name(".inc_flow_inc_id")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_inc_id;
-    @id(0x8B00000E) @name(".inc_flow_first_psn")
+    @name(".inc_flow_first_psn")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_first_psn;
-    @id(0x8B00000F) @name(".inc_flow_len")
+    @name(".inc_flow_len")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_len;
-    @id(0x8B000040) @name(".inc_flow_op")
+    @name(".inc_flow_op")
     Register<bit<32>, bit<32>>(CONN_TABLE_SIZE) inc_flow_op;
 
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_flow_inc_id) flow_inc_id_write = {
@@ -265,7 +266,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // contributors already seen are kept in inc_slot_seen, the next register.
     // Because the remaining set is a subset of contributors_mask, "hi & ~bit" is
     // "hi & inc_remaining_after_claim": two packet inputs, what the ALU takes.
-    @id(0x8B000101) @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
+    @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
     bit<32> inc_fp;
     bit<32> inc_remaining_after_claim;  // contributors_mask without this contributor
     RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_update = {
@@ -287,7 +288,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     };
     // The ranks that contributed to the slot's message so far (TNA only: v1model
     // reads them off inc_slot_key's remaining set in the same action).
-    @id(0x8B000112) @name(".inc_slot_seen") Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_seen;
+    @name(".inc_slot_seen") Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_seen;
     bit<32> inc_rank_bit;               // 1 << rank
     bit<32> psn32;                      // the BTH PSN, zero-extended
     bit<32> inc_offset;                 // PSN - first PSN, mod 2^24
@@ -305,7 +306,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value | inc_rank_bit; }
     };
     // When the slot's message claimed it (slot aging; 32-bit ns).
-    @id(0x8B000023) @name(".inc_slot_start_ns")
+    @name(".inc_slot_start_ns")
     Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_start_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_claim = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.now32; }
@@ -314,22 +315,22 @@ control FastcnpIngress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
 
-    INC_LANE_REGISTER(0, 0x8B000013, ".inc_slot_value_0")
-    INC_LANE_REGISTER(1, 0x8B000014, ".inc_slot_value_1")
-    INC_LANE_REGISTER(2, 0x8B000015, ".inc_slot_value_2")
-    INC_LANE_REGISTER(3, 0x8B000016, ".inc_slot_value_3")
-    INC_LANE_REGISTER(4, 0x8B000017, ".inc_slot_value_4")
-    INC_LANE_REGISTER(5, 0x8B000018, ".inc_slot_value_5")
-    INC_LANE_REGISTER(6, 0x8B000019, ".inc_slot_value_6")
-    INC_LANE_REGISTER(7, 0x8B00001A, ".inc_slot_value_7")
-    INC_LANE_REGISTER(8, 0x8B00001B, ".inc_slot_value_8")
-    INC_LANE_REGISTER(9, 0x8B00001C, ".inc_slot_value_9")
-    INC_LANE_REGISTER(10, 0x8B00001D, ".inc_slot_value_10")
-    INC_LANE_REGISTER(11, 0x8B00001E, ".inc_slot_value_11")
-    INC_LANE_REGISTER(12, 0x8B00001F, ".inc_slot_value_12")
-    INC_LANE_REGISTER(13, 0x8B000020, ".inc_slot_value_13")
-    INC_LANE_REGISTER(14, 0x8B000021, ".inc_slot_value_14")
-    INC_LANE_REGISTER(15, 0x8B000022, ".inc_slot_value_15")
+    INC_LANE_REGISTER(0, ".inc_slot_value_0")
+    INC_LANE_REGISTER(1, ".inc_slot_value_1")
+    INC_LANE_REGISTER(2, ".inc_slot_value_2")
+    INC_LANE_REGISTER(3, ".inc_slot_value_3")
+    INC_LANE_REGISTER(4, ".inc_slot_value_4")
+    INC_LANE_REGISTER(5, ".inc_slot_value_5")
+    INC_LANE_REGISTER(6, ".inc_slot_value_6")
+    INC_LANE_REGISTER(7, ".inc_slot_value_7")
+    INC_LANE_REGISTER(8, ".inc_slot_value_8")
+    INC_LANE_REGISTER(9, ".inc_slot_value_9")
+    INC_LANE_REGISTER(10, ".inc_slot_value_10")
+    INC_LANE_REGISTER(11, ".inc_slot_value_11")
+    INC_LANE_REGISTER(12, ".inc_slot_value_12")
+    INC_LANE_REGISTER(13, ".inc_slot_value_13")
+    INC_LANE_REGISTER(14, ".inc_slot_value_14")
+    INC_LANE_REGISTER(15, ".inc_slot_value_15")
 
     // ---- Actions (docs/dataplane.md "Actions"; parameter order is the contract).
     @id(0x01000001) action drop() {
@@ -1155,9 +1156,9 @@ control FastcnpIngressDeparser(packet_out pkt,
                                inout tna_headers_t hdr,
                                in tna_ingress_metadata_t meta,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    // Digest IDs pinned to v1model's (p4c's name hashes of the struct names).
-    @id(0x8E82DA91) @name(".port_state_digest_t") Digest<port_state_digest_t>(DIGEST_TYPE_PORT_STATE) port_state_digest;
-    @id(0x8E21670C) @name(".cnp_digest_t") Digest<cnp_digest_t>(DIGEST_TYPE_CNP) cnp_digest;
+    // Digest IDs: bf-p4c's hashes of "pipe." and the names (docs/tofino.md "P4Info").
+    @name(".port_state_digest_t") Digest<port_state_digest_t>(DIGEST_TYPE_PORT_STATE) port_state_digest;
+    @name(".cnp_digest_t") Digest<cnp_digest_t>(DIGEST_TYPE_CNP) cnp_digest;
     Resubmit(RESUBMIT_DIGEST2) resubmit_digest2;
     Resubmit(RESUBMIT_TAKEOVER) resubmit_takeover;
     Checksum() ipv4_checksum;
@@ -1314,13 +1315,13 @@ control FastcnpEgress(inout tna_headers_t hdr,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 
-    @id(0x83000002) Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) ecn_marked;
+    Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) ecn_marked;
     // v1model counts collisions at enqueue (ingress); here at the departure.
-    @id(0x83000007) @name(".FastcnpIngress.flow_collisions")
+    @name(".FastcnpIngress.flow_collisions")
     Counter<bit<64>, bit<32>>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) flow_collisions;
-    @id(0x8300000E) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dequeued;
+    Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dequeued;
     // Filled by a traffic manager that can, never by the program (Tofino: 0).
-    @id(0x8300000F) Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dropped;
+    Counter<bit<64>, bit<32>>(NUM_QUEUES, CounterType_t.PACKETS_AND_BYTES) queue_dropped;
 
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_ieee;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) flow_hash;
@@ -1358,18 +1359,18 @@ control FastcnpEgress(inout tna_headers_t hdr,
     bit<32> tx_hi;           // port_tx_bytes' high word before this departure
 
     // ---- Per egress port: departure bookkeeping and framed pauses.
-    @id(0x8B000102) @name(".port_last_dequeue_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_dequeue_ns;
+    @name(".port_last_dequeue_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_dequeue_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_dequeue_ns) last_dequeue_swap = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = now32; }
     };
-    @id(0x8B000103) @name(".port_last_qdepth_cells") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
+    @name(".port_last_qdepth_cells") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_swap = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qdepth; }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
-    @id(0x8B000104) @name(".port_pfc_pause_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
+    @name(".port_pfc_pause_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_take = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
     };
@@ -1384,7 +1385,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_pause_ns) pfc_pause_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
-    @id(0x8B000105) @name(".port_pfc_resume_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_resume_ns;
+    @name(".port_pfc_resume_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_resume_ns;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_pfc_resume_ns) pfc_resume_take = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 0; }
     };
@@ -1395,7 +1396,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
         void apply(inout bit<32> value, out bit<32> rv) { value = pfc_ns; rv = 0; }
     };
     // The rx of the last pause (for CHECK_* digests).
-    @id(0x8B000106) @name(".port_last_rx_bytes") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_rx_bytes;
+    @name(".port_last_rx_bytes") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_rx_bytes;
     bit<32> rx;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_rx_bytes) last_rx_write = {
         void apply(inout bit<32> value, out bit<32> rv) { value = rx; rv = value; }
@@ -1406,7 +1407,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // ---- The undetermined check (spec 01 event 4): when it is due, and the qlen
     // + 1 stored at arming (0: DETERMINED).
-    @id(0x8B000007) @name(".port_check_at_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_at_ns;
+    @name(".port_check_at_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_at_ns;
     bit<32> check_at_new;    // now + Tcheck
     RegisterAction<bit<32>, bit<32>, bit<1>>(port_check_at_ns) check_at_arm = {
         void apply(inout bit<32> value, out bit<1> rv) { value = check_at_new; rv = 0; }
@@ -1420,7 +1421,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
             }
         }
     };
-    @id(0x8B000107) @name(".port_check_qlen1") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
+    @name(".port_check_qlen1") Register<bit<32>, bit<32>>(NUM_PORTS) port_check_qlen1;
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_check_qlen1) check_qlen1_arm = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.qlen1; }
     };
@@ -1445,10 +1446,10 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- Departure shares (docs/tofino.md "Per-flow share without a shared counter").
-    @id(0x8B000108) @name(".port_departed_even") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
-    @id(0x8B000109) @name(".port_departed_odd") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
-    @id(0x8B00010A) @name(".flow_departed_even") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_even;
-    @id(0x8B00010B) @name(".flow_departed_odd") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_odd;
+    @name(".port_departed_even") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_even;
+    @name(".port_departed_odd") Register<pair32_t, bit<32>>(NUM_PORTS) port_departed_odd;
+    @name(".flow_departed_even") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_even;
+    @name(".flow_departed_odd") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_departed_odd;
 
 #define DEPARTED_ACTIONS(REG, INDEX_T)                                                      \
     RegisterAction<pair32_t, INDEX_T, bit<32>>(REG) REG##_add = {                    \
@@ -1477,7 +1478,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // A flow owns its slot while it departed in this or the previous epoch:
     // {lo: fingerprint, hi: its last epoch + 2 (0: never used)}.
-    @id(0x8B00010C) @name(".flow_owner") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_owner;
+    @name(".flow_owner") Register<pair32_t, flow_slot_t>(FLOW_SLOTS) flow_owner;
     RegisterAction<pair32_t, flow_slot_t, bit<1>>(flow_owner) flow_owner_claim = {
         void apply(inout pair32_t value, out bit<1> rv) {
             rv = 0;
@@ -1490,7 +1491,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- cnpGap per flow slot, the cnp_digest_t gap per port (32-bit ns).
-    @id(0x8B00000C) @name(".flow_last_cnp_ns") Register<bit<32>, flow_slot_t>(FLOW_SLOTS) flow_last_cnp_ns;
+    @name(".flow_last_cnp_ns") Register<bit<32>, flow_slot_t>(FLOW_SLOTS) flow_last_cnp_ns;
     RegisterAction<bit<32>, flow_slot_t, bit<1>>(flow_last_cnp_ns) cnp_gap_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
             rv = 0;
@@ -1500,7 +1501,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
             }
         }
     };
-    @id(0x8B000009) @name(".port_last_digest_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_digest_ns;
+    @name(".port_last_digest_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_digest_ns;
     RegisterAction<bit<32>, bit<32>, bit<1>>(port_last_digest_ns) digest_gap_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
             rv = 0;
@@ -1514,8 +1515,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // ---- INT (HPCC, docs/dataplane.md "INT"): the bytes each port sent, 64 bits as
     // v1model's port_tx_bytes, in two 32-bit registers: the high word adds the
     // carry of the low word (lo + add overflows iff lo > ~add).
-    @id(0x8B000110) @name(".port_tx_bytes_lo") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_lo;
-    @id(0x8B000111) @name(".port_tx_bytes_hi") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_hi;
+    @name(".port_tx_bytes_lo") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_lo;
+    @name(".port_tx_bytes_hi") Register<bit<32>, bit<32>>(NUM_PORTS) port_tx_bytes_hi;
     bit<32> tx_add;          // this departure's bytes (with the record it gets)
     bit<32> tx_carry_above;  // ~tx_add
     bit<32> tx_lo;           // the low word before this departure
