@@ -41,6 +41,58 @@ func afterShrink(csum, d uint16) uint16 {
 	return csum + d
 }
 
+// tnaChecksumCases are the word changes the TNA program makes (TestTNAChecksumCalls
+// checks that every macro call is one of them).
+var tnaChecksumCases = []struct {
+	name     string
+	delta    int // new word - old word
+	oldWords func(yield func(uint16) bool)
+}{
+	{"ECT(0) to CE", +1, wordsWithLowBits(0b10)},
+	{"ECT(1) to CE", +2, wordsWithLowBits(0b01)},
+	{"total length + INC_IDS_BYTES", +16, wordsBelow(0xFFFF - 16)},
+	{"total length + INT_HOP_BYTES", +24, wordsBelow(0xFFFF - 24)},
+	{"TTL - 1", -0x100, wordsFrom(0x100)},
+}
+
+// TestTNAChecksumCalls: every IPV4_CHECKSUM_AFTER_GROW / _SHRINK in the TNA program
+// changes the word by one of tnaChecksumCases' deltas (a literal or an
+// include/defines.p4 constant), so TestTNAChecksumSteps covers it and the byte-wise
+// conditions' preconditions hold for it.
+func TestTNAChecksumCalls(t *testing.T) {
+	src := readRepoFile(t, "p4src/tna/fastcnp.p4")
+	defines := readRepoFile(t, "p4src/include/defines.p4")
+	calls := regexp.MustCompile(`IPV4_CHECKSUM_AFTER_(GROW|SHRINK)\(\s*[\w.]+\s*,\s*(\w+)\s*\)`).FindAllStringSubmatch(src, -1)
+	if len(calls) < 5 {
+		t.Fatalf("found %d checksum macro calls in tna/fastcnp.p4", len(calls))
+	}
+	covered := map[int]bool{}
+	for _, c := range tnaChecksumCases {
+		covered[c.delta] = true
+	}
+	for _, m := range calls {
+		arg := m[2]
+		if d := regexp.MustCompile(`const\s+bit<\d+>\s+` + arg + `\s*=\s*(\w+)\s*;`).FindStringSubmatch(defines); d != nil {
+			arg = d[1]
+		}
+		if i := strings.Index(arg, "w"); i >= 0 {
+			arg = arg[i+1:] // 16w0x0100 -> 0x0100
+		}
+		v, err := strconv.ParseInt(arg, 0, 32)
+		if err != nil {
+			t.Errorf("%s(%s): cannot read the constant: %v", m[1], m[2], err)
+			continue
+		}
+		delta := int(v)
+		if m[1] == "SHRINK" {
+			delta = -delta
+		}
+		if !covered[delta] {
+			t.Errorf("%s(%s): a word change of %+d, which TestTNAChecksumSteps does not check", m[1], m[2], delta)
+		}
+	}
+}
+
 func TestTNAChecksumSteps(t *testing.T) {
 	src := strings.Join(strings.Fields(readRepoFile(t, "p4src/tna/headers.p4")), " ")
 	for _, want := range []string{
@@ -52,18 +104,7 @@ func TestTNAChecksumSteps(t *testing.T) {
 		}
 	}
 	// Old words: every value a changed word can have before the change.
-	cases := []struct {
-		name     string
-		delta    int // new word - old word
-		oldWords func(yield func(uint16) bool)
-	}{
-		{"ECT(0) to CE", +1, wordsWithLowBits(0b10)},
-		{"ECT(1) to CE", +2, wordsWithLowBits(0b01)},
-		{"total length + INC_IDS_BYTES", +16, wordsBelow(0xFFFF - 16)},
-		{"total length + INT_HOP_BYTES", +24, wordsBelow(0xFFFF - 24)},
-		{"TTL - 1", -0x100, wordsFrom(0x100)},
-	}
-	for _, c := range cases {
+	for _, c := range tnaChecksumCases {
 		t.Run(c.name, func(t *testing.T) {
 			// The byte-wise conditions hold for these constants only.
 			if c.delta > 0 && c.delta >= 256 || c.delta < 0 && (-c.delta)%256 != 0 {

@@ -1329,8 +1329,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     Hash<queue_index_t>(HashAlgorithm_t.IDENTITY) dequeued_index_hash;
     // Values of the intrinsic metadata that enter 32-bit arithmetic come through
     // identity hashes, each in an action of its own (an action takes 32 bits from
-    // the hash units):
-    //    // identity hashes: a copy by the ALU would tie the arithmetic's containers to
+    // the hash units): a copy by the ALU would tie the arithmetic's containers to
     // the intrinsic layout (deq_qdepth straddles two 16-bit containers, the epoch
     // is the timestamp's bits 44..13) and PHV allocation finds no slicing for both.
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qdepth_hash;
@@ -1347,8 +1346,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     bit<32> qdepth;          // deq_qdepth, cells
     bit<32> pkt_bytes;
     bit<32> epoch;           // now >> WINDOW_EPOCH_SHIFT
-    bit<32> now_lo;          // the departure time's bits 31..0
-    bit<16> now_hi;          // and 47..32
+    bit<16> now_hi;          // the departure time's bits 47..32 (now32: 31..0)
     bit<32> epoch_m1;
     bit<32> epoch_p2;
     bit<32> fp;              // the flow's CRC-32 fingerprint
@@ -1612,7 +1610,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // gateway compares a field with a constant, so "a < b" of two fields is the sign
     // bit of a difference computed here (bytes, nanoseconds apart and log2 values
     // are below 2^31, 2^15).
-    @hidden action e_now_lo() { now_lo = now_lo_hash.get({ eg_prsr_md.global_tstamp[31:0] }); }
+    @hidden action e_now_lo() { now32 = now_lo_hash.get({ eg_prsr_md.global_tstamp[31:0] }); }
     @hidden action e_now_hi() { now_hi = now_hi_hash.get({ eg_prsr_md.global_tstamp[47:32] }); }
     @hidden action e_qdepth() { qdepth = qdepth_hash.get({ eg_intr_md.deq_qdepth }); }
     @hidden action e_epoch() { epoch = epoch_hash.get({ eg_prsr_md.global_tstamp[44:13] }); }
@@ -1668,7 +1666,6 @@ control FastcnpEgress(inout tna_headers_t hdr,
         bit<32> port_cell = (bit<32>)eg_intr_md.egress_port;
         e_now_lo();
         e_now_hi();
-        now32 = now_lo;
         meta.mirror.setInvalid();
         int_add = false;
 
@@ -1973,7 +1970,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 // lengths grow by INT_HOP_BYTES; the ICRC does not cover INT bytes.
                 if (int_add) {
                     hdr.w.int_new_hop.setValid();
-                    hdr.w.int_new_hop.timestamp_ns = now_hi ++ now_lo;
+                    hdr.w.int_new_hop.timestamp_ns = now_hi ++ now32;
                     hdr.w.int_new_hop.port = (bit<16>)eg_intr_md.egress_port;
                     hdr.w.int_new_hop.tx_bytes = tx_hi ++ tx_lo;
                     hdr.w.int_new_hop.queue_bytes = meta.qd_bytes;
@@ -2000,7 +1997,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     meta.mirror.setValid();
                     meta.mirror.flags = flags;
                     meta.mirror.qlen_bytes = meta.qlen;
-                    meta.mirror.now_ns = now_hi ++ now_lo;
+                    meta.mirror.now_ns = now_hi ++ now32;
                 }
             }
         }
