@@ -168,7 +168,8 @@ func wordsFrom(min int) func(func(uint16) bool) {
 }
 
 // TestTNAIndexWidths: the TNA program's index types are as wide as the arrays they
-// index: flow_slot_t (the flow fingerprint's low bits) is log2(FLOW_SLOTS) bits, and
+// index: flow_slot_t (the flow fingerprint's low bits) is log2(FLOW_SLOTS) bits,
+// inc_slot_t (the INC slot hash's output) log2(INC_SLOTS) bits, and
 // queue_index_t (the identity hash of port ++ priority) is log2(NUM_QUEUES) bits,
 // a port's 9 bits and a priority's 3.
 func TestTNAIndexWidths(t *testing.T) {
@@ -177,6 +178,7 @@ func TestTNAIndexWidths(t *testing.T) {
 	for _, tc := range []struct{ typ, size string }{
 		{"flow_slot_t", "FLOW_SLOTS"},
 		{"queue_index_t", "NUM_QUEUES"},
+		{"inc_slot_t", "INC_SLOTS"},
 	} {
 		m := regexp.MustCompile(`typedef\s+bit<(\d+)>\s+` + tc.typ + `\s*;`).FindStringSubmatch(hdr)
 		if m == nil {

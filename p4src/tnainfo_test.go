@@ -206,8 +206,24 @@ func cpName(control, local, nameAnn string) string {
 	return control + "." + local
 }
 
-// tnaKeyWidth is the width of a key expression of control c.
+// reKeySlice is a key expression's bit slice, EXPR[HI:LO].
+var reKeySlice = regexp.MustCompile(`^(.+)\[(\d+):(\d+)\]$`)
+
+// tnaKeyWidth is the width of a key expression of control c: a field, a variable,
+// a header's isValid(), or a slice of one of them within its width.
 func (p *tnaProgram) tnaKeyWidth(t *testing.T, c p4Container, expr string) (int, error) {
+	if m := reKeySlice.FindStringSubmatch(expr); m != nil {
+		w, err := p.tnaKeyWidth(t, c, m[1])
+		if err != nil {
+			return 0, err
+		}
+		hi, _ := strconv.Atoi(m[2])
+		lo, _ := strconv.Atoi(m[3])
+		if hi < lo || hi >= w {
+			return 0, fmt.Errorf("key %s: slice [%d:%d] of a %d-bit value", expr, hi, lo, w)
+		}
+		return hi - lo + 1, nil
+	}
 	parts := strings.Split(expr, ".")
 	if len(parts) == 1 {
 		typ, ok := p.locals[c.name][expr]

@@ -132,14 +132,14 @@ parser FastcnpParser(packet_in pkt,
 // bf-p4c's, from the names (docs/tofino.md "P4Info").
 #define INC_LANE_REGISTER(i, NAME)                                                  \
     @name(NAME)                                                                     \
-    Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_value_##i;                       \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
+    Register<bit<32>, inc_slot_t>(INC_SLOTS) inc_slot_value_##i;                    \
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
         void apply(inout bit<32> value, out bit<32> rv) {                           \
             value = hdr.w.inc_vector.lane##i;                                       \
             rv = value;                                                             \
         }                                                                           \
     };                                                                              \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_value_##i) lane##i##_add = { \
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_value_##i) lane##i##_add = { \
         void apply(inout bit<32> value, out bit<32> rv) {                           \
             value = value + hdr.w.inc_vector.lane##i;                               \
             rv = value;                                                             \
@@ -148,9 +148,9 @@ parser FastcnpParser(packet_in pkt,
 
 #define INC_LANE_APPLY(i)                                                           \
     if (inc_claim) {                                                                \
-        hdr.w.inc_vector.lane##i = lane##i##_set.execute(slot);                     \
+        hdr.w.inc_vector.lane##i = lane##i##_set.execute(inc_slot);                 \
     } else {                                                                        \
-        hdr.w.inc_vector.lane##i = lane##i##_add.execute(slot);                     \
+        hdr.w.inc_vector.lane##i = lane##i##_add.execute(inc_slot);                 \
     }
 
 // ===========================================================================
@@ -199,7 +199,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     CRCPolynomial<bit<16>>(16w0x8005, true, false, false, 16w0x0000, 16w0x0000) crc16_arc;
     // The INC slot key's fingerprint: CRC-32C, independent of the slot hash.
     CRCPolynomial<bit<32>>(32w0x1EDC6F41, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32c;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) inc_slot_hash;
+    Hash<inc_slot_t>(HashAlgorithm_t.CUSTOM, crc32_ieee) inc_slot_hash;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c) inc_key_hash;
     Hash<bit<16>>(HashAlgorithm_t.CUSTOM, crc16_arc) inc_bucket_hash;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_ieee) icrc_cnp_hash;
@@ -266,10 +266,10 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // contributors already seen are kept in inc_slot_seen, the next register.
     // Because the remaining set is a subset of contributors_mask, "hi & ~bit" is
     // "hi & inc_remaining_after_claim": two packet inputs, what the ALU takes.
-    @name(".inc_slot_key") Register<pair32_t, bit<32>>(INC_SLOTS) inc_slot_key;
+    @name(".inc_slot_key") Register<pair32_t, inc_slot_t>(INC_SLOTS) inc_slot_key;
     bit<32> inc_fp;
     bit<32> inc_remaining_after_claim;  // contributors_mask without this contributor
-    RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_update = {
+    RegisterAction<pair32_t, inc_slot_t, bit<32>>(inc_slot_key) slot_key_update = {
         void apply(inout pair32_t value, out bit<32> rv) {
             rv = this.predicate(value.lo == inc_fp, value.hi == 0);
             if (value.hi == 0) {
@@ -280,7 +280,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
             }
         }
     };
-    RegisterAction<pair32_t, bit<32>, bit<32>>(inc_slot_key) slot_key_takeover = {
+    RegisterAction<pair32_t, inc_slot_t, bit<32>>(inc_slot_key) slot_key_takeover = {
         void apply(inout pair32_t value) {
             value.lo = inc_fp;
             value.hi = inc_remaining_after_claim;
@@ -288,8 +288,11 @@ control FastcnpIngress(inout tna_headers_t hdr,
     };
     // The ranks that contributed to the slot's message so far (TNA only: v1model
     // reads them off inc_slot_key's remaining set in the same action).
-    @name(".inc_slot_seen") Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_seen;
-    bit<32> inc_rank_bit;               // 1 << rank
+    @name(".inc_slot_seen") Register<bit<32>, inc_slot_t>(INC_SLOTS) inc_slot_seen;
+    bit<32> inc_id;                     // the packet's INC ID (group ++ message)
+    bit<32> inc_rank_bit;               // 1 << rank (the rank_bit tables)
+    bit<32> inc_rank_in_mask;           // contributors_mask & inc_rank_bit
+    inc_slot_t inc_slot;                // the slot: the INC slot hash of (INC ID, offset)
     bit<32> psn32;                      // the BTH PSN, zero-extended
     bit<32> inc_offset;                 // PSN - first PSN, mod 2^24
     // Comparisons of two values as gateways of one field and constants: the
@@ -297,21 +300,21 @@ control FastcnpIngress(inout tna_headers_t hdr,
     bit<32> inc_offset_excess;          // offset - flow_len
     bit<32> inc_slot_age;               // now - the slot's start
     bit<32> inc_age_excess;             // age - the timeout
-    bit<32> inc_seen_mask;              // old_remaining & bit_of_rank
-    bit<32> inc_left_mask;              // old_remaining & ~bit_of_rank
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_seen) slot_seen_claim = {
+    bit<32> inc_seen_mask;              // a member's bit not seen yet (0: duplicate)
+    bit<32> inc_left_mask;              // the other members not seen yet (0: complete)
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_seen) slot_seen_claim = {
         void apply(inout bit<32> value) { value = inc_rank_bit; }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_seen) slot_seen_add = {
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_seen) slot_seen_add = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value | inc_rank_bit; }
     };
     // When the slot's message claimed it (slot aging; 32-bit ns).
     @name(".inc_slot_start_ns")
-    Register<bit<32>, bit<32>>(INC_SLOTS) inc_slot_start_ns;
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_claim = {
+    Register<bit<32>, inc_slot_t>(INC_SLOTS) inc_slot_start_ns;
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_start_ns) slot_start_claim = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.now32; }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(inc_slot_start_ns) slot_start_read = {
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_start_ns) slot_start_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
 
@@ -480,7 +483,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     }
 
     @id(0x02000005) table inc_group {
-        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        key = { inc_id[31:16]: exact @name("group_id"); }
         actions = { set_inc_group; NoAction; }
         default_action = NoAction();
         size = INC_GROUPS;
@@ -494,7 +497,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     }
 
     @id(0x0200000C) table inc_slot_timeout {
-        key = { meta.inc_lookup_group: exact @name("group_id"); }
+        key = { inc_id[31:16]: exact @name("group_id"); }
         actions = { set_inc_slot_timeout; NoAction; }
         default_action = NoAction();
         size = INC_GROUPS;
@@ -592,20 +595,46 @@ control FastcnpIngress(inout tna_headers_t hdr,
         hdr.w.inc_ids.flow_len = inc_ids_flow_len_out_hash.get({ len });
     }
     @hidden action inc_psn() { psn32 = inc_psn_hash.get({ hdr.w.bth.psn }); }
-    @hidden action inc_slot_of(out bit<32> slot, bit<32> id, bit<32> off) { slot = inc_slot_hash.get({ id, off }); }
-    @hidden action inc_slot_mask(inout bit<32> slot) { slot = slot & (INC_SLOTS - 1); }
+    // The slot straight from its hash (inc_slot_t is as wide as INC_SLOTS needs), the
+    // key's fingerprint (any value: a free slot is one with no contributor left).
+    @hidden action inc_slot_of(bit<32> id, bit<32> off) { inc_slot = inc_slot_hash.get({ id, off }); }
     @hidden action inc_key_of(bit<32> id, bit<32> off, bit<32> op) { inc_fp = inc_key_hash.get({ id, off, op[15:0] }); }
-    @hidden action inc_key_mark() { inc_fp = inc_fp | 1; }
     @hidden action inc_offset_mod() { inc_offset = inc_offset & 0x00FFFFFF; }
     @hidden action inc_offset_vs_len(bit<32> o, bit<32> len) { inc_offset_excess = o - len; }
     @hidden action inc_age(bit<32> start) { inc_slot_age = meta.now32 - start; }
     @hidden action inc_age_vs_timeout() { inc_age_excess = inc_slot_age - meta.inc_slot_timeout_ns; }
-    @hidden action inc_masks(bit<32> old_remaining, bit<32> bit_of_rank) {
-        inc_seen_mask = old_remaining & bit_of_rank;
+    @hidden action inc_masks(bit<32> seen_before) { inc_seen_mask = inc_rank_in_mask & ~seen_before; }
+    @hidden action inc_left(bit<32> seen_before) { inc_left_mask = inc_remaining_after_claim & ~seen_before; }
+    // 1 << rank: no run-time shift amount on Tofino, so a constant table per rank
+    // source (a rank of 32 or more has no bit, as v1model's shift gives).
+    @hidden action set_rank_bit(bit<32> rank_bit) { inc_rank_bit = rank_bit; }
+#define RANK_BIT_TABLE(NAME, RANK)                                                  \
+    @hidden table NAME {                                                            \
+        key = { RANK: exact; }                                                      \
+        actions = { set_rank_bit; }                                                 \
+        const default_action = set_rank_bit(0);                                     \
+        size = 32;                                                                  \
+        const entries = {                                                           \
+            0: set_rank_bit(32w1 << 0);   1: set_rank_bit(32w1 << 1);              \
+            2: set_rank_bit(32w1 << 2);   3: set_rank_bit(32w1 << 3);              \
+            4: set_rank_bit(32w1 << 4);   5: set_rank_bit(32w1 << 5);              \
+            6: set_rank_bit(32w1 << 6);   7: set_rank_bit(32w1 << 7);              \
+            8: set_rank_bit(32w1 << 8);   9: set_rank_bit(32w1 << 9);              \
+            10: set_rank_bit(32w1 << 10); 11: set_rank_bit(32w1 << 11);            \
+            12: set_rank_bit(32w1 << 12); 13: set_rank_bit(32w1 << 13);            \
+            14: set_rank_bit(32w1 << 14); 15: set_rank_bit(32w1 << 15);            \
+            16: set_rank_bit(32w1 << 16); 17: set_rank_bit(32w1 << 17);            \
+            18: set_rank_bit(32w1 << 18); 19: set_rank_bit(32w1 << 19);            \
+            20: set_rank_bit(32w1 << 20); 21: set_rank_bit(32w1 << 21);            \
+            22: set_rank_bit(32w1 << 22); 23: set_rank_bit(32w1 << 23);            \
+            24: set_rank_bit(32w1 << 24); 25: set_rank_bit(32w1 << 25);            \
+            26: set_rank_bit(32w1 << 26); 27: set_rank_bit(32w1 << 27);            \
+            28: set_rank_bit(32w1 << 28); 29: set_rank_bit(32w1 << 29);            \
+            30: set_rank_bit(32w1 << 30); 31: set_rank_bit(32w1 << 31);            \
+        }                                                                           \
     }
-    @hidden action inc_left(bit<32> old_remaining, bit<32> bit_of_rank) {
-        inc_left_mask = old_remaining & ~bit_of_rank;
-    }
+    RANK_BIT_TABLE(worker_rank_bit_of, meta.worker_rank)
+    RANK_BIT_TABLE(inc_rank_bit_of, meta.inc_child_rank)
 
     apply {
         meta.now32 = ig_prsr_md.global_tstamp[31:0];
@@ -638,14 +667,33 @@ control FastcnpIngress(inout tna_headers_t hdr,
         hdr.bridged.priority = 0;
         hdr.bridged.pad = 0;
 
-        bool done = false;
-        bool cnp_pass = false;
+        // Which path a packet takes is decided from its headers alone, by gateways
+        // that each table on the path evaluates where it sits (docs/tofino.md
+        // "Compiling": a flag that one step sets and the next reads costs a stage,
+        // and the paths below exclude each other, so their tables share stages).
+        // IS_CNP_PASS: a carrier whose data packet becomes a switch CNP in this
+        // pass: flagged CNP, and either the second pass of two digests or a carrier
+        // with at most one digest (flags CNP plus at most one of EV0, EV1, DIGEST).
+        // A resubmitted carrier is always RESUBMIT_DIGEST2's and a resubmitted data
+        // packet RESUBMIT_TAKEOVER's: the flag tells them apart without reading
+        // meta.resubmit, which this pass rewrites (a read after it costs a stage).
+#define IS_CNP_PASS                                                                 \
+    (hdr.recirc.isValid() && (hdr.recirc.flags == RECIRC_CNP ||                     \
+        hdr.recirc.flags == (RECIRC_CNP | RECIRC_EV0) ||                            \
+        hdr.recirc.flags == (RECIRC_CNP | RECIRC_EV1) ||                            \
+        hdr.recirc.flags == (RECIRC_CNP | RECIRC_CNP_DIGEST) ||                     \
+        ((hdr.recirc.flags & RECIRC_CNP) != 0 && ig_intr_md.resubmit_flag == 1)))
+        // IS_DATA_PASS: an IPv4 packet from a port (not a carrier, not malformed,
+        // no packet-out or announcement; PFC and PAUSE frames are not IPv4).
+#define IS_DATA_PASS                                                                \
+    (!hdr.recirc.isValid() && ig_prsr_md.parser_err == 0 && meta.malformed == 0 &&  \
+     !hdr.w.packet_out.isValid() && !hdr.w.announcement.isValid() && hdr.w.ipv4.isValid())
 
         // ---- A recirculated carrier: egress's digests, possibly a switch CNP
         // (docs/tofino.md "Switch CNPs and egress digests"). One digest per pass;
         // the second through one resubmit, whose pass builds the CNP.
         if (hdr.recirc.isValid()) {
-            bool pass2 = ig_intr_md.resubmit_flag == 1 && meta.resubmit.type == (bit<8>)RESUBMIT_DIGEST2;
+            bool pass2 = ig_intr_md.resubmit_flag == 1;      // RESUBMIT_DIGEST2's
             bool ev0 = (hdr.recirc.flags & RECIRC_EV0) != 0;
             bool ev1 = (hdr.recirc.flags & RECIRC_EV1) != 0;
             bool cnpd = (hdr.recirc.flags & RECIRC_CNP_DIGEST) != 0;
@@ -683,35 +731,26 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 meta.resubmit.setValid();
                 meta.resubmit.type = (bit<8>)RESUBMIT_DIGEST2;
                 meta.resubmit.pad = 0;
-                done = true;
             } else if ((hdr.recirc.flags & RECIRC_CNP) != 0) {
-                // The data packet becomes the switch CNP, as if received on its
-                // congested port (counters by that port, port_config keyed by it
-                // for the switch ID).
-                cnp_pass = true;
+                // The data packet becomes the switch CNP (below, IS_CNP_PASS), as
+                // if received on its congested port (counters by that port,
+                // port_config keyed by it for the switch ID).
                 meta.in_port = hdr.recirc.port;
             } else {
                 ig_dprsr_md.drop_ctl = 1;       // a carrier only: its job is done
-                done = true;
             }
             // The deparser does not emit recirc: it leaves no trace on the CNP.
-        }
-
-        // A CNP carrier is the mirror's copy cut at the session's max_pkt_len: a
-        // header cut there (an INC vector, INT records) is no error; the CNP keeps
-        // the headers up to the BTH (docs/tofino.md).
-        if (!done && !cnp_pass && (ig_prsr_md.parser_err != 0 || meta.malformed == 1)) {
-            // ---- Step 1: malformed or truncated.
+        } else if (ig_prsr_md.parser_err != 0 || meta.malformed == 1) {
+            // ---- Step 1: malformed or truncated. (A CNP carrier is the mirror's
+            // copy cut at the session's max_pkt_len: a header cut there is no
+            // error, so this branch is for packets from ports only.)
             malformed.count((bit<32>)meta.in_port);
             ig_dprsr_md.drop_ctl = 1;
-            done = true;
-        } else if (!done && hdr.w.packet_out.isValid()) {
+        } else if (hdr.w.packet_out.isValid()) {
             // ---- Step 2: packet-out (priority 0).
             ig_tm_md.ucast_egress_port = hdr.w.packet_out.egress_port;
-            hdr.w.packet_out.setInvalid();
             meta.count_enqueued = 1;        // queue (egress_port, 0): priority is 0 here
-            done = true;
-        } else if (!done && hdr.w.announcement.isValid()) {
+        } else if (hdr.w.announcement.isValid()) {
             // ---- Step 3: announcement -> controller, with packet_in; egress is
             // bypassed (the header is added here).
             announcements.count((bit<32>)meta.in_port);
@@ -720,391 +759,123 @@ control FastcnpIngress(inout tna_headers_t hdr,
             hdr.bridged.setInvalid();
             packet_in_reason();
             packet_in_port();
-            done = true;
-        }
-
-        bool is_pause_frame = false;
-        if (!done) {
-            bool is_pfc = hdr.w.pfc_times.isValid();
-            bool is_pause = hdr.w.mac_control.isValid() &&
-                            hdr.w.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE;
-            if (is_pfc || is_pause) {
-                is_pause_frame = true;
-            }
-            if (is_pause_frame) {
-                meta.config_port = ig_intr_md.ingress_port;
-            } else if (!hdr.w.ipv4.isValid()) {
-                // ---- Step 5: not IPv4: bridged by l2_forward (MAC control never).
-                if (hdr.w.mac_control.isValid()) {
-                    meta.count_dropped = 1;
-                    ig_dprsr_md.drop_ctl = 1;
-                } else {
-                    switch (l2_forward.apply().action_run) {
-                        l2_set_port: {
-                            meta.count_enqueued = 1;    // queue (port, 0)
-                        }
-                        l2_flood: {
-                            hdr.bridged.l2_flood = 1;
-                        }
-                        drop: { meta.count_dropped = 1; }
-                    }
-                }
-                done = true;
-            } else {
-                // ---- Step 7 before 6 (the lookup needs the data packet's
-                // addresses, which a CNP rewrite swaps).
-                if (hdr.w.bth.isValid()) {
-                    rdma_connection.apply();
-                }
-                if (cnp_pass) {
-                    // ---- The switch CNP (docs/dataplane.md Egress step 6), from
-                    // the data packet that egress mirrored. Its connection must
-                    // still be a CNP target.
-                    if (meta.conn_hit == 0 || (meta.conn_flags & CONN_FLAG_CNP_TARGET) == 0) {
-                        ig_dprsr_md.drop_ctl = 1;
-                        done = true;
-                    } else {
-                        hdr.w.ipv4.dscp = CNP_DSCP;
-                        hdr.w.ipv4.ecn = ECN_NOT_ECT;
-                        hdr.w.ipv4.ttl = IPV4_DEFAULT_TTL;
-                        hdr.w.ipv4.total_len = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES +
-                                               CNP_EXTENSION_BYTES + ICRC_BYTES;
-                        meta.ipv4_checksum_recompute = 1;
-                        hdr.w.udp.dst_port = ROCE_UDP_PORT;
-                        hdr.w.udp.length = UDP_HEADER_BYTES + BTH_BYTES + CNP_EXTENSION_BYTES + ICRC_BYTES;
-                        hdr.w.udp.checksum = 0;
-                        hdr.w.bth.opcode = BTH_OPCODE_CNP;
-                        hdr.w.bth.solicited_event = 0;
-                        hdr.w.bth.mig_req = 0;
-                        hdr.w.bth.pad_count = 0;
-                        hdr.w.bth.transport_version = 0;
-                        hdr.w.bth.resv8a = 0;
-                        hdr.w.bth.ack_req = 0;
-                        hdr.w.bth.resv7 = 0;
-                        hdr.w.bth.psn = 0;
-                        hdr.w.cnp_ext.setValid();
-                        hdr.w.cnp_ext.version = CNP_EXT_VERSION;
-                        hdr.w.cnp_ext.flags = CNP_EXT_FLAG_WINDOW_VALID | CNP_EXT_FLAG_BY_SWITCH;
-                        hdr.w.cnp_ext.reserved0 = 0;
-                        hdr.w.cnp_ext.reserved1 = 0;
-                        cnp_swap_addresses();
-                        cnp_dest_qp();
-                        cnp_ext_from_recirc();
-                        hdr.w.inc_base.setInvalid();
-                        hdr.w.inc_ids.setInvalid();
-                        hdr.w.inc_vector.setInvalid();
-                        hdr.w.int_header.setInvalid();
-                        hdr.w.int_new_hop.setInvalid();
-                        hdr.w.int_hop_0.setInvalid();
-                        hdr.w.int_hop_1.setInvalid();
-                        hdr.w.int_hop_2.setInvalid();
-                        hdr.w.int_hop_3.setInvalid();
-                        hdr.w.int_hop_4.setInvalid();
-                        meta.conn_hit = 0;      // a CNP is no connection's data
-                        switch_cnp_sent.count((bit<32>)hdr.recirc.port);
-                    }
-                }
-                if (!done) {
-                    // ---- Step 6: class, route, TTL.
-                    if (!traffic_class.apply().hit) {
-                        ig_tm_md.qid = 0;           // set_traffic_class sets the queue
-                        ig_tm_md.ingress_cos = 0;
-                    }
-                    if (hdr.w.ipv4.ttl <= 1) {
-                        meta.count_dropped = 1;
-                        ig_dprsr_md.drop_ctl = 1;
-                        done = true;
-                    } else {
-                        meta.ecmp_l4_src_port = 0;
-                        meta.ecmp_l4_dst_port = 0;
-                        if (hdr.w.udp.isValid()) {
-                            meta.ecmp_l4_src_port = hdr.w.udp.src_port;
-                            meta.ecmp_l4_dst_port = hdr.w.udp.dst_port;
-                        }
-                        switch (ipv4_route.apply().action_run) {
-                            set_next_hop_group: {
-                                next_hop_group_select.apply();
-                            }
-                        }
-                        if (meta.nexthop_ran == 0 || meta.drop_ran == 1) {
-                            meta.count_dropped = 1;
-                            ig_dprsr_md.drop_ctl = 1;
-                            done = true;
-                        } else {
-                            IPV4_CHECKSUM_AFTER_SHRINK(hdr.w.ipv4.hdr_checksum, 16w0x0100)  // TTL - 1
-                            hdr.w.ipv4.ttl = hdr.w.ipv4.ttl - 1;
-                            meta.config_port = ig_tm_md.ucast_egress_port;
-                            if (cnp_pass) {
-                                meta.config_port = hdr.recirc.port;
-                            }
-                        }
-                    }
-                }
-            }
-            if (!done) {
-                port_config.apply();
-            }
-
-            // ---- Step 4: PFC / PAUSE received on port p: counted here, an event
-            // for egress port p on the PFC event queue (docs/tofino.md).
-            if (is_pause_frame) {
-                bit<1>  applies = 0;
-                bit<16> quanta = 0;
-                bit<8>  enable = hdr.w.mac_control.enable_or_time[7:0];
-                if (!hdr.w.pfc_times.isValid()) {
-                    applies = 1;                        // 802.3x PAUSE: the whole link
-                    quanta = hdr.w.mac_control.enable_or_time;
-                } else if (meta.lossless_priority == 0 && enable[0:0] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time0;
-                } else if (meta.lossless_priority == 1 && enable[1:1] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time1;
-                } else if (meta.lossless_priority == 2 && enable[2:2] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time2;
-                } else if (meta.lossless_priority == 3 && enable[3:3] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time3;
-                } else if (meta.lossless_priority == 4 && enable[4:4] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time4;
-                } else if (meta.lossless_priority == 5 && enable[5:5] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time5;
-                } else if (meta.lossless_priority == 6 && enable[6:6] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time6;
-                } else if (meta.lossless_priority == 7 && enable[7:7] == 1) {
-                    applies = 1; quanta = hdr.w.pfc_times.time7;
-                }
-                if (applies == 1) {
-                    if (quanta != 0) {
-                        pfc_pause_rx.count((bit<32>)meta.in_port);
-                        hdr.bridged.pfc_pause = 1;
-                    } else {
-                        pfc_resume_rx.count((bit<32>)meta.in_port);
-                    }
-                    hdr.bridged.kind = BRIDGE_PFC_EVENT;
-                    ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
-                    ig_tm_md.qid = PFC_EVENT_QID;
-                } else {
-                    ig_dprsr_md.drop_ctl = 1;   // consumed, not counted in dropped
-                }
-                done = true;
-            }
-        }
-
-        // ---- Step 8: INC aggregation (spec 04 data path 1-3; docs/tofino.md "INC
-        // aggregation": one data flow per connection, slot keys by fingerprint).
-        // (Booleans are set in branches: Tofino does not store a comparison's result.)
-        bool inc_contribution = false;
-        bool inc_partial = false;
-        if (hdr.w.inc_base.isValid() &&
-            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == 0 &&
-            meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0) {
-            inc_contribution = true;
-        }
-        if (hdr.w.inc_base.isValid() &&
-            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
-            inc_partial = true;
-        }
-        if (!done && (inc_contribution || inc_partial)) {
-            bool ids_present = hdr.w.inc_ids.isValid();
-            bit<32> inc_id = 0;
-            bit<32> offset = 0;
-            bit<32> op = 0;
-            bit<32> flow_len = 0;
-            bit<8>  rank = 0;
-            bool    keyed = true;
-            if (inc_partial) {
-                // A lower switch's partial aggregate: its offset is in the IDS
-                // part; its bit is its child port's rank.
-                bool child = false;
-                if (ids_present) {
-                    child = inc_child_port.apply().hit;
-                }
-                if (!child) {
-                    meta.count_dropped = 1;
-                    ig_dprsr_md.drop_ctl = 1;
-                    done = true;
-                }
-                inc_ids_id(inc_id);
-                inc_ids_offset(offset);
-                inc_ids_op(op);
-                flow_len = hdr.w.inc_ids.flow_len;
-                rank = meta.inc_child_rank;
-            } else {
-                // A worker's contribution: the connection's data flow (spec 04
-                // step 2): a first packet (IDS part) records it, later packets
-                // find it by PSN.
-                bit<32> ci = (bit<32>)meta.conn_index;
-                bit<32> first_psn;
-                if (ids_present) {
-                    inc_id = flow_inc_id_write.execute(ci);
-                    first_psn = flow_first_psn_write.execute(ci);
-                    flow_len = flow_len_write.execute(ci);
-                    op = flow_op_write.execute(ci);
-                } else {
-                    inc_id = flow_inc_id_read.execute(ci);
-                    first_psn = flow_first_psn_read.execute(ci);
-                    flow_len = flow_len_read.execute(ci);
-                    op = flow_op_read.execute(ci);
-                }
-                // The offset, PSN - first PSN mod 2^24: a step per action.
-                inc_psn();
-                inc_offset_sub(first_psn);
-                inc_offset_mod();
-                offset = inc_offset;
-                rank = meta.worker_rank;
-            }
-            // Past the flow's end (offset >= flow_len, unsigned), or no flow.
-            bool past_end = true;
-            if (flow_len != 0) {
-                inc_offset_vs_len(offset, flow_len);
-                UNSIGNED_GE_32(past_end, offset, flow_len, inc_offset_excess)
-            }
-            if (!done && past_end) {
+        } else if (hdr.w.pfc_times.isValid() || (hdr.w.mac_control.isValid() &&
+                   hdr.w.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE)) {
+            // ---- Step 4 (its port_config lookup; the event below).
+            meta.config_port = ig_intr_md.ingress_port;
+        } else if (!hdr.w.ipv4.isValid()) {
+            // ---- Step 5: not IPv4: bridged by l2_forward (MAC control never).
+            if (hdr.w.mac_control.isValid()) {
                 meta.count_dropped = 1;
                 ig_dprsr_md.drop_ctl = 1;
-                done = true;
-            }
-            if (!done) {
-                meta.inc_lookup_group = inc_id[31:16];
-                if (inc_group.apply().hit) {
-                    bit<32> slot;
-                    inc_slot_of(slot, inc_id, offset);
-                    inc_slot_mask(slot);
-                    inc_key_of(inc_id, offset, op);
-                    inc_key_mark();
-                    bit<32> bit_of_rank = 32w1;
-                    // 1 << rank by table-free shifts (no run-time shift amount on Tofino).
-                    if (rank[0:0] == 1) { bit_of_rank = bit_of_rank << 1; }
-                    if (rank[1:1] == 1) { bit_of_rank = bit_of_rank << 2; }
-                    if (rank[2:2] == 1) { bit_of_rank = bit_of_rank << 4; }
-                    if (rank[3:3] == 1) { bit_of_rank = bit_of_rank << 8; }
-                    if (rank[4:4] == 1) { bit_of_rank = bit_of_rank << 16; }
-                    inc_rank_bit = bit_of_rank;
-                    inc_remaining_after_claim = meta.contributors_mask & ~bit_of_rank;
-                    meta.inc_slot_timeout_ns = 0;
-                    inc_slot_timeout.apply();
-                    bool takeover = ig_intr_md.resubmit_flag == 1 &&
-                                    meta.resubmit.type == (bit<8>)RESUBMIT_TAKEOVER;
-                    bit<32> key_outcome = INC_KEY_FREE;
-                    if (takeover) {
-                        slot_key_takeover.execute(slot);
-                    } else {
-                        key_outcome = slot_key_update.execute(slot);
+            } else {
+                switch (l2_forward.apply().action_run) {
+                    l2_set_port: {
+                        meta.count_enqueued = 1;    // queue (port, 0)
                     }
-                    bool inc_claim = (key_outcome & INC_KEY_FREE) != 0;
-                    bool busy = key_outcome == INC_KEY_BUSY;
-                    // What v1model reads off the slot's remaining set: the ranks
-                    // still missing before this packet (for a claim: all of them).
-                    bit<32> old_remaining = meta.contributors_mask;
-                    if (inc_claim) {
-                        slot_seen_claim.execute(slot);
-                    } else if (!busy) {
-                        old_remaining = meta.contributors_mask & ~slot_seen_add.execute(slot);
+                    l2_flood: {
+                        hdr.bridged.l2_flood = 1;
                     }
-                    inc_masks(old_remaining, bit_of_rank);
-                    bool duplicate = false;
-                    if (!inc_claim && !busy && inc_seen_mask == 0) {
-                        duplicate = true;
-                    }
-                    bit<32> slot_start;
-                    if (inc_claim) {
-                        slot_start = slot_start_claim.execute(slot);
-                    } else {
-                        slot_start = slot_start_read.execute(slot);
-                    }
-                    if (busy) {
-                        // Abandoned when a timeout is set and now - start >= it.
-                        bool expired = false;
-                        if (meta.inc_slot_timeout_ns != 0) {
-                            inc_age(slot_start);
-                            inc_age_vs_timeout();
-                            UNSIGNED_GE_32(expired, inc_slot_age, meta.inc_slot_timeout_ns, inc_age_excess)
-                        }
-                        if (expired) {
-                            // Abandoned: claim it in a second pass.
-                            ig_dprsr_md.resubmit_type = RESUBMIT_TAKEOVER;
-                            meta.resubmit.setValid();
-                            meta.resubmit.type = (bit<8>)RESUBMIT_TAKEOVER;
-                            meta.resubmit.pad = 0;
-                        } else {
-                            inc_slot_busy.count((bit<32>)meta.in_port);
-                            ig_dprsr_md.drop_ctl = 1;
-                        }
-                        done = true;
-                    } else if (duplicate) {
-                        inc_duplicates.count((bit<32>)meta.in_port);
-                        ig_dprsr_md.drop_ctl = 1;
-                        done = true;
-                    } else {
-                        if (takeover) {
-                            inc_slot_takeovers.count((bit<32>)meta.in_port);
-                        }
-                        INC_LANE_APPLY(0)
-                        INC_LANE_APPLY(1)
-                        INC_LANE_APPLY(2)
-                        INC_LANE_APPLY(3)
-                        INC_LANE_APPLY(4)
-                        INC_LANE_APPLY(5)
-                        INC_LANE_APPLY(6)
-                        INC_LANE_APPLY(7)
-                        INC_LANE_APPLY(8)
-                        INC_LANE_APPLY(9)
-                        INC_LANE_APPLY(10)
-                        INC_LANE_APPLY(11)
-                        INC_LANE_APPLY(12)
-                        INC_LANE_APPLY(13)
-                        INC_LANE_APPLY(14)
-                        INC_LANE_APPLY(15)
-                        inc_contributions.count((bit<32>)meta.in_port);
-                        // Complete when no other contributor is left.
-                        inc_left(old_remaining, bit_of_rank);
-                        if (inc_left_mask == 0) {
-                            hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
-                            if (meta.inc_root == 1) {
-                                hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
-                            }
-                            if (!ids_present) {
-                                hdr.w.inc_ids.setValid();
-                                IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, INC_IDS_BYTES)
-                                hdr.w.ipv4.total_len = hdr.w.ipv4.total_len + INC_IDS_BYTES;
-                                hdr.w.udp.length = hdr.w.udp.length + INC_IDS_BYTES;
-                            }
-                            hdr.w.udp.checksum = 0;
-                            hdr.w.inc_ids.group_id = inc_id[31:16];
-                            hdr.w.inc_ids.message_id = inc_id[15:0];
-                            hdr.w.inc_ids.reserved0 = 0;
-                            inc_ids_first_psn_out(offset);
-                            hdr.w.inc_ids.operation_id = op[15:0];
-                            hdr.w.inc_ids.reserved1 = 0;
-                            inc_ids_flow_len_out(flow_len);
-                            icrc_inc();
-                            inc_results.count((bit<32>)meta.in_port);
-                        } else {
-                            ig_dprsr_md.drop_ctl = 1;   // consumed
-                            done = true;
-                        }
-                    }
+                    drop: { meta.count_dropped = 1; }
                 }
             }
         }
 
-        // ---- Step 9: partial aggregates go up by hash routing on the INC ID.
-        if (!done && hdr.w.inc_base.isValid() &&
-            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
-            bit<16> bucket_hash = inc_bucket_hash.get({ hdr.w.inc_ids.group_id, hdr.w.inc_ids.message_id,
-                                                        hdr.w.inc_base.version, hdr.w.udp.dst_port });
-            meta.inc_bucket = bucket_hash[7:0];
-            inc_route.apply();
+        // ---- Step 7 before 6 (the lookup needs the data packet's addresses, which
+        // a CNP rewrite swaps): the connection, for data packets and CNP passes.
+        if ((IS_CNP_PASS || IS_DATA_PASS) && hdr.w.bth.isValid()) {
+            rdma_connection.apply();
         }
 
-        // ---- The switch CNP's extension and ICRC, once port_config gave the
-        // switch ID (its congested port's).
-        if (!done && cnp_pass) {
-            hdr.w.cnp_ext.switch_id = meta.switch_id;
-            icrc_cnp();
+        // ---- The switch CNP (docs/dataplane.md Egress step 6), from the data
+        // packet that egress mirrored. Its connection must still be a CNP target.
+        bool cnp_ok = false;
+        if (IS_CNP_PASS) {
+            if (meta.conn_hit == 0 || (meta.conn_flags & CONN_FLAG_CNP_TARGET) == 0) {
+                ig_dprsr_md.drop_ctl = 1;
+            } else {
+                cnp_ok = true;
+                hdr.w.ipv4.dscp = CNP_DSCP;
+                hdr.w.ipv4.ecn = ECN_NOT_ECT;
+                hdr.w.ipv4.ttl = IPV4_DEFAULT_TTL;
+                hdr.w.ipv4.total_len = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES +
+                                       CNP_EXTENSION_BYTES + ICRC_BYTES;
+                meta.ipv4_checksum_recompute = 1;
+                hdr.w.udp.dst_port = ROCE_UDP_PORT;
+                hdr.w.udp.length = UDP_HEADER_BYTES + BTH_BYTES + CNP_EXTENSION_BYTES + ICRC_BYTES;
+                hdr.w.udp.checksum = 0;
+                hdr.w.bth.opcode = BTH_OPCODE_CNP;
+                hdr.w.bth.solicited_event = 0;
+                hdr.w.bth.mig_req = 0;
+                hdr.w.bth.pad_count = 0;
+                hdr.w.bth.transport_version = 0;
+                hdr.w.bth.resv8a = 0;
+                hdr.w.bth.ack_req = 0;
+                hdr.w.bth.resv7 = 0;
+                hdr.w.cnp_ext.setValid();
+                hdr.w.cnp_ext.version = CNP_EXT_VERSION;
+                hdr.w.cnp_ext.flags = CNP_EXT_FLAG_WINDOW_VALID | CNP_EXT_FLAG_BY_SWITCH;
+                hdr.w.cnp_ext.reserved0 = 0;
+                hdr.w.cnp_ext.reserved1 = 0;
+                cnp_swap_addresses();
+                cnp_dest_qp();
+                cnp_ext_from_recirc();
+                // The PSN and the INC and INT headers INC reads are the CNP tail's
+                // (below), in a branch INC's excludes.
+                switch_cnp_sent.count((bit<32>)hdr.recirc.port);
+            }
+        }
+
+        // ---- Step 6: class, route, TTL (data packets and switch CNPs). routed:
+        // the packet goes on (step 10 follows).
+        bool routed = false;
+        if (cnp_ok || IS_DATA_PASS) {
+            if (!traffic_class.apply().hit) {
+                ig_tm_md.qid = 0;           // set_traffic_class sets the queue
+                ig_tm_md.ingress_cos = 0;
+            }
+            if (hdr.w.ipv4.ttl <= 1) {
+                meta.count_dropped = 1;
+                ig_dprsr_md.drop_ctl = 1;
+            } else {
+                meta.ecmp_l4_src_port = 0;
+                meta.ecmp_l4_dst_port = 0;
+                if (hdr.w.udp.isValid()) {
+                    meta.ecmp_l4_src_port = hdr.w.udp.src_port;
+                    meta.ecmp_l4_dst_port = hdr.w.udp.dst_port;
+                }
+                switch (ipv4_route.apply().action_run) {
+                    set_next_hop_group: {
+                        next_hop_group_select.apply();
+                    }
+                }
+                if (meta.nexthop_ran == 0 || meta.drop_ran == 1) {
+                    meta.count_dropped = 1;
+                    ig_dprsr_md.drop_ctl = 1;
+                } else {
+                    routed = true;
+                    IPV4_CHECKSUM_AFTER_SHRINK(hdr.w.ipv4.hdr_checksum, 16w0x0100)  // TTL - 1
+                    hdr.w.ipv4.ttl = hdr.w.ipv4.ttl - 1;
+                    if (cnp_ok) {
+                        meta.config_port = hdr.recirc.port;
+                    } else {
+                        meta.config_port = ig_tm_md.ucast_egress_port;
+                    }
+                }
+            }
+        }
+        bool is_pause_frame = !hdr.recirc.isValid() && ig_prsr_md.parser_err == 0 && meta.malformed == 0 &&
+                              !hdr.w.packet_out.isValid() && !hdr.w.announcement.isValid() &&
+                              (hdr.w.pfc_times.isValid() || (hdr.w.mac_control.isValid() &&
+                               hdr.w.mac_control.opcode == MAC_CONTROL_OPCODE_PAUSE));
+        if (routed || is_pause_frame) {
+            port_config.apply();
         }
 
         // ---- Step 10 (docs/tofino.md): the packet goes to its queue (port,
         // priority); lossless ones carry the egress port's configuration.
-        if (!done) {
+        // (INC may still consume the packet: then these headers go nowhere.)
+        if (routed) {
             // The flags by constants in branches, the priority by itself (the
             // bridged header's layout: tna/headers.p4).
             hdr.bridged.priority = meta.priority;
@@ -1133,6 +904,259 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 hdr.bridged_cfg.pad = 0;
                 hdr.bridged_cfg.mode = meta.mode;
             }
+        }
+
+        // ---- The PFC event, the switch CNP's tail and INC: one if chain, so that
+        // their tables exclude each other (in bf-p4c's table_mutex) and share stages.
+        bool inc_consumed = false;      // dropped by INC (counted or not): no step 9, 10
+        if (is_pause_frame) {
+            // ---- Step 4: PFC / PAUSE received on port p: counted here, an event
+            // for egress port p on the PFC event queue (docs/tofino.md).
+            bit<1>  applies = 0;
+            bit<16> quanta = 0;
+            bit<8>  enable = hdr.w.mac_control.enable_or_time[7:0];
+            if (!hdr.w.pfc_times.isValid()) {
+                applies = 1;                        // 802.3x PAUSE: the whole link
+                quanta = hdr.w.mac_control.enable_or_time;
+            } else if (meta.lossless_priority == 0 && enable[0:0] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time0;
+            } else if (meta.lossless_priority == 1 && enable[1:1] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time1;
+            } else if (meta.lossless_priority == 2 && enable[2:2] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time2;
+            } else if (meta.lossless_priority == 3 && enable[3:3] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time3;
+            } else if (meta.lossless_priority == 4 && enable[4:4] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time4;
+            } else if (meta.lossless_priority == 5 && enable[5:5] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time5;
+            } else if (meta.lossless_priority == 6 && enable[6:6] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time6;
+            } else if (meta.lossless_priority == 7 && enable[7:7] == 1) {
+                applies = 1; quanta = hdr.w.pfc_times.time7;
+            }
+            if (applies == 1) {
+                if (quanta != 0) {
+                    pfc_pause_rx.count((bit<32>)meta.in_port);
+                    hdr.bridged.pfc_pause = 1;
+                } else {
+                    pfc_resume_rx.count((bit<32>)meta.in_port);
+                }
+                hdr.bridged.kind = BRIDGE_PFC_EVENT;
+                ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+                ig_tm_md.qid = PFC_EVENT_QID;
+            } else {
+                ig_dprsr_md.drop_ctl = 1;   // consumed, not counted in dropped
+            }
+        } else if (cnp_ok) {
+            // ---- The switch CNP's tail: no PSN, no INC or INT headers, and its
+            // extension and ICRC once port_config gave the switch ID (its congested
+            // port's).
+            hdr.w.bth.psn = 0;
+            hdr.w.inc_base.setInvalid();
+            hdr.w.inc_ids.setInvalid();
+            hdr.w.inc_vector.setInvalid();
+            hdr.w.int_header.setInvalid();
+            hdr.w.int_new_hop.setInvalid();
+            hdr.w.int_hop_0.setInvalid();
+            hdr.w.int_hop_1.setInvalid();
+            hdr.w.int_hop_2.setInvalid();
+            hdr.w.int_hop_3.setInvalid();
+            hdr.w.int_hop_4.setInvalid();
+            if (routed) {
+                hdr.w.cnp_ext.switch_id = meta.switch_id;
+                icrc_cnp();
+            }
+        }
+
+        // ---- Step 8: INC aggregation (spec 04 data path 1-3; docs/tofino.md "INC
+        // aggregation": one data flow per connection, slot keys by fingerprint).
+        // Entered by header facts and the connection; the forwarding outcome
+        // (routed) gates the first write of slot state, where it is known.
+        // (Booleans are set in branches: Tofino does not store a comparison's result.)
+        else if (IS_DATA_PASS && hdr.w.inc_base.isValid() &&
+            ((hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL ||
+             ((hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == 0 &&
+              meta.conn_hit == 1 && (meta.conn_flags & CONN_FLAG_INC_UPLINK) != 0))) {
+            bool inc_partial = (hdr.w.inc_base.flags & INC_FLAG_PARTIAL) != 0;
+            bool ids_present = hdr.w.inc_ids.isValid();
+            bit<32> offset = 0;
+            bit<32> op = 0;
+            bit<32> flow_len = 0;
+            bool    keyed = true;
+            if (inc_partial) {
+                // A lower switch's partial aggregate: its offset is in the IDS
+                // part; its bit is its child port's rank.
+                bool child = false;
+                if (ids_present) {
+                    child = inc_child_port.apply().hit;
+                }
+                if (!child) {
+                    keyed = false;
+                }
+                inc_ids_id(inc_id);
+                inc_ids_offset(offset);
+                inc_ids_op(op);
+                flow_len = hdr.w.inc_ids.flow_len;
+                inc_rank_bit_of.apply();        // keyed by meta.inc_child_rank
+            } else {
+                // A worker's contribution: the connection's data flow (spec 04
+                // step 2): a first packet (IDS part) records it, later packets
+                // find it by PSN.
+                bit<32> ci = (bit<32>)meta.conn_index;
+                bit<32> first_psn;
+                if (ids_present) {
+                    inc_id = flow_inc_id_write.execute(ci);
+                    first_psn = flow_first_psn_write.execute(ci);
+                    flow_len = flow_len_write.execute(ci);
+                    op = flow_op_write.execute(ci);
+                } else {
+                    inc_id = flow_inc_id_read.execute(ci);
+                    first_psn = flow_first_psn_read.execute(ci);
+                    flow_len = flow_len_read.execute(ci);
+                    op = flow_op_read.execute(ci);
+                }
+                // The offset, PSN - first PSN mod 2^24: a step per action.
+                inc_psn();
+                inc_offset_sub(first_psn);
+                inc_offset_mod();
+                offset = inc_offset;
+                worker_rank_bit_of.apply();     // keyed by meta.worker_rank
+            }
+            // Past the flow's end (offset >= flow_len, unsigned), or no flow. The
+            // offset is below 2^24 (top bit 0), so offset >= flow_len is "flow_len's
+            // top bit is 0 and so is offset - flow_len's".
+            inc_offset_vs_len(offset, flow_len);
+            bool grouped = inc_group.apply().hit;
+            meta.inc_slot_timeout_ns = 0;
+            inc_slot_timeout.apply();
+            inc_slot_of(inc_id, offset);
+            inc_key_of(inc_id, offset, op);
+            inc_remaining_after_claim = meta.contributors_mask & ~inc_rank_bit;
+            inc_rank_in_mask = meta.contributors_mask & inc_rank_bit;
+            if (!keyed || !routed || !grouped || flow_len == 0 ||
+                (flow_len[31:31] == 0 && inc_offset_excess[31:31] == 0)) {
+                // No child port, not forwarded (dropped by step 6), no group, no
+                // flow or past its end.
+                if (!keyed || flow_len == 0 || (flow_len[31:31] == 0 && inc_offset_excess[31:31] == 0)) {
+                    meta.count_dropped = 1;
+                    ig_dprsr_md.drop_ctl = 1;
+                    inc_consumed = true;
+                }
+            } else {
+                bool takeover = ig_intr_md.resubmit_flag == 1;   // RESUBMIT_TAKEOVER's
+                bit<32> key_outcome;
+                if (takeover) {
+                    slot_key_takeover.execute(inc_slot);
+                    key_outcome = INC_KEY_FREE;
+                } else {
+                    key_outcome = slot_key_update.execute(inc_slot);
+                }
+                bool inc_claim = (key_outcome & INC_KEY_FREE) != 0;
+                bool busy = key_outcome == INC_KEY_BUSY;
+                // The ranks seen before this packet (0 for a claim).
+                bit<32> seen_before = 0;
+                if (inc_claim) {
+                    slot_seen_claim.execute(inc_slot);
+                } else if (!busy) {
+                    seen_before = slot_seen_add.execute(inc_slot);
+                }
+                // What v1model reads off the slot's remaining set: a duplicate
+                // (not a claim, and its bit is seen or not a member's) and
+                // completion (no other member left unseen).
+                inc_masks(seen_before);
+                inc_left(seen_before);
+                bit<32> slot_start;
+                if (inc_claim) {
+                    slot_start = slot_start_claim.execute(inc_slot);
+                } else {
+                    slot_start = slot_start_read.execute(inc_slot);
+                }
+                if (busy) {
+                    // Abandoned when a timeout is set and now - start >= it.
+                    bool expired = false;
+                    if (meta.inc_slot_timeout_ns != 0) {
+                        inc_age(slot_start);
+                        inc_age_vs_timeout();
+                        UNSIGNED_GE_32(expired, inc_slot_age, meta.inc_slot_timeout_ns, inc_age_excess)
+                    }
+                    if (expired) {
+                        // Abandoned: claim it in a second pass.
+                        ig_dprsr_md.resubmit_type = RESUBMIT_TAKEOVER;
+                        meta.resubmit.setValid();
+                        meta.resubmit.type = (bit<8>)RESUBMIT_TAKEOVER;
+                        meta.resubmit.pad = 0;
+                    } else {
+                        inc_slot_busy.count((bit<32>)meta.in_port);
+                        ig_dprsr_md.drop_ctl = 1;
+                    }
+                    inc_consumed = true;
+                } else if (!inc_claim && inc_seen_mask == 0) {
+                    inc_duplicates.count((bit<32>)meta.in_port);
+                    ig_dprsr_md.drop_ctl = 1;
+                    inc_consumed = true;
+                } else {
+                    if (takeover) {
+                        inc_slot_takeovers.count((bit<32>)meta.in_port);
+                    }
+                    INC_LANE_APPLY(0)
+                    INC_LANE_APPLY(1)
+                    INC_LANE_APPLY(2)
+                    INC_LANE_APPLY(3)
+                    INC_LANE_APPLY(4)
+                    INC_LANE_APPLY(5)
+                    INC_LANE_APPLY(6)
+                    INC_LANE_APPLY(7)
+                    INC_LANE_APPLY(8)
+                    INC_LANE_APPLY(9)
+                    INC_LANE_APPLY(10)
+                    INC_LANE_APPLY(11)
+                    INC_LANE_APPLY(12)
+                    INC_LANE_APPLY(13)
+                    INC_LANE_APPLY(14)
+                    INC_LANE_APPLY(15)
+                    inc_contributions.count((bit<32>)meta.in_port);
+                    // Complete when no other contributor is left.
+                    if (inc_left_mask == 0) {
+                        hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_PARTIAL;
+                        if (meta.inc_root == 1) {
+                            hdr.w.inc_base.flags = INC_FLAG_IDS | INC_FLAG_RESULT;
+                        }
+                        if (!ids_present) {
+                            hdr.w.inc_ids.setValid();
+                            IPV4_CHECKSUM_AFTER_GROW(hdr.w.ipv4.hdr_checksum, INC_IDS_BYTES)
+                            hdr.w.ipv4.total_len = hdr.w.ipv4.total_len + INC_IDS_BYTES;
+                            hdr.w.udp.length = hdr.w.udp.length + INC_IDS_BYTES;
+                        }
+                        hdr.w.udp.checksum = 0;
+                        hdr.w.inc_ids.group_id = inc_id[31:16];
+                        hdr.w.inc_ids.message_id = inc_id[15:0];
+                        hdr.w.inc_ids.reserved0 = 0;
+                        inc_ids_first_psn_out(offset);
+                        hdr.w.inc_ids.operation_id = op[15:0];
+                        hdr.w.inc_ids.reserved1 = 0;
+                        inc_ids_flow_len_out(flow_len);
+                        icrc_inc();
+                        inc_results.count((bit<32>)meta.in_port);
+                    } else {
+                        ig_dprsr_md.drop_ctl = 1;   // consumed
+                        inc_consumed = true;
+                    }
+                }
+            }
+        }
+
+        // ---- Step 9: partial aggregates go up by hash routing on the INC ID.
+        if (routed && !inc_consumed && hdr.w.inc_base.isValid() &&
+            (hdr.w.inc_base.flags & (INC_FLAG_RESULT | INC_FLAG_PARTIAL)) == INC_FLAG_PARTIAL) {
+            bit<16> bucket_hash = inc_bucket_hash.get({ hdr.w.inc_ids.group_id, hdr.w.inc_ids.message_id,
+                                                        hdr.w.inc_base.version, hdr.w.udp.dst_port });
+            meta.inc_bucket = bucket_hash[7:0];
+            inc_route.apply();
+        }
+
+        // ---- Step 10's count: a routed packet INC did not consume is enqueued.
+        if (routed && !inc_consumed) {
             meta.count_enqueued = 1;
         }
 
@@ -1146,6 +1170,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
             meta.enqueued_index = enqueued_index_hash.get({ ig_tm_md.ucast_egress_port, meta.priority });
             queue_enqueued.count((bit<32>)meta.enqueued_index);
         }
+        // packet_out never leaves the switch; removed last, because the path
+        // conditions above read its validity.
+        hdr.w.packet_out.setInvalid();
     }
 }
 

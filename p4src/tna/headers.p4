@@ -218,7 +218,6 @@ struct tna_ingress_metadata_t {
     bit<8>    worker_rank;
 
     // INC.
-    bit<16>   inc_lookup_group;
     bit<32>   contributors_mask;
     bit<1>    inc_root;
     bit<8>    inc_bucket;
@@ -278,6 +277,9 @@ struct tna_ingress_metadata_t {
 // field, since Tofino takes no "fingerprint & mask" expression as an index; p4src
 // TestTNAFlowSlotWidth checks the width against FLOW_SLOTS).
 typedef bit<12> flow_slot_t;
+// The INC slot registers' index: the INC slot hash's output, log2(INC_SLOTS) bits
+// (TestTNAIndexWidths), so that the hash feeds the index with no mask step.
+typedef bit<10> inc_slot_t;
 
 struct tna_egress_metadata_t {
     bit<1>    malformed;
