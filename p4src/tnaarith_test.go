@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fastcnp/fastcnp/p4src/window"
 )
 
 // The TNA program's IPv4 checksum steps (tna/headers.p4 IPV4_CHECKSUM_AFTER_GROW
@@ -255,5 +257,123 @@ func TestTNAUnsignedGE(t *testing.T) {
 	}
 	if n < 10000 {
 		t.Fatalf("only %d pairs checked", n)
+	}
+}
+
+// TestTNACellShifts: the three CELL_SHIFT_* terms of each chip (tna/headers.p4) add up
+// to its buffer cell, and the egress takes each term from deq_qdepth with that many
+// zero bits below it, so deq_qdepth * cell is a + b + c.
+func TestTNACellShifts(t *testing.T) {
+	hdr := readRepoFile(t, "p4src/tna/headers.p4")
+	block := regexp.MustCompile(`(?s)#if __TARGET_TOFINO__ == 2\s*\n(#define CELL_SHIFT_A.*?)#else\s*\n(#define CELL_SHIFT_A.*?)#endif`).FindStringSubmatch(hdr)
+	if block == nil {
+		t.Fatal("tna/headers.p4 has no #if __TARGET_TOFINO__ == 2 block of CELL_SHIFT_* defines")
+	}
+	shift := regexp.MustCompile(`#define\s+CELL_SHIFT_([ABC])\s+(\d+)`)
+	for _, tc := range []struct {
+		chip string
+		text string
+		cell int
+	}{
+		{"tofino2", block[1], Tofino2CellBytes},
+		{"tofino", block[2], Tofino1CellBytes},
+	} {
+		ms := shift.FindAllStringSubmatch(tc.text, -1)
+		if len(ms) != 3 {
+			t.Errorf("%s: %d CELL_SHIFT_* defines, want A, B and C", tc.chip, len(ms))
+			continue
+		}
+		sum := 0
+		for _, m := range ms {
+			n, _ := strconv.Atoi(m[2])
+			sum += 1 << n
+		}
+		if sum != tc.cell {
+			t.Errorf("%s: CELL_SHIFT_* terms add up to %d bytes, the cell is %d", tc.chip, sum, tc.cell)
+		}
+	}
+	prog := readRepoFile(t, "p4src/tna/fastcnp.p4")
+	for _, term := range []string{"a", "b", "c"} {
+		want := regexp.MustCompile(`meta\.qd_` + term + `\s*=\s*qd_` + term + `_hash\.get\(\{\s*eg_intr_md\.deq_qdepth,\s*\(bit<CELL_SHIFT_` + strings.ToUpper(term) + `>\)0\s*\}\)`)
+		if !want.MatchString(prog) {
+			t.Errorf("tna/fastcnp.p4 does not take meta.qd_%s from deq_qdepth followed by CELL_SHIFT_%s zero bits", term, strings.ToUpper(term))
+		}
+	}
+	if !regexp.MustCompile(`meta\.qd_ab\s*=\s*meta\.qd_a\s*\+\s*meta\.qd_b;`).MatchString(prog) ||
+		!regexp.MustCompile(`meta\.qd_bytes\s*=\s*meta\.qd_ab\s*\+\s*meta\.qd_c;`).MatchString(prog) {
+		t.Error("tna/fastcnp.p4: qd_bytes is not qd_a + qd_b + qd_c")
+	}
+}
+
+// tnaClamp is TnaExplicitWindowClamp's apply block (tna/fastcnp.p4), branch for
+// branch: the window from the exp2 lookup, clamped to [mtu, bdp] by the signs of
+// three differences and the operands' top bits.
+func tnaClamp(hit bool, exp2, bdp uint32, mtu uint16) uint32 {
+	mtu32 := uint32(mtu)
+	exp2MinusMtu, bdpMinusExp2, bdpMinusMtu := exp2-mtu32, bdp-exp2, bdp-mtu32
+	window := bdp
+	if hit {
+		if exp2>>31 == 0 && exp2MinusMtu>>31 == 1 {
+			if bdp>>31 == 1 || bdpMinusMtu>>31 == 0 {
+				window = mtu32
+			}
+		} else if (bdp>>31 == 1 && (exp2>>31 == 0 || bdpMinusExp2>>31 == 0)) ||
+			(bdp>>31 == 0 && exp2>>31 == 0 && bdpMinusExp2>>31 == 0) {
+			window = exp2
+		}
+	}
+	return window
+}
+
+// TestTNAWindowClamp: the TNA program's clamp (transcribed above; the test first
+// checks the P4 text still has that form) is window.Clamp, min(bdp, max(mtu, w)),
+// with w = bdp when the exp2 lookup gave nothing, for values around 0, the MTU,
+// 2^31 and 2^32.
+func TestTNAWindowClamp(t *testing.T) {
+	want := strings.Join(strings.Fields(`window_bytes = bdp_bytes;
+        if (exp2_hit == 1) {
+            if (exp2_bytes[31:31] == 0 && exp2_minus_mtu[31:31] == 1) {
+                if (bdp_bytes[31:31] == 1 || bdp_minus_mtu[31:31] == 0) {
+                    window_bytes = mtu32;
+                }
+            } else if ((bdp_bytes[31:31] == 1 && (exp2_bytes[31:31] == 0 || bdp_minus_exp2[31:31] == 0)) ||
+                       (bdp_bytes[31:31] == 0 && exp2_bytes[31:31] == 0 && bdp_minus_exp2[31:31] == 0)) {
+                window_bytes = exp2_bytes;
+            }
+        }`), " ")
+	// Comments are dropped from the source before the comparison.
+	src := regexp.MustCompile(`\s*//[^\n]*`).ReplaceAllString(readRepoFile(t, "p4src/tna/fastcnp.p4"), "")
+	src = strings.Join(strings.Fields(src), " ")
+	if !strings.Contains(src, want) {
+		t.Fatalf("TnaExplicitWindowClamp no longer has the transcribed form %q", want)
+	}
+	if !strings.Contains(src, "exp2_minus_mtu = exp2_bytes - mtu32; bdp_minus_exp2 = bdp_bytes - exp2_bytes; bdp_minus_mtu = bdp_bytes - mtu32;") {
+		t.Fatal("TnaExplicitWindowClamp's differences are not the transcribed ones")
+	}
+	var values []uint32
+	for _, base := range []uint32{0, 1500, 9000, 65535, 1 << 31, 0xFFFFFFFF} {
+		for d := uint32(0); d < 3; d++ {
+			values = append(values, base+d, base-d)
+		}
+	}
+	n := 0
+	for _, mtu := range []uint16{0, 1, 1500, 9000, 65535} {
+		for _, exp2 := range values {
+			for _, bdp := range values {
+				for _, hit := range []bool{false, true} {
+					w := bdp
+					if hit {
+						w = exp2
+					}
+					if got, want := tnaClamp(hit, exp2, bdp, mtu), window.Clamp(bdp, mtu, w); got != want {
+						t.Fatalf("clamp(hit %v, exp2 %#x, bdp %#x, mtu %d) = %#x, want %#x", hit, exp2, bdp, mtu, got, want)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n < 10000 {
+		t.Fatalf("only %d cases checked", n)
 	}
 }

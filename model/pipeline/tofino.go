@@ -86,8 +86,8 @@ type flowOwnerCell struct{ fp, tag uint32 }
 type tnaState struct {
 	cells [p4src.NumPorts][8]uint32
 	// Egress, per port.
-	lastDequeue, lastQdepth, pfcPause, pfcResume, lastRx, checkAt, checkQlen1, lastDigest [p4src.NumPorts]uint32
-	portDeparted                                                                          [2][p4src.NumPorts]epochCount
+	lastDequeue, lastQdBytes, pfcPause, pfcResume, lastRx, checkAt, checkQlen1, lastDigest [p4src.NumPorts]uint32
+	portDeparted                                                                           [2][p4src.NumPorts]epochCount
 	// Egress, per flow slot.
 	flowOwner    [p4src.FlowSlots]flowOwnerCell
 	flowDeparted [2][p4src.FlowSlots]epochCount
@@ -124,7 +124,7 @@ func (p *Pipeline) tnaPFC(f *wire.Frame, port uint16, now uint64, rawNow int64, 
 			t.pfcPause[port] = now32
 			if p.cnpCloneSession() {
 				p.emit(out.Digests[:], &out.NumDigests, Digest{DigestID: p4src.DigestPortState, Port: port,
-					Event: p4src.PortEventPause, QueueBytes: t.lastQdepth[port] * p.prof.CellBytes(), TimestampNs: now}, rawNow)
+					Event: p4src.PortEventPause, QueueBytes: t.lastQdBytes[port], TimestampNs: now}, rawNow)
 			}
 		}
 		t.pfcResume[port] = 0
@@ -156,8 +156,9 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 	now32 := uint32(now)
 
 	// 1. Departure bookkeeping: four RegisterActions, each returns the old word.
-	last, lastQd := t.lastDequeue[port], t.lastQdepth[port]
-	t.lastDequeue[port], t.lastQdepth[port] = now32, qd
+	// port_last_qdepth_bytes holds the depth in bytes (the program converts it once).
+	last, lastQdBytes := t.lastDequeue[port], t.lastQdBytes[port]
+	t.lastDequeue[port], t.lastQdBytes[port] = now32, qd*cell
 	pfcStart, pfcEnd := t.pfcPause[port], t.pfcResume[port]
 	t.pfcPause[port], t.pfcResume[port] = 0, 0
 
@@ -165,7 +166,7 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 	// departure that left packets waiting.
 	gapNs := cfg.PauseQuantumPs >> p4src.PauseGapPsShift
 	framed := pfcStart != 0
-	inferred := !framed && lastQd != 0 && gapNs != 0 && now32-last > gapNs
+	inferred := !framed && lastQdBytes != 0 && gapNs != 0 && now32-last > gapNs
 	var events [2]Digest
 	nev := 0
 	hold, congested := false, false
@@ -174,13 +175,13 @@ func (p *Pipeline) tnaEgress(frame []byte, port uint16, now uint64, rawNow int64
 		if inferred {
 			start = last
 			events[nev] = Digest{DigestID: p4src.DigestPortState, Port: port, Event: p4src.PortEventPause,
-				QueueBytes: lastQd * cell, TimestampNs: (now - uint64(now32-last)) & mask48}
+				QueueBytes: lastQdBytes, TimestampNs: (now - uint64(now32-last)) & mask48}
 			nev++
 		} else if pfcEnd != 0 {
 			end = pfcEnd
 		}
 		pause := end - start
-		rx := int64(qd)*int64(cell) + int64(n) - int64(lastQd)*int64(cell)
+		rx := int64(qlen) - int64(lastQdBytes)
 		rx = max(rx, 0)
 		t.lastRx[port] = uint32(rx)
 		ev, undet := p.tnaResume(cfg, qlen, uint32(rx), pause)

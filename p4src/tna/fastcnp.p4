@@ -126,32 +126,28 @@ parser FastcnpParser(packet_in pkt,
     }
 }
 
-// One INC lane (spec 04 step 3): a register per lane, set by a claim, added to by a
-// contribution; each returns the slot's new sum into the packet (used when it
-// becomes the aggregate). Names are v1model's (top-level there); IDs are
+// One INC lane (spec 04 step 3): a register per lane, set by a claim (lane_claim),
+// added to by a contribution; it returns the slot's new sum into the packet (used
+// when it becomes the aggregate). One RegisterAction that chooses, not two in
+// branches: a lane is then one table, not two (a stage holds 16 logical tables,
+// shared by both gresses). Names are v1model's (top-level there); IDs are
 // bf-p4c's, from the names (docs/tofino.md "P4Info").
 #define INC_LANE_REGISTER(i, NAME)                                                  \
     @name(NAME)                                                                     \
     Register<bit<32>, inc_slot_t>(INC_SLOTS) inc_slot_value_##i;                    \
-    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_value_##i) lane##i##_set = { \
+    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_value_##i) lane##i##_update = { \
         void apply(inout bit<32> value, out bit<32> rv) {                           \
-            value = hdr.w.inc_vector.lane##i;                                       \
-            rv = value;                                                             \
-        }                                                                           \
-    };                                                                              \
-    RegisterAction<bit<32>, inc_slot_t, bit<32>>(inc_slot_value_##i) lane##i##_add = { \
-        void apply(inout bit<32> value, out bit<32> rv) {                           \
-            value = value + hdr.w.inc_vector.lane##i;                               \
+            if (lane_claim == 1) {                                                  \
+                value = hdr.w.inc_vector.lane##i;                                   \
+            } else {                                                                \
+                value = value + hdr.w.inc_vector.lane##i;                           \
+            }                                                                       \
             rv = value;                                                             \
         }                                                                           \
     };
 
 #define INC_LANE_APPLY(i)                                                           \
-    if (inc_claim) {                                                                \
-        hdr.w.inc_vector.lane##i = lane##i##_set.execute(inc_slot);                 \
-    } else {                                                                        \
-        hdr.w.inc_vector.lane##i = lane##i##_add.execute(inc_slot);                 \
-    }
+    hdr.w.inc_vector.lane##i = lane##i##_update.execute(inc_slot);
 
 // ===========================================================================
 // Ingress (docs/dataplane.md "Ingress, in order"; docs/tofino.md).
@@ -290,6 +286,7 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // reads them off inc_slot_key's remaining set in the same action).
     @name(".inc_slot_seen") Register<bit<32>, inc_slot_t>(INC_SLOTS) inc_slot_seen;
     bit<32> inc_id;                     // the packet's INC ID (group ++ message)
+    bit<1>  lane_claim;                 // 1: this packet claimed its slot (the lanes set)
     bit<32> inc_rank_bit;               // 1 << rank (the rank_bit tables)
     bit<32> inc_rank_in_mask;           // contributors_mask & inc_rank_bit
     inc_slot_t inc_slot;                // the slot: the INC slot hash of (INC ID, offset)
@@ -636,6 +633,40 @@ control FastcnpIngress(inout tna_headers_t hdr,
     RANK_BIT_TABLE(worker_rank_bit_of, meta.worker_rank)
     RANK_BIT_TABLE(inc_rank_bit_of, meta.inc_child_rank)
 
+    // Step 4's frame: whether it pauses (or resumes) the port's lossless priority,
+    // and for how long. An 802.3x PAUSE applies to the whole link; a PFC frame when
+    // the lossless priority's enable bit is set, with that priority's time. One
+    // constant table instead of an eight-way if chain (eight tables less).
+    bit<1>  pfc_applies;
+    bit<16> pfc_quanta;
+    @hidden action pfc_pause_8023x() { pfc_applies = 1; pfc_quanta = hdr.w.mac_control.enable_or_time; }
+#define PFC_TIME_ACTION(i) \
+    @hidden action pfc_time##i() { pfc_applies = 1; pfc_quanta = hdr.w.pfc_times.time##i; }
+    PFC_TIME_ACTION(0) PFC_TIME_ACTION(1) PFC_TIME_ACTION(2) PFC_TIME_ACTION(3)
+    PFC_TIME_ACTION(4) PFC_TIME_ACTION(5) PFC_TIME_ACTION(6) PFC_TIME_ACTION(7)
+    @hidden table pfc_priority_time {
+        key = {
+            hdr.w.pfc_times.isValid(): exact;
+            meta.lossless_priority: ternary;
+            hdr.w.mac_control.enable_or_time[7:0]: ternary;
+        }
+        actions = { pfc_pause_8023x; pfc_time0; pfc_time1; pfc_time2; pfc_time3;
+                    pfc_time4; pfc_time5; pfc_time6; pfc_time7; NoAction; }
+        const default_action = NoAction();
+        size = 16;
+        const entries = {
+            (false, _, _): pfc_pause_8023x();
+            (true, 0, 8w0x01 &&& 8w0x01): pfc_time0();
+            (true, 1, 8w0x02 &&& 8w0x02): pfc_time1();
+            (true, 2, 8w0x04 &&& 8w0x04): pfc_time2();
+            (true, 3, 8w0x08 &&& 8w0x08): pfc_time3();
+            (true, 4, 8w0x10 &&& 8w0x10): pfc_time4();
+            (true, 5, 8w0x20 &&& 8w0x20): pfc_time5();
+            (true, 6, 8w0x40 &&& 8w0x40): pfc_time6();
+            (true, 7, 8w0x80 &&& 8w0x80): pfc_time7();
+        }
+    }
+
     apply {
         meta.now32 = ig_prsr_md.global_tstamp[31:0];
         meta.in_port = ig_intr_md.ingress_port;
@@ -906,37 +937,23 @@ control FastcnpIngress(inout tna_headers_t hdr,
             }
         }
 
+        // Step 4's lookup, outside the if chain below: a table that a branch's
+        // gateway is merged into takes that gateway to its stage, and every later
+        // branch of the chain (INC's) with it.
+        pfc_applies = 0;
+        pfc_quanta = 0;
+        if (is_pause_frame) {
+            pfc_priority_time.apply();
+        }
+
         // ---- The PFC event, the switch CNP's tail and INC: one if chain, so that
         // their tables exclude each other (in bf-p4c's table_mutex) and share stages.
         bool inc_consumed = false;      // dropped by INC (counted or not): no step 9, 10
         if (is_pause_frame) {
             // ---- Step 4: PFC / PAUSE received on port p: counted here, an event
             // for egress port p on the PFC event queue (docs/tofino.md).
-            bit<1>  applies = 0;
-            bit<16> quanta = 0;
-            bit<8>  enable = hdr.w.mac_control.enable_or_time[7:0];
-            if (!hdr.w.pfc_times.isValid()) {
-                applies = 1;                        // 802.3x PAUSE: the whole link
-                quanta = hdr.w.mac_control.enable_or_time;
-            } else if (meta.lossless_priority == 0 && enable[0:0] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time0;
-            } else if (meta.lossless_priority == 1 && enable[1:1] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time1;
-            } else if (meta.lossless_priority == 2 && enable[2:2] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time2;
-            } else if (meta.lossless_priority == 3 && enable[3:3] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time3;
-            } else if (meta.lossless_priority == 4 && enable[4:4] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time4;
-            } else if (meta.lossless_priority == 5 && enable[5:5] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time5;
-            } else if (meta.lossless_priority == 6 && enable[6:6] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time6;
-            } else if (meta.lossless_priority == 7 && enable[7:7] == 1) {
-                applies = 1; quanta = hdr.w.pfc_times.time7;
-            }
-            if (applies == 1) {
-                if (quanta != 0) {
+            if (pfc_applies == 1) {
+                if (pfc_quanta != 0) {
                     pfc_pause_rx.count((bit<32>)meta.in_port);
                     hdr.bridged.pfc_pause = 1;
                 } else {
@@ -1056,7 +1073,9 @@ control FastcnpIngress(inout tna_headers_t hdr,
                 bool busy = key_outcome == INC_KEY_BUSY;
                 // The ranks seen before this packet (0 for a claim).
                 bit<32> seen_before = 0;
+                lane_claim = 0;
                 if (inc_claim) {
+                    lane_claim = 1;
                     slot_seen_claim.execute(inc_slot);
                 } else if (!busy) {
                     seen_before = slot_seen_add.execute(inc_slot);
@@ -1309,29 +1328,32 @@ control TnaExplicitWindowClamp(in bit<1>   exp2_hit,
                                out bit<32> window_bytes) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) mtu_hash;
     bit<32> mtu32;
-    bit<32> w;
-    bit<32> w_minus_mtu;
-    bit<32> bdp_minus_w;
-    @hidden action window_vs_mtu() { w_minus_mtu = w - mtu32; }
-    @hidden action bdp_vs_window() { bdp_minus_w = bdp_bytes - w; }
+    bit<32> exp2_minus_mtu;
+    bit<32> bdp_minus_exp2;
+    bit<32> bdp_minus_mtu;
+    // The three differences at once, then the choice by their signs and the top
+    // bits (the unsigned comparisons of UNSIGNED_GE_32, written into the gateways:
+    // no boolean is stored, so the clamp is five tables, not fourteen). mtu32 is
+    // below 2^16, so exp2 >= mtu whenever exp2's top bit is set.
+    @hidden action clamp_diffs() {
+        exp2_minus_mtu = exp2_bytes - mtu32;
+        bdp_minus_exp2 = bdp_bytes - exp2_bytes;
+        bdp_minus_mtu = bdp_bytes - mtu32;
+    }
     apply {
         mtu32 = mtu_hash.get({ mtu_bytes });
-        w = bdp_bytes;
+        clamp_diffs();
+        window_bytes = bdp_bytes;                   // no exp2: min(bdp, max(mtu, bdp))
         if (exp2_hit == 1) {
-            w = exp2_bytes;
+            if (exp2_bytes[31:31] == 0 && exp2_minus_mtu[31:31] == 1) {         // exp2 < mtu
+                if (bdp_bytes[31:31] == 1 || bdp_minus_mtu[31:31] == 0) {       // bdp >= mtu
+                    window_bytes = mtu32;
+                }
+            } else if ((bdp_bytes[31:31] == 1 && (exp2_bytes[31:31] == 0 || bdp_minus_exp2[31:31] == 0)) ||
+                       (bdp_bytes[31:31] == 0 && exp2_bytes[31:31] == 0 && bdp_minus_exp2[31:31] == 0)) {
+                window_bytes = exp2_bytes;          // mtu <= exp2 <= bdp
+            }
         }
-        bool ge;
-        window_vs_mtu();
-        UNSIGNED_GE_32(ge, w, mtu32, w_minus_mtu)
-        if (!ge) {
-            w = mtu32;
-        }
-        bdp_vs_window();
-        UNSIGNED_GE_32(ge, bdp_bytes, w, bdp_minus_w)
-        if (!ge) {
-            w = bdp_bytes;
-        }
-        window_bytes = w;
     }
 }
 
@@ -1359,7 +1381,9 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // the hash units): a copy by the ALU would tie the arithmetic's containers to
     // the intrinsic layout (deq_qdepth straddles two 16-bit containers, the epoch
     // is the timestamp's bits 44..13) and PHV allocation finds no slicing for both.
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qdepth_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qd_a_hash;     // deq_qdepth's terms (CELL_SHIFT_*)
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qd_b_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) qd_c_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) epoch_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) pkt_bytes_hash;
     // The departure time, in two parts, so that no ALU copy of the timestamp ties
@@ -1370,8 +1394,6 @@ control FastcnpEgress(inout tna_headers_t hdr,
     TnaExplicitWindowClamp() window_clamp;
 
     bit<32> now32;
-    bit<32> qdepth;          // deq_qdepth, cells
-    bit<32> pkt_bytes;
     bit<32> epoch;           // now >> WINDOW_EPOCH_SHIFT
     bit<16> now_hi;          // the departure time's bits 47..32 (now32: 31..0)
     bit<32> epoch_m1;
@@ -1388,11 +1410,12 @@ control FastcnpEgress(inout tna_headers_t hdr,
     RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_dequeue_ns) last_dequeue_swap = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = now32; }
     };
-    @name(".port_last_qdepth_cells") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_cells;
-    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_swap = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = qdepth; }
+    // deq_qdepth in bytes (not cells), so that rx = qlen - last needs no conversion.
+    @name(".port_last_qdepth_bytes") Register<bit<32>, bit<32>>(NUM_PORTS) port_last_qdepth_bytes;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_bytes) last_qdepth_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.qd_bytes; }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_cells) last_qdepth_read = {
+    RegisterAction<bit<32>, bit<32>, bit<32>>(port_last_qdepth_bytes) last_qdepth_read = {
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
     @name(".port_pfc_pause_ns") Register<bit<32>, bit<32>>(NUM_PORTS) port_pfc_pause_ns;
@@ -1480,10 +1503,10 @@ control FastcnpEgress(inout tna_headers_t hdr,
     RegisterAction<pair32_t, INDEX_T, bit<32>>(REG) REG##_add = {                    \
         void apply(inout pair32_t value, out bit<32> rv) {                          \
             if (value.lo == epoch) {                                                \
-                value.hi = value.hi + pkt_bytes;                                    \
+                value.hi = value.hi + meta.pkt_bytes;                               \
             } else {                                                                \
                 value.lo = epoch;                                                   \
-                value.hi = pkt_bytes;                                               \
+                value.hi = meta.pkt_bytes;                                          \
             }                                                                       \
             rv = value.hi;                                                          \
         }                                                                           \
@@ -1558,7 +1581,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
     };
 
     // ---- The explicit window and RED: v1model's tables (log2 by LPM, exp2).
-    @id(0x01000007) action set_flow_bytes_log2(bit<16> log2_q6) { meta.flow_log2_q6 = log2_q6; }
+    // The flow's log2 goes straight into k_base + log2(flow) (one step less).
+    @id(0x01000007) action set_flow_bytes_log2(bit<16> log2_q6) { meta.k_sum = log2_q6 + meta.k_base; }
     @id(0x01000008) action set_port_bytes_log2(bit<16> log2_q6) { meta.port_log2_q6 = log2_q6; }
     @id(0x01000009) action set_window(bit<32> window_bytes) {
         meta.window_exp2_bytes = window_bytes;
@@ -1580,7 +1604,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
     }
 
     @id(0x02000009) table window_exp2 {
-        key = { meta.window_log2_q6: exact @name("log2_q6"); }
+        key = { meta.k_diff: exact @name("log2_q6"); }
         actions = { set_window; NoAction; }
         default_action = NoAction();
         size = LOG2_TABLE_SIZE;
@@ -1588,13 +1612,14 @@ control FastcnpEgress(inout tna_headers_t hdr,
 
     // ---- The RESUME decision's log2 tables: the window generator's entries,
     // compiled in (docs/tofino.md "The design").
-    @id(0x01000101) action set_rx_log2(bit<16> log2_q6) { meta.rx_log2_q6 = log2_q6; meta.rx_log2_hit = 1; }
+    // log2(rx) - (log2(rate) + log2(pause) - log2(10^6)) in the lookup itself.
+    @id(0x01000101) action set_rx_log2(bit<16> log2_q6) { meta.beats_neg = log2_q6 - meta.beats_base; }
     @id(0x01000102) action set_pause_log2(bit<16> log2_q6) { meta.pause_log2_q6 = log2_q6; }
     @id(0x01000103) action set_rate_log2(bit<16> log2_q6) { meta.rate_log2_q6 = log2_q6; }
     bit<32> pause_ns;
 
     @id(0x02000101) table rx_bytes_log2 {
-        key = { rx: lpm @name("bytes"); }
+        key = { meta.rx_diff: lpm @name("bytes"); }
         actions = { set_rx_log2; NoAction; }
         const default_action = NoAction();
         size = LOG2_TABLE_SIZE;
@@ -1639,35 +1664,58 @@ control FastcnpEgress(inout tna_headers_t hdr,
     // are below 2^31, 2^15).
     @hidden action e_now_lo() { now32 = now_lo_hash.get({ eg_prsr_md.global_tstamp[31:0] }); }
     @hidden action e_now_hi() { now_hi = now_hi_hash.get({ eg_prsr_md.global_tstamp[47:32] }); }
-    @hidden action e_qdepth() { qdepth = qdepth_hash.get({ eg_intr_md.deq_qdepth }); }
     @hidden action e_epoch() { epoch = epoch_hash.get({ eg_prsr_md.global_tstamp[44:13] }); }
     @hidden action e_pkt_bytes() { meta.pkt_bytes = pkt_bytes_hash.get({ eg_intr_md.pkt_length }); }
     @hidden action e_tx_add() { tx_add = meta.pkt_bytes; }
     @hidden action e_tx_add_int() { tx_add = meta.pkt_bytes + (bit<32>)INT_HOP_BYTES; }
-    @hidden action e_tx_carry() { tx_carry_above = ~tx_add; }
-    CELLS_TO_BYTES_ACTIONS(e_qd, qdepth, meta.qd_bytes, meta.qd_tmp, meta.qd_tmp2)
-    @hidden action e_qlen() { meta.qlen = meta.qd_bytes + meta.pkt_bytes; }
+    // ~tx_add, as a subtraction: arithmetic keeps the word in one container (a
+    // bitwise result may be split at bit 31 with its cluster, and then the
+    // stateful ALU that compares it cannot read it).
+    @hidden action e_tx_carry() { tx_carry_above = 32w0xFFFFFFFF - tx_add; }
+    // The queue in bytes: three shifted copies of deq_qdepth (tna/headers.p4), then
+    // qd_bytes = a + b + c and qlen = qd_bytes + this packet in two steps.
+    @hidden action e_qd_a() { meta.qd_a = qd_a_hash.get({ eg_intr_md.deq_qdepth, (bit<CELL_SHIFT_A>)0 }); }
+    @hidden action e_qd_b() { meta.qd_b = qd_b_hash.get({ eg_intr_md.deq_qdepth, (bit<CELL_SHIFT_B>)0 }); }
+    @hidden action e_qd_c() { meta.qd_c = qd_c_hash.get({ eg_intr_md.deq_qdepth, (bit<CELL_SHIFT_C>)0 }); }
+    @hidden action e_qd_sums() {
+        meta.qd_ab = meta.qd_a + meta.qd_b;
+        meta.qd_cp = meta.qd_c + meta.pkt_bytes;
+    }
+    @hidden action e_qlen() {
+        meta.qd_bytes = meta.qd_ab + meta.qd_c;
+        meta.qlen = meta.qd_ab + meta.qd_cp;
+    }
     @hidden action e_qlen_diffs() {
         meta.qlen1 = meta.qlen + 1;
         meta.qth_diff = meta.qlen - hdr.bridged_cfg.qth_bytes;
         meta.kmax_diff = meta.qlen - hdr.bridged_cfg.red_kmax_bytes;
         meta.kmin_diff = hdr.bridged_cfg.red_kmin_bytes - meta.qlen;
     }
-    @hidden action e_check_at_new() { check_at_new = now32 + hdr.bridged_cfg.tcheck_ns; }
-    CELLS_TO_BYTES_ACTIONS(e_last_qd, meta.last_qd, meta.last_qd_bytes, meta.last_qd_tmp, meta.last_qd_tmp2)
-    CELLS_TO_BYTES_ACTIONS(e_pfc_qd, meta.last_qd, meta.pfc_qd_bytes, meta.pfc_qd_tmp, meta.pfc_qd_tmp2)
+    // Values that depend only on the time and the port's configuration, computed
+    // for every departure so that no decision waits for them.
+    @hidden action e_time_bounds() {
+        check_at_new = now32 + hdr.bridged_cfg.tcheck_ns;
+        cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
+        digest_gap_start = now32 - (bit<32>)DIGEST_MIN_GAP_NS;
+    }
     @hidden action e_gap() { meta.gap_ns = now32 - meta.last; }
     @hidden action e_gap_excess() { meta.gap_excess = hdr.bridged_cfg.pause_gap_ns - meta.gap_ns; }
     @hidden action e_rx_diff() { meta.rx_diff = meta.qlen - meta.last_qd_bytes; }
-    @hidden action e_pause_inferred() { pause_ns = meta.gap_ns; }
+    // The pause's length, whichever way it ends up detected (a framed pause, or the
+    // gap since the last departure when none is framed).
+    @hidden action e_pause_gap() { pause_ns = now32 - meta.last; }
     @hidden action e_pause_framed() { pause_ns = meta.pause_end - meta.pause_start; }
     @hidden action e_pause_open() { pause_ns = now32 - meta.pause_start; }
-    @hidden action e_beats_sums() {
-        meta.beats_rx = meta.rx_log2_q6 + (bit<16>)LOG2_NS_PER_MS_Q6;
-        meta.beats_diff = meta.rate_log2_q6 + meta.pause_log2_q6;
-    }
-    @hidden action e_beats_diff() { meta.beats_diff = meta.beats_diff - meta.beats_rx; }
+    // rx > C*T in the log domain: log2(rx) > log2(rate) + log2(pause) - log2(10^6)
+    // (q6); beats_base is the right-hand side, set_rx_log2 subtracts it.
+    @hidden action e_beats_rate() { meta.beats_base = meta.rate_log2_q6 - (bit<16>)LOG2_NS_PER_MS_Q6; }
+    @hidden action e_beats_base() { meta.beats_base = meta.beats_base + meta.pause_log2_q6; }
     @hidden action e_check_grew() { meta.check_grew = meta.check_old - meta.qlen1; }
+    // The flow's fingerprint, then its slot (the low bits), each a step: in one
+    // action with the owner's RegisterAction, the hash feeds both the index and
+    // the stateful ALU, which does not fit the input crossbar.
+    @hidden action e_flow_fp() { fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr }); }
+    @hidden action e_flow_slot() { meta.flow_slot = (flow_slot_t)fp; }
     @hidden action e_epochs() { epoch_m1 = epoch - 1; epoch_p2 = epoch + 2; }
     @hidden action e_shares() {
         meta.flow_data_bytes = meta.flow_share_a + meta.flow_share_b;
@@ -1677,8 +1725,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
         meta.flow_data_bytes = meta.qlen - hdr.bridged_cfg.red_kmin_bytes;
         meta.port_data_bytes = hdr.bridged_cfg.red_kmax_bytes - hdr.bridged_cfg.red_kmin_bytes;
     }
-    @hidden action e_k_sum() { meta.k_diff = meta.k_base + meta.flow_log2_q6; }
-    @hidden action e_k_diff() { meta.k_diff = meta.k_diff - meta.port_log2_q6; }
+    @hidden action e_k_diff() { meta.k_diff = meta.k_sum - meta.port_log2_q6; }
     @hidden action e_red_halves() {
         meta.red_lo = (bit<32>)meta.red_r[15:0];
         meta.red_hi = (bit<32>)meta.red_r[31:16];
@@ -1710,8 +1757,7 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bit<32> was = pfc_pause_open.execute(port_cell);
                 pfc_resume_clear.execute(port_cell);
                 if (was == 0) {
-                    meta.last_qd = last_qdepth_read.execute(port_cell);
-                    CELLS_TO_BYTES_APPLY(e_pfc_qd)
+                    meta.pfc_qd_bytes = last_qdepth_read.execute(port_cell);
                     meta.mirror.setValid();
                     meta.mirror.flags = RECIRC_EV0;
                     meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
@@ -1760,18 +1806,24 @@ control FastcnpEgress(inout tna_headers_t hdr,
             // in the branch a PFC event does not take: each register has one
             // RegisterAction per path, syntactically (a stateful ALU per packet).
             if (hdr.bridged_cfg.isValid()) {
-                e_qdepth();
-                CELLS_TO_BYTES_APPLY(e_qd)
+                // The work is laid out for table placement (docs/tofino.md
+                // "Compiling"): what every departure needs (the queue in bytes, the
+                // pause's length and its log2, the shares and the window) is computed
+                // before and beside the decisions, which then only select.
+                e_qd_a();
+                e_qd_b();
+                e_qd_c();
+                e_qd_sums();
                 e_qlen();
                 e_qlen_diffs();
-                e_check_at_new();
+                e_time_bounds();
+                e_beats_rate();
 
                 // 1. Departure bookkeeping.
                 meta.last = last_dequeue_swap.execute(port_cell);
-                meta.last_qd = last_qdepth_swap.execute(port_cell);
+                meta.last_qd_bytes = last_qdepth_swap.execute(port_cell);
                 meta.pause_start = pfc_pause_take.execute(port_cell);
                 meta.pause_end = pfc_resume_take.execute(port_cell);
-                CELLS_TO_BYTES_APPLY(e_last_qd)
                 e_gap();
                 e_gap_excess();
                 e_rx_diff();
@@ -1780,72 +1832,74 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 // pause_gap: the gap's top bit, or gap_excess = pause_gap - gap < 0).
                 bool framed = meta.pause_start != 0;
                 bool inferred = false;
-                if (!framed && meta.last_qd != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
+                if (!framed && meta.last_qd_bytes != 0 && hdr.bridged_cfg.pause_gap_ns != 0 &&
                     (meta.gap_ns[31:31] == 1 || meta.gap_excess[31:31] == 1)) {
                     inferred = true;
                 }
                 bool resume = framed || inferred;
+                // Its length and spec 01 event 3's rx > C*T, for every departure (the
+                // RESUME branch uses them): log2(pause) first, then the rx lookup
+                // subtracts log2(rate) + log2(pause) - log2(10^6) from log2(rx).
+                if (framed) {
+                    if (meta.pause_end != 0) {
+                        e_pause_framed();
+                    } else {
+                        e_pause_open();
+                    }
+                } else {
+                    e_pause_gap();
+                }
+                meta.pause_log2_q6 = 0;
+                meta.rate_log2_q6 = 0;
+                rate_log2.apply();
+                pause_ns_log2.apply();
+                e_beats_base();
+                // rx = max(0, qlen - last queue), before the RESUME branch that
+                // stores it: computed inside, it would wait for the branch's gateway,
+                // which bf-p4c merges with the other branch's read of the same
+                // register (one stage for both), and table placement deadlocks.
+                rx = 0;
+                meta.beats_neg = 0;                 // rx = 0: no lookup, never beats
+                if (meta.rx_diff[31:31] == 0) {     // qlen >= last queue
+                    rx = meta.rx_diff;
+                    rx_bytes_log2.apply();
+                }
                 bit<4> flags = 0;
                 bit<8> event = PORT_EVENT_NONE;
                 bool hold = false;
                 bool congested = false;
                 // qlen >= Qth (qlen and Qth below 2^31: the difference's sign).
                 bool high = meta.qth_diff[31:31] == 0;
+                bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
                 meta.mirror.ev0 = 0;
                 meta.mirror.ev0_queue_bytes = 0;
                 meta.mirror.ev0_ns = 0;
                 meta.mirror.window_bytes = 0;
                 if (resume) {
                     if (inferred) {
-                        flags = RECIRC_EV0;
+                        flags = RECIRC_EV0 | RECIRC_EV1;
                         meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
                         meta.mirror.ev0_queue_bytes = meta.last_qd_bytes;
                         meta.mirror.ev0_ns = meta.last;
-                        e_pause_inferred();
-                    } else if (meta.pause_end != 0) {
-                        e_pause_framed();
                     } else {
-                        e_pause_open();
-                    }
-                    rx = 0;
-                    if (meta.rx_diff[31:31] == 0) {     // qlen >= last queue
-                        rx = meta.rx_diff;
+                        flags = RECIRC_EV1;
                     }
                     last_rx_write.execute(port_cell);
-                    // spec 01 event 3 with rx > C*T in the log domain.
-                    meta.rx_log2_hit = 0;
-                    meta.rx_log2_q6 = 0;
-                    meta.pause_log2_q6 = 0;
-                    meta.rate_log2_q6 = 0;
-                    rx_bytes_log2.apply();
-                    pause_ns_log2.apply();
-                    rate_log2.apply();
-                    e_beats_sums();
-                    e_beats_diff();
-                    bool beats = false;
-                    if (meta.rx_log2_hit == 1 && meta.beats_diff[15:15] == 1) {
-                        beats = true;
-                    }
-                    bool no_pfc_state = hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE;
+                    // The ablation mode (fastcnp-no-pfc-state) is never undetermined;
+                    // rx beats C*T iff beats_neg > 0.
                     if (!high) {
                         event = PORT_EVENT_RESUME_NOT_CONGESTED;
-                    } else if (beats || no_pfc_state) {
-                        // The ablation mode (fastcnp-no-pfc-state): never undetermined.
+                        check_qlen1_clear.execute(port_cell);
+                    } else if (no_pfc_state || (meta.beats_neg[15:15] == 0 && meta.beats_neg != 0)) {
                         event = PORT_EVENT_RESUME_CONGESTED;
+                        check_qlen1_clear.execute(port_cell);
+                        congested = true;
                     } else {
                         event = PORT_EVENT_RESUME_UNDETERMINED;
-                    }
-                    if (event == PORT_EVENT_RESUME_UNDETERMINED) {
                         check_at_arm.execute(port_cell);
                         check_qlen1_arm.execute(port_cell);
                         hold = true;
-                    } else {
-                        check_qlen1_clear.execute(port_cell);
-                        if (high) {
-                            congested = true;
-                        }
                     }
-                    flags = flags | RECIRC_EV1;
                     meta.mirror.rx_bytes = rx;
                 } else {
                     rx = last_rx_read.execute(port_cell);
@@ -1869,14 +1923,13 @@ control FastcnpEgress(inout tna_headers_t hdr,
                             hold = true;
                         } else if (!high) {
                             event = PORT_EVENT_CHECK_DRAINED;
+                            flags = RECIRC_EV1;
                         } else if (meta.check_grew[31:31] == 1) {   // qlen1 > old
                             event = PORT_EVENT_CHECK_CONGESTED;
+                            flags = RECIRC_EV1;
                             congested = true;
                         }
-                        if (event != PORT_EVENT_NONE) {
-                            flags = RECIRC_EV1;
-                        }
-                    } else if (hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) {
+                    } else if (no_pfc_state) {
                         // The ablation: no state machine; a queue at or above Qth is
                         // congested.
                         check_qlen1_clear.execute(port_cell);
@@ -1902,8 +1955,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 meta.flow_share_b = 0;
                 meta.flow_slot = 0;
                 if (hdr.w.ipv4.isValid()) {
-                    fp = flow_hash.get({ hdr.w.ipv4.src_addr, hdr.w.ipv4.dst_addr });
-                    meta.flow_slot = (flow_slot_t)fp;     // the low bits
+                    e_flow_fp();
+                    e_flow_slot();
                     if (flow_owner_claim.execute(meta.flow_slot) == 1) {
                         tracked = true;
                         if (epoch[0:0] == 0) {   // an even epoch
@@ -1918,15 +1971,41 @@ control FastcnpEgress(inout tna_headers_t hdr,
                     }
                 }
 
+                // The window (the flow's share of the port's departures times the BDP,
+                // clamped) or, in mode ecn, RED's ratio 65536 * d/R: the same log2 and
+                // exp2 tables, for every departure, beside the decisions above.
+                if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
+                    e_red_bytes();
+                    meta.k_base = (bit<16>)RED_RATIO_K_OFFSET;
+                } else {
+                    e_shares();                     // flow_data, port_data: the two epochs
+                    meta.k_base = hdr.bridged_cfg.bdp_log2_q6;
+                }
+                meta.k_sum = meta.k_base;           // a miss: log2 = 0
+                meta.port_log2_q6 = 0;
+                flow_bytes_log2.apply();            // k_sum = k_base + log2(flow)
+                port_bytes_log2.apply();
+                meta.window_exp2_hit = 0;
+                meta.window_exp2_bytes = 0;
+                // 16 bits do not overflow: each log2 (q6) is below 2^12.
+                e_k_diff();
+                if (meta.k_diff[15:15] == 1) {
+                    meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
+                } else {
+                    window_exp2.apply();
+                }
+                bit<32> window_bytes;
+                window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, hdr.bridged_cfg.bdp_bytes,
+                                   hdr.bridged_cfg.mtu_bytes, window_bytes);
+                meta.red_r = red_random.get();
+                e_red_halves();
+                e_red_diffs();
+
                 // 5. Congested: a switch CNP (cnpGap) or the ECN fallback; RED in mode ecn.
                 bool make_cnp = false;
                 bool mark = false;
-                // RED's middle: Kmin < qlen < Kmax.
-                bool red_middle = false;
-                if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP ||
-                     hdr.bridged_cfg.mode == PORT_MODE_FASTCNP_NO_PFC_STATE) && !hold && congested) {
+                if ((hdr.bridged_cfg.mode == PORT_MODE_FASTCNP || no_pfc_state) && !hold && congested) {
                     if (hdr.bridged.cnp_target == 1 && tracked && hdr.bridged.has_bth == 1) {
-                        cnp_gap_start = now32 - hdr.bridged_cfg.cnp_gap_ns;
                         if (cnp_gap_check.execute(meta.flow_slot) == 1) {
                             make_cnp = true;
                         }
@@ -1936,56 +2015,20 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 } else if (hdr.bridged_cfg.mode == PORT_MODE_ECN) {
                     if (meta.kmax_diff[31:31] == 0) {          // qlen >= Kmax
                         mark = true;
-                    } else if (meta.kmin_diff[31:31] == 1) {   // qlen > Kmin
-                        red_middle = true;
-                    }
-                }
-                if (make_cnp) {
-                    e_shares();                         // flow_data, port_data: the two epochs
-                } else if (red_middle) {
-                    // RED without a multiplier (docs/tofino.md): ratio = 65536 * d/R
-                    // from the window tables, two random halves.
-                    e_red_bytes();
-                }
-                if (make_cnp || red_middle) {
-                    meta.flow_log2_q6 = 0;
-                    meta.port_log2_q6 = 0;
-                    flow_bytes_log2.apply();
-                    port_bytes_log2.apply();
-                    meta.window_exp2_hit = 0;
-                    meta.window_exp2_bytes = 0;
-                    meta.k_base = hdr.bridged_cfg.bdp_log2_q6;
-                    if (red_middle) {
-                        meta.k_base = (bit<16>)RED_RATIO_K_OFFSET;
-                    }
-                    // 16 bits do not overflow: each log2 (q6) is below 2^12.
-                    e_k_sum();
-                    e_k_diff();
-                    if (meta.k_diff[15:15] == 1) {
-                        meta.window_exp2_hit = 1;       // k < 0: exp2 = 0
-                    } else {
-                        meta.window_log2_q6 = meta.k_diff;
-                        window_exp2.apply();
-                    }
-                    if (red_middle) {
-                        meta.red_r = red_random.get();
-                        e_red_halves();
-                        e_red_diffs();
-                        // r_lo < Pmax and r_hi < exp2 (the ratio): the signs.
+                    } else if (meta.kmin_diff[31:31] == 1) {   // Kmin < qlen < Kmax:
+                        // RED without a multiplier (docs/tofino.md): r_lo < Pmax and
+                        // r_hi < exp2 (the ratio), the signs.
                         if (meta.red_lo[31:31] == 1 && meta.red_hi[31:31] == 1) {
                             mark = true;
                         }
                     }
                 }
                 if (make_cnp) {
-                    bit<32> window_bytes;
-                    window_clamp.apply(meta.window_exp2_hit, meta.window_exp2_bytes, hdr.bridged_cfg.bdp_bytes,
-                                       hdr.bridged_cfg.mtu_bytes, window_bytes);
                     flags = flags | RECIRC_CNP;
                     meta.mirror.window_bytes = window_bytes;
-                    // A cnp_digest_t, unless two port events ride this carrier.
-                    if ((flags & RECIRC_EV0) == 0) {
-                        digest_gap_start = now32 - (bit<32>)DIGEST_MIN_GAP_NS;
+                    // A cnp_digest_t, unless two port events ride this carrier (an
+                    // inferred pause: ev0 and ev1).
+                    if (!inferred) {
                         if (digest_gap_check.execute(port_cell) == 1) {
                             flags = flags | RECIRC_CNP_DIGEST;
                         }

@@ -32,24 +32,19 @@
 #endif
 #endif
 
-// deq_qdepth (cells) to bytes without a multiplier: 80 = 64 + 16, 176 = 128 + 32 + 16.
-// A Tofino action does one operation per destination, and bf-p4c synthesizes
-// consecutive statements into one action whether or not they depend on each other,
-// so each step is an action (declared in a control whose metadata is `meta`) and
-// CELLS_TO_BYTES_APPLY calls them in order (each call is a table of its own).
+// deq_qdepth (cells) to bytes without a multiplier: the cell size is a sum of three
+// powers of two, 80 = 64 + 8 + 8 and 176 = 128 + 32 + 16 (p4src TestTNACellShifts).
+// Each term is deq_qdepth with CELL_SHIFT_* zero bits below it, from an identity hash
+// (a hash places its input bits anywhere, so the shift costs no ALU step); two adds
+// then make the bytes (FastcnpEgress e_qd_sums, e_qlen).
 #if __TARGET_TOFINO__ == 2
-#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
-    @hidden action NAME##_parts() {                                                 \
-        TMP = (bit<32>)(SRC) << 7; TMP2 = (bit<32>)(SRC) << 5; DST = (bit<32>)(SRC) << 4; \
-    }                                                                               \
-    @hidden action NAME##_sum0() { TMP = TMP + TMP2; }                              \
-    @hidden action NAME##_sum() { DST = DST + TMP; }
-#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum0(); NAME##_sum();
+#define CELL_SHIFT_A 7
+#define CELL_SHIFT_B 5
+#define CELL_SHIFT_C 4
 #else
-#define CELLS_TO_BYTES_ACTIONS(NAME, SRC, DST, TMP, TMP2)                           \
-    @hidden action NAME##_parts() { TMP = (bit<32>)(SRC) << 6; DST = (bit<32>)(SRC) << 4; } \
-    @hidden action NAME##_sum() { DST = DST + TMP; }
-#define CELLS_TO_BYTES_APPLY(NAME) NAME##_parts(); NAME##_sum();
+#define CELL_SHIFT_A 6
+#define CELL_SHIFT_B 3
+#define CELL_SHIFT_C 3
 #endif
 
 // The first byte of every packet that reaches egress: what follows.
@@ -290,15 +285,11 @@ struct tna_egress_metadata_t {
     // Explicit window and RED: the log2 LPM tables' keys and results.
     bit<32>   flow_data_bytes;
     bit<32>   port_data_bytes;
-    bit<16>   flow_log2_q6;
     bit<16>   port_log2_q6;
-    bit<16>   window_log2_q6;
     bit<32>   window_exp2_bytes;
     bit<1>    window_exp2_hit;
 
     // The RESUME decision's constant log2 tables.
-    bit<16>   rx_log2_q6;
-    bit<1>    rx_log2_hit;
     bit<16>   pause_log2_q6;
     bit<16>   rate_log2_q6;
 
@@ -310,25 +301,25 @@ struct tna_egress_metadata_t {
     // differences whose sign bit a gateway tests ("a < b" of two fields).
     bit<32>   pkt_bytes;            // eg_intr_md.pkt_length
     bit<32>   qd_bytes;             // deq_qdepth in bytes
-    bit<32>   qd_tmp;               // its partial products
-    bit<32>   qd_tmp2;
+    bit<32>   qd_a;                 // its three terms: deq_qdepth << CELL_SHIFT_A
+    bit<32>   qd_b;
+    bit<32>   qd_c;
+    bit<32>   qd_ab;                // qd_a + qd_b
+    bit<32>   qd_cp;                // qd_c + pkt_bytes
     bit<32>   qlen;                 // bytes: deq_qdepth * CELL + this packet
     bit<32>   qlen1;                // qlen + 1 (port_check_qlen1's encoding)
     bit<32>   qth_diff;             // qlen - Qth
     bit<32>   kmax_diff;            // qlen - Kmax
     bit<32>   kmin_diff;            // Kmin - qlen
     bit<32>   last;                 // the port's previous departure, ns
-    bit<32>   last_qd;              // its deq_qdepth, cells
-    bit<32>   last_qd_bytes;        // in bytes
-    bit<32>   last_qd_tmp;
-    bit<32>   last_qd_tmp2;
+    bit<32>   last_qd_bytes;        // its deq_qdepth, bytes
     bit<32>   gap_ns;               // now - last
     bit<32>   gap_excess;           // pause_gap - gap_ns
     bit<32>   rx_diff;              // qlen - last_qd_bytes
     bit<32>   pause_start;          // a framed pause's start (0: none)
     bit<32>   pause_end;            // its end (0: still open)
-    bit<16>   beats_rx;             // log2(rx) + log2(10^6), q6
-    bit<16>   beats_diff;           // log2(rate) + log2(pause) - beats_rx
+    bit<16>   beats_base;           // log2(rate) + log2(pause) - log2(10^6), q6
+    bit<16>   beats_neg;            // log2(rx) - beats_base: rx beats C*T iff > 0
     bit<32>   check_old;            // port_check_qlen1 before this departure
     bit<32>   check_grew;           // check_old - qlen1
     bit<32>   port_share_a;         // the port's bytes in this epoch and the last
@@ -336,14 +327,13 @@ struct tna_egress_metadata_t {
     bit<32>   flow_share_a;         // the flow's
     bit<32>   flow_share_b;
     bit<16>   k_base;               // log2 of the window's base (BDP or RED's 65536)
-    bit<16>   k_diff;               // k_base + log2(flow) - log2(port)
+    bit<16>   k_sum;                // k_base + log2(flow)
+    bit<16>   k_diff;               // k_sum - log2(port): the window's log2 (q6)
     bit<32>   red_r;                // RED's random word
     bit<32>   red_lo;               // its low half - Pmax
     bit<32>   red_hi;               // its high half - exp2
     bit<32>   red_pmax;             // Pmax, 32 bits
     bit<32>   pfc_qd_bytes;         // a PFC event: the last deq_qdepth in bytes
-    bit<32>   pfc_qd_tmp;
-    bit<32>   pfc_qd_tmp2;
     queue_index_t dequeued_index;   // port * 8 + priority
 }
 
