@@ -28,8 +28,14 @@ func s4Result(t *testing.T) (*Topology, *Result, map[string]int) {
 	}
 	res := &Result{Topology: topo.Name}
 	perSpine := map[string]int{}
-	for g, msgs := range map[uint16][]uint16{1: topo.Flows[0].INC.Messages, 2: topo.Flows[16].INC.Messages} {
-		for k, m := range msgs {
+	// Group 1's messages, then group 2's, in this order (a map's order would move
+	// res.INC[3], which the test edits, between the groups from run to run).
+	for _, grp := range []struct {
+		g    uint16
+		msgs []uint16
+	}{{1, topo.Flows[0].INC.Messages}, {2, topo.Flows[16].INC.Messages}} {
+		g := grp.g
+		for k, m := range grp.msgs {
 			due := 1000 + 15*float64(k)
 			res.INC = append(res.INC, INCMessage{Group: g, Message: m, Offsets: 16, DueMs: due, LastResultMs: due + 10,
 				FirstResultMs: due + 1, Check: INCCheck{Group: g, Message: m, Offsets: 16, Results: 16, Correct: 16, Complete: true}})
