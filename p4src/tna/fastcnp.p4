@@ -636,7 +636,8 @@ control FastcnpIngress(inout tna_headers_t hdr,
     // Step 4's frame: whether it pauses (or resumes) the port's lossless priority,
     // and for how long. An 802.3x PAUSE applies to the whole link; a PFC frame when
     // the lossless priority's enable bit is set, with that priority's time. One
-    // constant table instead of an eight-way if chain (eight tables less).
+    // constant table instead of an eight-way if chain, each of whose branches was a
+    // table of its own.
     bit<1>  pfc_applies;
     bit<16> pfc_quanta;
     @hidden action pfc_pause_8023x() { pfc_applies = 1; pfc_quanta = hdr.w.mac_control.enable_or_time; }
@@ -1333,8 +1334,8 @@ control TnaExplicitWindowClamp(in bit<1>   exp2_hit,
     bit<32> bdp_minus_mtu;
     // The three differences at once, then the choice by their signs and the top
     // bits (the unsigned comparisons of UNSIGNED_GE_32, written into the gateways:
-    // no boolean is stored, so the clamp is five tables, not fourteen). mtu32 is
-    // below 2^16, so exp2 >= mtu whenever exp2's top bit is set.
+    // no boolean is stored, and each stored one would be tables of its own). mtu32
+    // is below 2^16, so exp2 >= mtu whenever exp2's top bit is set.
     @hidden action clamp_diffs() {
         exp2_minus_mtu = exp2_bytes - mtu32;
         bdp_minus_exp2 = bdp_bytes - exp2_bytes;
@@ -1702,7 +1703,8 @@ control FastcnpEgress(inout tna_headers_t hdr,
     @hidden action e_gap_excess() { meta.gap_excess = hdr.bridged_cfg.pause_gap_ns - meta.gap_ns; }
     @hidden action e_rx_diff() { meta.rx_diff = meta.qlen - meta.last_qd_bytes; }
     // The pause's length, whichever way it ends up detected (a framed pause, or the
-    // gap since the last departure when none is framed).
+    // gap since the last departure when none is framed). e_pause_gap is e_gap's
+    // difference again, on purpose: copied from gap_ns it would wait a step longer.
     @hidden action e_pause_gap() { pause_ns = now32 - meta.last; }
     @hidden action e_pause_framed() { pause_ns = meta.pause_end - meta.pause_start; }
     @hidden action e_pause_open() { pause_ns = now32 - meta.pause_start; }
@@ -1757,12 +1759,12 @@ control FastcnpEgress(inout tna_headers_t hdr,
                 bit<32> was = pfc_pause_open.execute(port_cell);
                 pfc_resume_clear.execute(port_cell);
                 if (was == 0) {
-                    meta.pfc_qd_bytes = last_qdepth_read.execute(port_cell);
                     meta.mirror.setValid();
                     meta.mirror.flags = RECIRC_EV0;
                     meta.mirror.ev0 = (bit<4>)PORT_EVENT_PAUSE;
+                    // The register holds bytes: straight into the PAUSE digest.
+                    meta.mirror.ev0_queue_bytes = last_qdepth_read.execute(port_cell);
                     meta.mirror.ev1 = 0;
-                    meta.mirror.ev0_queue_bytes = meta.pfc_qd_bytes;
                     meta.mirror.ev0_ns = hdr.bridged.ingress_ns[31:0];
                     meta.mirror.now_ns = hdr.bridged.ingress_ns;
                     meta.mirror.qlen_bytes = 0;

@@ -333,7 +333,6 @@ struct tna_egress_metadata_t {
     bit<32>   red_lo;               // its low half - Pmax
     bit<32>   red_hi;               // its high half - exp2
     bit<32>   red_pmax;             // Pmax, 32 bits
-    bit<32>   pfc_qd_bytes;         // a PFC event: the last deq_qdepth in bytes
     queue_index_t dequeued_index;   // port * 8 + priority
 }
 
